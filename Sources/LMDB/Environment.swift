@@ -1,0 +1,204 @@
+import CLMDB
+import Glibc
+import Locks
+import Synchronization
+
+/// An LMDB environment (`MDB_env *`): one memory-mapped store directory holding named databases.
+///
+/// Rules it enforces, from lmdb.h:
+/// - **Opened once per process.** Opening the same directory twice in one process corrupts LMDB's
+///   lock bookkeeping, so a second open throws `EBUSY` until the first is closed.
+/// - **Transactions only through closures.** ``read(_:)`` and ``write(_:)`` are synchronous: the body
+///   runs on the calling thread and the transaction ends before they return (commit on return, abort
+///   on throw, never abort after a failed commit). Never `await` inside one: a write transaction
+///   belongs to the OS thread that began it.
+/// - **The map grows by itself.** A write that hits `MDB_MAP_FULL` is aborted, the map is grown
+///   (no transaction of this process may be active while it is, which a readers-writer gate ensures)
+///   and the whole body runs again. Bodies must therefore be repeatable and let `LMDBError`s propagate.
+/// - **Durable by default.** A commit returns after fsync unless ``Options/durable`` is false.
+///
+/// `@unchecked Sendable`: the handle is only used through LMDB calls that are thread-safe for an
+/// environment opened with `MDB_NOTLS`; writers are serialised by `writerLock`, and `gate` keeps map
+/// resizing apart from every transaction.
+public final class Environment: @unchecked Sendable {
+    /// How to open an environment.
+    public struct Options: Sendable {
+        /// Initial map size in bytes (it grows by itself; this only avoids early regrowth).
+        public var mapSize: Int = 64 << 20
+        /// How many named databases may be opened.
+        public var maxDatabases: Int = 16
+        /// Maximum simultaneous read transactions (reader table slots).
+        public var maxReaders: Int = 126
+        /// fsync on every commit. Only benchmarks of non-durable paths should turn this off.
+        public var durable: Bool = true
+        /// Largest map the environment may grow to; writes beyond it fail with `MDB_MAP_FULL`.
+        public var maxMapSize: Int = 1 << 40
+
+        public init() {}
+    }
+
+    private static let openPaths = Mutex<Set<String>>([])
+
+    let handle: OpaquePointer
+    /// The canonical directory path.
+    public let path: String
+    private let options: Options
+    private let gate = ReadWriteLock()
+    private let writerLock = ConditionLock()
+    private let writerThread = Atomic<UInt>(0)
+    private let closed = Atomic<Bool>(false)
+    private let currentMapSize: Atomic<Int>
+
+    /// Opens (creating if needed, mode 0600) the environment in directory `path`.
+    /// - Throws: ``LMDBError``; `EBUSY` when this process already has it open.
+    public init(path: String, options: Options = Options()) throws(LMDBError) {
+        if mkdir(path, 0o700) != 0 && errno != EEXIST {
+            throw LMDBError(code: errno, operation: "mkdir(\(path))")
+        }
+        guard let resolved = realpath(path, nil) else {
+            throw LMDBError(code: errno, operation: "realpath(\(path))")
+        }
+        let canonical = String(cString: resolved)
+        free(resolved)
+
+        let claimed = Self.openPaths.withLock { $0.insert(canonical).inserted }
+        guard claimed else { throw LMDBError(code: EBUSY, operation: "open(\(canonical)): already open in this process") }
+
+        var env: OpaquePointer?
+        do {
+            try check(mdb_env_create(&env), "mdb_env_create")
+            try check(mdb_env_set_maxdbs(env, MDB_dbi(options.maxDatabases)), "mdb_env_set_maxdbs")
+            try check(mdb_env_set_maxreaders(env, UInt32(options.maxReaders)), "mdb_env_set_maxreaders")
+            try check(mdb_env_set_mapsize(env, options.mapSize), "mdb_env_set_mapsize")
+            var flags = UInt32(MDB_NOTLS)
+            if !options.durable { flags |= UInt32(MDB_NOSYNC) }
+            try check(mdb_env_open(env, canonical, flags, 0o600), "mdb_env_open(\(canonical))")
+        } catch {
+            // Free the half-made handle and release the path, as GRDB does for a failed open.
+            if let env { mdb_env_close(env) }
+            _ = Self.openPaths.withLock { $0.remove(canonical) }
+            throw error
+        }
+        self.handle = env!
+        self.path = canonical
+        self.options = options
+        var info = MDB_envinfo()
+        mdb_env_info(env, &info)
+        self.currentMapSize = Atomic<Int>(Int(info.me_mapsize))
+    }
+
+    deinit {
+        self.close()
+    }
+
+    /// Closes the environment (`mdb_env_close`). Idempotent. The caller must not be inside, or
+    /// start, a transaction concurrently.
+    public func close() {
+        guard !self.closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        self.gate.withWriteLock {
+            mdb_env_close(self.handle)
+        }
+        _ = Self.openPaths.withLock { $0.remove(self.path) }
+    }
+
+    /// The database page size in bytes (the OS page size LMDB chose at creation).
+    public var pageSize: Int {
+        var stat = MDB_stat()
+        mdb_env_stat(self.handle, &stat)
+        return Int(stat.ms_psize)
+    }
+
+    /// The current map size in bytes.
+    public var mapSize: Int { self.currentMapSize.load(ordering: .relaxed) }
+
+    /// Runs `body` in a read-only transaction (`MDB_RDONLY`), aborted when it returns: a snapshot of
+    /// the last committed state. Keep it short: a live reader pins old pages.
+    public func read<T>(_ body: (borrowing Transaction) throws -> T) throws -> T {
+        try self.gate.withReadLock {
+            precondition(!self.closed.load(ordering: .relaxed), "read on a closed LMDB environment")
+            let txn = try self.begin(readOnly: true)
+            defer { mdb_txn_abort(txn) }
+            return try body(Transaction(handle: txn, isReadOnly: true))
+        }
+    }
+
+    /// Runs `body` in the write transaction and commits it durably when `body` returns; aborts when it
+    /// throws. On `MDB_MAP_FULL` (from `body` or from the commit) the map grows and `body` runs again.
+    /// - Throws: what `body` throws, or ``LMDBError`` from LMDB (including `MDB_MAP_FULL` once
+    ///   ``Options/maxMapSize`` is reached).
+    public func write<T>(_ body: (borrowing Transaction) throws -> T) throws -> T {
+        let me = UInt(pthread_self())
+        precondition(self.writerThread.load(ordering: .relaxed) != me, "nested LMDB write transaction on one thread")
+        return try self.writerLock.withLock { () throws -> T in
+            self.writerThread.store(me, ordering: .relaxed)
+            defer { self.writerThread.store(0, ordering: .relaxed) }
+            while true {
+                do {
+                    return try self.writeOnce(body)
+                } catch let error as LMDBError where error.isMapFull {
+                    try self.grow(after: error)
+                }
+            }
+        }
+    }
+
+    private func writeOnce<T>(_ body: (borrowing Transaction) throws -> T) throws -> T {
+        try self.gate.withReadLock {
+            precondition(!self.closed.load(ordering: .relaxed), "write on a closed LMDB environment")
+            let txn = try self.begin(readOnly: false)
+            let result: T
+            do {
+                result = try body(Transaction(handle: txn, isReadOnly: false))
+            } catch {
+                mdb_txn_abort(txn)
+                throw error
+            }
+            // mdb_txn_commit frees the transaction even when it fails: never abort after it.
+            try check(mdb_txn_commit(txn), "mdb_txn_commit")
+            return result
+        }
+    }
+
+    /// Doubles the map (at least +64 MiB), with no transaction of this process active.
+    private func grow(after error: LMDBError) throws(LMDBError) {
+        let current = self.mapSize
+        guard current < self.options.maxMapSize else { throw error }
+        let target = min(self.options.maxMapSize, max(current * 2, current + (64 << 20)))
+        try self.gate.withWriteLock { () throws(LMDBError) in
+            try check(mdb_env_set_mapsize(self.handle, target), "mdb_env_set_mapsize(\(target))")
+        }
+        self.currentMapSize.store(target, ordering: .relaxed)
+    }
+
+    private func begin(readOnly: Bool) throws(LMDBError) -> OpaquePointer {
+        var txn: OpaquePointer?
+        let flags = readOnly ? UInt32(MDB_RDONLY) : 0
+        var rc = mdb_txn_begin(self.handle, nil, flags, &txn)
+        if rc == MDB_MAP_RESIZED {
+            // Another process grew the map; adopting its size is safe with no transaction active here.
+            mdb_env_set_mapsize(self.handle, 0)
+            rc = mdb_txn_begin(self.handle, nil, flags, &txn)
+        }
+        try check(rc, readOnly ? "mdb_txn_begin(read)" : "mdb_txn_begin(write)")
+        return txn!
+    }
+
+    /// Writes a consistent copy of the environment to directory `path` (`mdb_env_copy2`), compacted
+    /// (free pages omitted) when `compact` is true. Safe while the store is in use (a hot backup).
+    public func copy(to path: String, compact: Bool = true) throws(LMDBError) {
+        if mkdir(path, 0o700) != 0 && errno != EEXIST {
+            throw LMDBError(code: errno, operation: "mkdir(\(path))")
+        }
+        try self.gate.withReadLock { () throws(LMDBError) in
+            try check(
+                mdb_env_copy2(self.handle, path, compact ? UInt32(MDB_CP_COMPACT) : 0),
+                "mdb_env_copy2(\(path))"
+            )
+        }
+    }
+
+    /// Flushes buffers to disk (`mdb_env_sync` with force), for environments opened non-durable.
+    public func sync() throws(LMDBError) {
+        try check(mdb_env_sync(self.handle, 1), "mdb_env_sync")
+    }
+}

@@ -1,0 +1,140 @@
+/// One algorithm's encoding of one face capture, as a client sends it.
+///
+/// Its `description` and mirror never show the values: templates are biometric data and must not
+/// reach logs, even through an accidental string interpolation or `dump`.
+public struct FaceTemplate: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
+    /// The data of a template.
+    public enum Data: Sendable, Hashable {
+        case vector([Float])
+        case landmarks([Landmark])
+    }
+
+    /// The algorithm's version id (e.g. 24).
+    public var algorithm: UInt32
+    public var data: Data
+
+    public init(algorithm: UInt32, data: Data) {
+        self.algorithm = algorithm
+        self.data = data
+    }
+
+    public init(algorithm: UInt32, vector: [Float]) {
+        self.init(algorithm: algorithm, data: .vector(vector))
+    }
+
+    public init(algorithm: UInt32, landmarks: [Landmark]) {
+        self.init(algorithm: algorithm, data: .landmarks(landmarks))
+    }
+
+    public var description: String {
+        switch self.data {
+        case .vector(let values): "FaceTemplate(algorithm: \(self.algorithm), \(values.count) values)"
+        case .landmarks(let values): "FaceTemplate(algorithm: \(self.algorithm), \(values.count) landmarks)"
+        }
+    }
+
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
+}
+
+/// What one request carries: the templates of one capture, at most one per algorithm.
+public struct Face: Sendable, Hashable, CustomStringConvertible {
+    public var templates: [FaceTemplate]
+
+    public init(templates: [FaceTemplate]) {
+        self.templates = templates
+    }
+
+    public init(_ templates: FaceTemplate...) {
+        self.templates = templates
+    }
+
+    public var description: String { "Face(\(self.templates.map(\.description).joined(separator: ", ")))" }
+}
+
+/// A validated template in the form the index and the store keep: vectors L2-normalised (for cosine
+/// algorithms), landmarks densified with raw coordinates for storage and normalised ones for scoring.
+struct PreparedTemplate: Sendable {
+    let algorithm: Algorithm
+    /// The bytes persisted in LMDB (little-endian float32s; landmarks: mask then raw coordinates).
+    let payload: [UInt8]
+    /// The row the index scans: `algorithm.rowStride` floats.
+    let row: [Float]
+    /// Landmark presence mask (0 for vectors).
+    let mask: UInt32
+    /// Quality score known at registration: the landmark symmetry/coverage score, else nil.
+    let quality: Float?
+
+    /// Validates `template` against `algorithm` and prepares it.
+    /// - Throws: ``TemplateProblem`` naming what is wrong.
+    init(_ template: FaceTemplate, algorithm: Algorithm) throws(TemplateProblem) {
+        self.algorithm = algorithm
+        switch (algorithm.kind, template.data) {
+        case (.vector(let dimension), .vector(let values)):
+            let row = try Self.prepareVector(values, dimension: dimension, scoreFunction: algorithm.scoreFunction)
+            self.row = row
+            self.payload = row.withUnsafeBytes { Array($0) }
+            self.mask = 0
+            self.quality = nil
+        case (.landmarks, .landmarks(let landmarks)):
+            let dense = try LandmarkAlgorithm.dense(from: landmarks)
+            self.row = LandmarkAlgorithm.normalised(dense)
+            self.mask = dense.mask
+            self.quality = LandmarkAlgorithm.quality(dense)
+            self.payload = Self.landmarkPayload(dense)
+        case (.vector(let dimension), .landmarks):
+            throw .wrongKind(expected: "a vector of \(dimension) values")
+        case (.landmarks, .vector):
+            throw .wrongKind(expected: "named landmarks")
+        }
+    }
+
+    /// Rebuilds a prepared template from its stored payload (export, verification).
+    static func decodePayload(_ bytes: UnsafeRawBufferPointer, algorithm: Algorithm) -> FaceTemplate.Data {
+        switch algorithm.kind {
+        case .vector:
+            return .vector(Array(bytes.bindMemory(to: Float.self)))
+        case .landmarks:
+            let mask = bytes.loadUnaligned(as: UInt32.self)
+            var landmarks: [Landmark] = []
+            for slot in 0..<LandmarkVocabulary.count where mask & (1 << slot) != 0 {
+                let base = 4 + slot * 12
+                landmarks.append(Landmark(
+                    name: LandmarkVocabulary.names[slot],
+                    x: bytes.loadUnaligned(fromByteOffset: base, as: Float.self),
+                    y: bytes.loadUnaligned(fromByteOffset: base + 4, as: Float.self),
+                    z: bytes.loadUnaligned(fromByteOffset: base + 8, as: Float.self)))
+            }
+            return .landmarks(landmarks)
+        }
+    }
+
+    private static func prepareVector(
+        _ values: [Float],
+        dimension: Int,
+        scoreFunction: ScoreFunction
+    ) throws(TemplateProblem) -> [Float] {
+        guard values.count == dimension else { throw .wrongDimension(expected: dimension, actual: values.count) }
+        var sumOfSquares: Double = 0
+        for (index, value) in values.enumerated() {
+            guard value.isFinite else { throw .nonFiniteValue(index: index) }
+            sumOfSquares += Double(value) * Double(value)
+        }
+        guard sumOfSquares > 0 else { throw .zeroVector }
+        let norm = sumOfSquares.squareRoot()
+        if scoreFunction.normalisesTemplates {
+            // An exactly unit vector is kept bit for bit, so hand-computed scores stay exact.
+            if norm == 1 { return values }
+            return values.map { Float(Double($0) / norm) }
+        }
+        guard abs(norm - 1) <= 0.01 else { throw .notNormalised(norm: Float(norm)) }
+        return values
+    }
+
+    private static func landmarkPayload(_ dense: DenseLandmarks) -> [UInt8] {
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(4 + 4 * dense.coordinates.count)
+        withUnsafeBytes(of: dense.mask.littleEndian) { bytes.append(contentsOf: $0) }
+        dense.coordinates.withUnsafeBytes { bytes.append(contentsOf: $0) }
+        return bytes
+    }
+}

@@ -1,0 +1,340 @@
+import LMDB
+import Locks
+
+extension RegistryEngine {
+    // MARK: Preparing requests
+
+    /// A face's templates validated and prepared against a gallery, keyed by algorithm version.
+    /// - Throws: ``RegistryError``: `malformedRequest` (no templates, two of one algorithm),
+    ///   `unknownAlgorithm` (unknown, or no registry for it in the gallery), `invalidTemplate`.
+    func prepare(_ face: Face, for gallery: GalleryIndex) throws(RegistryError) -> [UInt32: PreparedTemplate] {
+        guard !face.templates.isEmpty else { throw .malformedRequest("the face carries no templates") }
+        var prepared: [UInt32: PreparedTemplate] = [:]
+        for template in face.templates {
+            let algorithm = try self.catalog.algorithm(version: template.algorithm)
+            guard prepared[algorithm.version] == nil else {
+                throw .malformedRequest("the face carries two \(algorithm) templates; at most one per algorithm")
+            }
+            guard gallery.registry(algorithm: algorithm.version) != nil else {
+                throw RegistryError(.unknownAlgorithm, "gallery '\(gallery.name)' has no registry for \(algorithm)")
+            }
+            do {
+                prepared[algorithm.version] = try PreparedTemplate(template, algorithm: algorithm)
+            } catch {
+                throw .invalidTemplate(algorithm, error)
+            }
+        }
+        return prepared
+    }
+
+    /// Validates names and prepares the face under the index read lock (the gallery's registries
+    /// can change concurrently only through the writer, which takes the write lock).
+    private func prepareRequest(
+        gallery name: String,
+        identifier: String?,
+        face: Face
+    ) throws(RegistryError) -> (galleryId: UInt32, templates: [UInt32: PreparedTemplate]) {
+        try Names.validateGallery(name)
+        if let identifier { try Names.validateIdentifier(identifier) }
+        return try self.indexLock.withReadLock { () throws(RegistryError) in
+            let gallery = try self.gallery(named: name)
+            return (gallery.id, try self.prepare(face, for: gallery))
+        }
+    }
+
+    /// The gallery an operation prepared against, re-read on the writer thread: it may have been
+    /// deleted (or recreated) since.
+    private func currentGallery(_ name: String, id: UInt32) throws(RegistryError) -> GalleryIndex {
+        let gallery = try self.gallery(named: name)
+        guard gallery.id == id else { throw .unknownGallery(name) }
+        return gallery
+    }
+
+    // MARK: Register
+
+    /// Registers a face under an identifier (DESIGN §4): for each template, in its registry, (1) a
+    /// template of another identifier scoring ≥ the identification threshold refuses it with
+    /// `SIMILAR_FACE_REGISTERED` naming the best-scoring such identifier; else (2) if the identifier
+    /// has templates there and none scores ≥ the authentication threshold, `FACE_MISMATCH` with the
+    /// best score. All templates are checked, then all written in one transaction, or none.
+    ///
+    /// - Parameters:
+    ///   - force: store despite the findings (the operator's "register anyway"); the reply lists them.
+    /// - Returns: the stored templates (in registry priority order) and, when forced, the findings.
+    /// - Throws: ``RegistryError``.
+    public func register(
+        gallery name: String = GalleryConfiguration.defaultName,
+        identifier: String,
+        face: Face,
+        force: Bool = false
+    ) async throws -> Registration {
+        let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: identifier, face: face)
+        return try await self.write { txn, context in
+            let gallery = try self.currentGallery(name, id: galleryId)
+            var findings: [RegistrationFinding] = []
+            var targets: [(RegistryIndex, PreparedTemplate)] = []
+            for registry in gallery.registries {
+                guard let template = templates[registry.algorithm.version] else { continue }
+                targets.append((registry, template))
+                let check = Matching.check(registry, in: gallery, identifier: identifier, query: template, batch: context.batch)
+                if let finding = check.finding(algorithm: registry.algorithm.version, thresholds: registry.thresholds) {
+                    findings.append(finding)
+                }
+            }
+            if !force, let decisive = Self.decisive(findings) {
+                throw Self.refusal(decisive, all: findings, identifier: identifier, catalog: self.catalog)
+            }
+            let source: TemplateSource = findings.isEmpty ? .registered : .forced
+            let stored = try targets.map { registry, template in
+                try self.storeTemplate(txn, context, gallery: gallery, registry: registry, identifier: identifier, template: template, source: source)
+            }
+            return Registration(stored: stored, findings: findings)
+        }
+    }
+
+    /// The finding that decides a refusal: the first similar face in priority order, else the first mismatch.
+    static func decisive(_ findings: [RegistrationFinding]) -> RegistrationFinding? {
+        findings.first { if case .similarFace = $0.kind { true } else { false } } ?? findings.first
+    }
+
+    static func refusal(
+        _ decisive: RegistrationFinding,
+        all: [RegistrationFinding],
+        identifier: String,
+        catalog: AlgorithmCatalog
+    ) -> RegistryError {
+        let algorithm = (try? catalog.algorithm(version: decisive.algorithm))?.description ?? "\(decisive.algorithm)"
+        switch decisive.kind {
+        case .similarFace(let other, let score):
+            return RegistryError(
+                .similarFaceRegistered,
+                "a similar face is already registered as '\(other)' (score \(score), \(algorithm))",
+                details: .registration(decisive: decisive, all: all))
+        case .faceMismatch(let best):
+            return RegistryError(
+                .faceMismatch,
+                "the face does not match the templates registered as '\(identifier)' (best score \(best), \(algorithm))",
+                details: .registration(decisive: decisive, all: all))
+        }
+    }
+
+    /// Writes one template inside an operation and records its index change.
+    private func storeTemplate(
+        _ txn: borrowing Transaction,
+        _ context: OperationContext,
+        gallery: GalleryIndex,
+        registry: RegistryIndex,
+        identifier: String,
+        template: PreparedTemplate,
+        source: TemplateSource
+    ) throws -> StoredTemplate {
+        let id = context.takeTemplateId()
+        let record = TemplateRecord(
+            registryId: registry.id, galleryId: gallery.id, registeredAt: Store.now(), source: source,
+            quality: template.quality, identifier: identifier)
+        try self.store.putTemplate(txn, id: id, record: record, payload: template.payload)
+        context.record(.add(PendingTemplate(
+            id: id, galleryId: gallery.id, registryId: registry.id, identifier: identifier, row: template.row,
+            mask: template.mask)))
+        return StoredTemplate(
+            id: id, identifier: identifier, algorithm: registry.algorithm.version, registeredAt: record.registeredAt,
+            source: source, quality: template.quality, template: nil)
+    }
+
+    // MARK: Import
+
+    /// Stores templates without the register checks (source `imported`), all in one transaction or
+    /// none: for loading a trusted existing set, such as another registry's export.
+    /// - Returns: the new template ids, in `items` order.
+    /// - Throws: ``RegistryError`` for the first invalid item (nothing is stored).
+    public func importTemplates(gallery name: String = GalleryConfiguration.defaultName, _ items: [ImportItem]) async throws -> [UInt64] {
+        try Names.validateGallery(name)
+        let (galleryId, prepared) = try self.indexLock.withReadLock { () throws(RegistryError) in
+            let gallery = try self.gallery(named: name)
+            var prepared: [(String, PreparedTemplate)] = []
+            prepared.reserveCapacity(items.count)
+            for item in items {
+                try Names.validateIdentifier(item.identifier)
+                let templates = try self.prepare(Face(templates: [item.template]), for: gallery)
+                prepared.append((item.identifier, templates[item.template.algorithm]!))
+            }
+            return (gallery.id, prepared)
+        }
+        return try await self.write { txn, context in
+            let gallery = try self.currentGallery(name, id: galleryId)
+            return try prepared.map { identifier, template in
+                guard let registry = gallery.registry(algorithm: template.algorithm.version) else {
+                    throw RegistryError(.unknownAlgorithm, "gallery '\(name)' has no registry for \(template.algorithm)")
+                }
+                return try self.storeTemplate(
+                    txn, context, gallery: gallery, registry: registry, identifier: identifier, template: template,
+                    source: .imported
+                ).id
+            }
+        }
+    }
+
+    // MARK: Identify
+
+    /// Identifies a face (DESIGN §4): the identifiers whose best template scores ≥ the identification
+    /// threshold, one per identifier, best first, ties in registration order.
+    ///
+    /// - Parameters:
+    ///   - safe: search only the first registry (priority order) that holds every identifier of the
+    ///     gallery and for which the face has a template; `INCOMPATIBLE_TEMPLATES` if none does. When
+    ///     false, registries are tried in priority order and the first non-empty result is returned.
+    ///   - autoEnrol: when the top score reaches the deciding registry's auto-enrolment threshold,
+    ///     register the face's other templates under the top identifier in the registries lacking it.
+    ///     A failed auto-enrolment is reported, never turned into an error.
+    ///   - limit: at most this many results (nil: all).
+    public func identify(
+        gallery name: String = GalleryConfiguration.defaultName,
+        face: Face,
+        safe: Bool = true,
+        autoEnrol: Bool = true,
+        limit: Int? = nil
+    ) async throws -> Identification {
+        if let limit, limit < 1 { throw RegistryError.malformedRequest("limit must be at least 1") }
+        let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: nil, face: face)
+        let (decided, matches) = try self.indexLock.withReadLock { () throws(RegistryError) -> (RegistryIndex?, [IdentifyMatch]) in
+            let gallery = try self.currentGallery(name, id: galleryId)
+            let candidates = gallery.registries.filter { templates[$0.algorithm.version] != nil }
+            if safe {
+                guard let registry = candidates.first(where: { $0.identifierCount == gallery.identifierCount }) else {
+                    throw RegistryError(
+                        .incompatibleTemplates,
+                        "no registry of gallery '\(name)' that the face has a template for holds every identifier; identify with safe=false or complete the migration")
+                }
+                let matches = Matching.identify(
+                    registry, in: gallery, query: templates[registry.algorithm.version]!,
+                    threshold: registry.thresholds.identification, limit: limit)
+                return (registry, matches)
+            }
+            for registry in candidates {
+                let matches = Matching.identify(
+                    registry, in: gallery, query: templates[registry.algorithm.version]!,
+                    threshold: registry.thresholds.identification, limit: limit)
+                if !matches.isEmpty { return (registry, matches) }
+            }
+            return (candidates.first, [])
+        }
+        var identification = Identification(algorithm: decided?.algorithm.version, matches: matches, autoEnrolment: [])
+        if autoEnrol, let top = matches.first, let decided {
+            identification.autoEnrolment = await self.autoEnrol(
+                gallery: name, galleryId: galleryId, identifier: top.identifier, templates: templates,
+                decidedBy: decided, score: top.score)
+        }
+        return identification
+    }
+
+    // MARK: Authenticate
+
+    /// Authenticates a face as `identifier` (DESIGN §4): `IDENTIFIER_NOT_REGISTERED` when no registry
+    /// of the gallery holds it (checked before any comparison); otherwise the first registry in
+    /// priority order that holds the identifier and for which the face has a template decides, by
+    /// comparing with that identifier's templates only. One registry decides, rather than "any of
+    /// them", so that adding an algorithm never raises the false-accept rate.
+    /// - Throws: ``RegistryError``; `INCOMPATIBLE_TEMPLATES` when the face has no template for any
+    ///   registry holding the identifier. A non-match is a result, not an error.
+    public func authenticate(
+        gallery name: String = GalleryConfiguration.defaultName,
+        identifier: String,
+        face: Face,
+        autoEnrol: Bool = true
+    ) async throws -> Authentication {
+        let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: identifier, face: face)
+        let (registry, hit) = try self.indexLock.withReadLock { () throws(RegistryError) -> (RegistryIndex, Matching.Hit) in
+            let gallery = try self.currentGallery(name, id: galleryId)
+            guard gallery.contains(identifier), let ordinal = gallery.ordinal(of: identifier) else {
+                throw RegistryError(.identifierNotRegistered, "'\(identifier)' is not registered in gallery '\(name)'")
+            }
+            for registry in gallery.registries where registry.holds(ordinal) {
+                guard let template = templates[registry.algorithm.version],
+                    let hit = Matching.best(of: ordinal, in: registry, query: template)
+                else { continue }
+                return (registry, hit)
+            }
+            throw RegistryError(
+                .incompatibleTemplates,
+                "the face carries no template for any registry of gallery '\(name)' that holds '\(identifier)'")
+        }
+        let authenticated = hit.score >= registry.thresholds.authentication
+        var result = Authentication(
+            authenticated: authenticated, score: hit.score, templateId: hit.templateId,
+            algorithm: registry.algorithm.version, autoEnrolment: [])
+        if autoEnrol && authenticated {
+            result.autoEnrolment = await self.autoEnrol(
+                gallery: name, galleryId: galleryId, identifier: identifier, templates: templates, decidedBy: registry,
+                score: hit.score)
+        }
+        return result
+    }
+
+    // MARK: Auto-enrolment
+
+    /// Registers the face's templates under `identifier` in the gallery's other registries that lack
+    /// it, when `score` reaches the deciding registry's auto-enrolment threshold, with the similar-face
+    /// check of register (the mismatch check cannot apply: the identifier is new there). Each registry
+    /// is decided on its own; failures are reported, not thrown.
+    private func autoEnrol(
+        gallery name: String,
+        galleryId: UInt32,
+        identifier: String,
+        templates: [UInt32: PreparedTemplate],
+        decidedBy decider: RegistryIndex,
+        score: Float
+    ) async -> [AutoEnrolmentOutcome] {
+        let threshold = decider.thresholds.autoEnrolment
+        let deciderId = decider.id
+        // Decide what needs no write from the committed index: most identifications enrol nothing,
+        // and they should not wait for a commit.
+        let plan: [(algorithm: UInt32, outcome: AutoEnrolmentOutcome.Result?)] = self.indexLock.withReadLock {
+            guard let gallery = self.state[name], gallery.id == galleryId else { return [] }
+            let ordinal = gallery.ordinal(of: identifier)
+            return gallery.registries.filter { $0.id != deciderId }.map { registry in
+                let version = registry.algorithm.version
+                if let ordinal, registry.holds(ordinal) { return (version, .alreadyRegistered) }
+                if templates[version] == nil { return (version, .noTemplate) }
+                if score < threshold { return (version, .scoreBelowThreshold(score: score, threshold: threshold)) }
+                return (version, nil)
+            }
+        }
+        guard plan.contains(where: { $0.outcome == nil }) else {
+            return plan.map { AutoEnrolmentOutcome(algorithm: $0.algorithm, result: $0.outcome!) }
+        }
+        do {
+            return try await self.write { txn, context in
+                let gallery = try self.currentGallery(name, id: galleryId)
+                var outcomes: [AutoEnrolmentOutcome] = []
+                for registry in gallery.registries where registry.id != deciderId {
+                    let version = registry.algorithm.version
+                    let outcome: AutoEnrolmentOutcome.Result
+                    if Matching.holds(registry, in: gallery, identifier: identifier, batch: context.batch) {
+                        outcome = .alreadyRegistered
+                    } else if let template = templates[version] {
+                        if score < threshold {
+                            outcome = .scoreBelowThreshold(score: score, threshold: threshold)
+                        } else {
+                            let check = Matching.check(registry, in: gallery, identifier: identifier, query: template, batch: context.batch)
+                            if let finding = check.finding(algorithm: version, thresholds: registry.thresholds) {
+                                outcome = .refused(finding)
+                            } else {
+                                let stored = try self.storeTemplate(
+                                    txn, context, gallery: gallery, registry: registry, identifier: identifier,
+                                    template: template, source: .autoEnrolled)
+                                outcome = .enrolled(templateId: stored.id)
+                            }
+                        }
+                    } else {
+                        outcome = .noTemplate
+                    }
+                    outcomes.append(AutoEnrolmentOutcome(algorithm: version, result: outcome))
+                }
+                return outcomes
+            }
+        } catch {
+            let message = "\(error)"
+            return plan.map { AutoEnrolmentOutcome(algorithm: $0.algorithm, result: $0.outcome ?? .failed(message: message)) }
+        }
+    }
+}

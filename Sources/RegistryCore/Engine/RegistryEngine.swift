@@ -1,0 +1,328 @@
+import LMDB
+import Locks
+import Synchronization
+
+/// The face template registry: galleries of tagged templates for several algorithms, stored in LMDB,
+/// with the register / identify / authenticate semantics of DESIGN §4.
+///
+/// ## Concurrency
+/// - **Writes** (register, import, auto-enrolment, deletions, gallery definitions) are queued to one
+///   writer thread, which runs them in batches sharing one durable commit. A caller resumes only
+///   after the commit holding its write is on disk and the index shows it.
+/// - **Reads of templates** (identify, authenticate, migration status) never touch LMDB: they scan
+///   the in-memory index under a shared lock, on the caller's thread.
+/// - **Admin reads** (identifier pages, an identifier's templates) use short LMDB read transactions.
+///
+/// `@unchecked Sendable`: `state` is mutated only by the writer thread holding `indexLock` for
+/// writing; other threads read it holding `indexLock` for reading; the writer thread reads it without
+/// the lock, as no one else mutates it.
+public final class RegistryEngine: @unchecked Sendable {
+    /// The algorithms this engine knows.
+    public let catalog: AlgorithmCatalog
+
+    let store: Store
+    let indexLock = ReadWriteLock()
+    private let commits = Atomic<Int>(0)
+    private let committedOperations = Atomic<Int>(0)
+    var state: [String: GalleryIndex] = [:]
+    private var writer: WriteQueue!
+
+    /// Opens (creating if needed) the store in directory `path` and loads the index.
+    /// - Throws: ``RegistryError`` for a configuration the store cannot be opened with (a newer schema,
+    ///   an algorithm whose stored registries the configuration no longer defines or changed), or an
+    ///   `LMDBError` when the environment cannot be opened (e.g. `EBUSY`: already open in this process).
+    public init(path: String, configuration: EngineConfiguration = EngineConfiguration()) throws {
+        self.catalog = try AlgorithmCatalog(configured: configuration.algorithms)
+        self.store = try Store(path: path, configuration: configuration)
+        do {
+            try self.store.environment.write { txn in
+                try self.store.prepareSchema(txn)
+                try self.reconcileAlgorithms(txn)
+                if try txn.get(self.store.galleries, key: Array(GalleryConfiguration.defaultName.utf8)) == nil {
+                    _ = try self.writeGallery(txn, configuration.defaultGallery, existing: nil)
+                }
+            }
+            try self.load()
+        } catch {
+            self.store.close()
+            throw error
+        }
+        self.writer = WriteQueue(maximumBatch: configuration.maximumBatch) { [unowned self] batch in
+            self.run(batch)
+        }
+    }
+
+    deinit {
+        self.close()
+    }
+
+    /// Finishes the writes already queued, stops the writer and closes the store. Later writes fail
+    /// with `SHUTTING_DOWN`. Idempotent.
+    public func close() {
+        self.writer?.stop()
+        self.store.close()
+    }
+
+    /// Write transactions committed, and the operations they carried: with concurrent writers,
+    /// group commit makes the first smaller than the second.
+    public var commitStatistics: (commits: Int, operations: Int) {
+        (self.commits.load(ordering: .relaxed), self.committedOperations.load(ordering: .relaxed))
+    }
+
+    // MARK: Writes
+
+    /// Runs `body` in the next group commit and returns its result once the commit is durable and the
+    /// index updated.
+    func write<T: Sendable>(
+        exclusive: Bool = false,
+        _ body: @escaping @Sendable (borrowing Transaction, OperationContext) throws -> T
+    ) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let request = WriteQueue.Request(
+                exclusive: exclusive,
+                body: { txn, context in try body(txn, context) },
+                completion: { result in continuation.resume(with: result.map { $0 as! T }) })
+            if !self.writer.submit(request) {
+                continuation.resume(throwing: RegistryError(.shuttingDown, "the registry is shutting down"))
+            }
+        }
+    }
+
+    /// Runs one batch on the writer thread: every operation in a nested transaction of one write
+    /// transaction (a failed operation is rolled back alone), one durable commit, then the index
+    /// changes, then the completions.
+    private func run(_ batch: [WriteQueue.Request]) {
+        var results: [Result<any Sendable, any Error>] = []
+        var changes = BatchChanges()
+        do {
+            try self.store.environment.write { txn in
+                // Runs again from scratch if the map had to grow.
+                results = []
+                changes = BatchChanges()
+                let firstId = try self.store.readUInt64(txn, Keys.nextTemplateId) ?? 1
+                var nextId = firstId
+                for request in batch {
+                    let context = OperationContext(batch: changes, nextTemplateId: nextId)
+                    do {
+                        let value = try txn.nested { child in try request.body(child, context) }
+                        changes.append(context.changes)
+                        results.append(.success(value))
+                    } catch let error as LMDBError {
+                        throw error
+                    } catch {
+                        results.append(.failure(error))
+                    }
+                    nextId = context.nextTemplateId
+                }
+                // A batch that wrote nothing leaves no dirty page, and LMDB then skips the fsync.
+                if nextId != firstId { try self.store.writeInteger(txn, Keys.nextTemplateId, nextId) }
+            }
+        } catch {
+            let failure = (error as? LMDBError).map(RegistryError.storage) ?? error
+            for request in batch { request.completion(.failure(failure)) }
+            return
+        }
+        self.commits.add(1, ordering: .relaxed)
+        self.committedOperations.add(batch.count, ordering: .relaxed)
+        if !changes.isEmpty {
+            self.indexLock.withWriteLock { self.apply(changes.changes) }
+        }
+        for (request, result) in zip(batch, results) {
+            request.completion(result.mapError { error in
+                error is RegistryError ? error : RegistryError(.internal, "\(error)")
+            })
+        }
+    }
+
+    /// Applies committed changes to the index. Holding the index write lock.
+    private func apply(_ changes: [IndexChange]) {
+        for change in changes {
+            switch change {
+            case .add(let template):
+                guard let gallery = self.gallery(id: template.galleryId),
+                    let registry = gallery.registry(id: template.registryId)
+                else { continue }
+                gallery.add(to: registry, templateId: template.id, identifier: template.identifier, mask: template.mask) { row in
+                    template.row.withUnsafeBufferPointer { row.update(from: $0.baseAddress!, count: $0.count) }
+                }
+            case .remove(let id, let galleryId, let registryId):
+                guard let gallery = self.gallery(id: galleryId), let registry = gallery.registry(id: registryId) else { continue }
+                gallery.remove(templateId: id, from: registry)
+            case .defineGallery(let name, let id, let records, let algorithms):
+                let existing = self.state[name]
+                let registries = zip(records, algorithms).map { record, algorithm in
+                    if let registry = existing?.registry(id: record.id) {
+                        registry.thresholds = record.thresholds
+                        return registry
+                    }
+                    return RegistryIndex(id: record.id, algorithm: algorithm, thresholds: record.thresholds)
+                }
+                if let existing {
+                    existing.registries = registries
+                } else {
+                    self.state[name] = GalleryIndex(id: id, name: name, registries: registries)
+                }
+            case .deleteGallery(let name):
+                self.state[name] = nil
+            }
+        }
+    }
+
+    func gallery(id: UInt32) -> GalleryIndex? {
+        self.state.values.first { $0.id == id }
+    }
+
+    /// The gallery named `name`; the caller holds the index lock or is the writer thread.
+    func gallery(named name: String) throws(RegistryError) -> GalleryIndex {
+        guard let gallery = self.state[name] else { throw .unknownGallery(name) }
+        return gallery
+    }
+
+    // MARK: Galleries and algorithms in the store
+
+    /// Creates or updates a gallery's stored definition. Registries keep their ids (and templates)
+    /// when their algorithm stays; a registry dropped from the configuration must be empty.
+    func writeGallery(
+        _ txn: borrowing Transaction,
+        _ configuration: GalleryConfiguration,
+        existing: GalleryIndex?
+    ) throws -> (record: GalleryRecord, algorithms: [Algorithm]) {
+        try Names.validateGallery(configuration.name)
+        guard !configuration.registries.isEmpty else {
+            throw RegistryError.malformedRequest("gallery '\(configuration.name)' needs at least one registry")
+        }
+        var seen = Set<UInt32>()
+        var registries: [GalleryRecord.Registry] = []
+        var algorithms: [Algorithm] = []
+        for entry in configuration.registries {
+            let algorithm = try self.catalog.algorithm(version: entry.algorithm)
+            guard seen.insert(entry.algorithm).inserted else {
+                throw RegistryError.malformedRequest("gallery '\(configuration.name)' lists \(algorithm) twice")
+            }
+            let thresholds = entry.thresholds ?? Thresholds(defaultsFor: algorithm)
+            try thresholds.validate(for: algorithm)
+            let id = try existing?.registry(algorithm: entry.algorithm)?.id ?? self.store.takeId(txn, Keys.nextRegistryId)
+            registries.append(GalleryRecord.Registry(id: id, algorithm: entry.algorithm, thresholds: thresholds))
+            algorithms.append(algorithm)
+            try self.store.putAlgorithm(txn, algorithm)
+        }
+        for dropped in existing?.registries ?? [] where !seen.contains(dropped.algorithm.version) && dropped.count > 0 {
+            throw RegistryError.malformedRequest(
+                "the \(dropped.algorithm) registry of gallery '\(configuration.name)' holds \(dropped.count) templates; delete them before removing it")
+        }
+        let id = try existing?.id ?? self.store.takeId(txn, Keys.nextGalleryId)
+        let record = GalleryRecord(id: id, registries: registries)
+        try self.store.putGallery(txn, name: configuration.name, record)
+        return (record, algorithms)
+    }
+
+    /// Refuses to open a store whose registries use an algorithm the configuration dropped or changed.
+    private func reconcileAlgorithms(_ txn: borrowing Transaction) throws {
+        for stored in try self.store.storedAlgorithms(txn) {
+            let used = try self.store.storedGalleries(txn).contains { $0.record.registries.contains { $0.algorithm == stored.version } }
+            guard used else { continue }
+            guard let configured = try? self.catalog.algorithm(version: stored.version) else {
+                throw RegistryError(
+                    .unknownAlgorithm,
+                    "the store has registries of algorithm \(stored), which the configuration no longer defines")
+            }
+            guard AlgorithmRecord.isCompatible(stored: stored, configured: configured) else {
+                throw RegistryError(
+                    .unknownAlgorithm,
+                    "algorithm \(stored.version) is configured as \(configured.kind), \(configured.scoreFunction.rawValue) but the store holds templates of \(stored.kind), \(stored.scoreFunction.rawValue)")
+            }
+        }
+    }
+
+    // MARK: Start-up
+
+    /// Builds the index from the store: galleries first, then one pass over the template records in id
+    /// (registration) order, then one pass over the payloads, copied straight from LMDB's memory map
+    /// into the registries' row buffers.
+    private func load() throws {
+        try self.store.environment.read { txn in
+            var registries: [UInt32: (GalleryIndex, RegistryIndex)] = [:]
+            for (name, record) in try self.store.storedGalleries(txn) {
+                let gallery = GalleryIndex(id: record.id, name: name, registries: [])
+                for entry in record.registries {
+                    let algorithm = try self.catalog.algorithm(version: entry.algorithm)
+                    let registry = RegistryIndex(id: entry.id, algorithm: algorithm, thresholds: entry.thresholds)
+                    gallery.registries.append(registry)
+                    registries[entry.id] = (gallery, registry)
+                }
+                self.state[name] = gallery
+            }
+
+            // Pass 1: metadata. Each template gets its row (filled in pass 2).
+            struct Placement {
+                let id: UInt64
+                let registry: RegistryIndex
+                let row: Int
+            }
+            var placements: [Placement] = []
+            placements.reserveCapacity(try txn.count(self.store.templates))
+            try txn.forEach(self.store.templates) { key, value in
+                let id = key.loadBigEndian(as: UInt64.self)
+                let record = try TemplateRecord(decoding: value)
+                guard let (gallery, registry) = registries[record.registryId] else {
+                    throw StoreCorruption("template \(id) belongs to registry \(record.registryId), which no gallery has")
+                }
+                placements.append(Placement(id: id, registry: registry, row: registry.count))
+                gallery.add(to: registry, templateId: id, identifier: record.identifier, mask: 0) { _ in }
+                return .continue
+            }
+
+            // Pass 2: payloads, in the same id order.
+            var next = 0
+            var filled = 0
+            var scratch: [UInt8] = []
+            func finish(_ placement: Placement) throws {
+                let registry = placement.registry
+                let expected = registry.isLandmarks ? 4 + 4 * registry.stride : 4 * registry.stride
+                if registry.isLandmarks && scratch.count == expected {
+                    scratch.withUnsafeBytes { bytes in
+                        let mask = bytes.loadUnaligned(as: UInt32.self)
+                        registry.setMask(mask, row: placement.row)
+                        LandmarkAlgorithm.normalise(
+                            mask: mask, raw: (bytes.baseAddress! + 4).assumingMemoryBound(to: Float.self),
+                            into: registry.mutableRow(placement.row))
+                    }
+                    filled = expected
+                }
+                guard filled == expected else {
+                    throw StoreCorruption("template \(placement.id) has \(filled) payload bytes, expected \(expected)")
+                }
+            }
+            try txn.forEach(self.store.vectors) { key, value in
+                let id = key.loadBigEndian(as: UInt64.self) >> 8
+                while next < placements.count && placements[next].id < id {
+                    try finish(placements[next])
+                    next += 1
+                    filled = 0
+                    scratch.removeAll(keepingCapacity: true)
+                }
+                guard next < placements.count, placements[next].id == id else {
+                    throw StoreCorruption("payload of template \(id) has no metadata")
+                }
+                let placement = placements[next]
+                if placement.registry.isLandmarks {
+                    scratch.append(contentsOf: value)
+                } else {
+                    guard filled + value.count <= 4 * placement.registry.stride else {
+                        throw StoreCorruption("template \(id) has too many payload bytes")
+                    }
+                    UnsafeMutableRawPointer(placement.registry.mutableRow(placement.row) + 0)
+                        .advanced(by: filled).copyMemory(from: value.baseAddress!, byteCount: value.count)
+                    filled += value.count
+                }
+                return .continue
+            }
+            while next < placements.count {
+                try finish(placements[next])
+                next += 1
+                filled = 0
+                scratch.removeAll(keepingCapacity: true)
+            }
+        }
+    }
+}

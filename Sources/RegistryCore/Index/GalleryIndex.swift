@@ -1,0 +1,68 @@
+/// The in-memory state of one gallery: its registries in priority order and its identifiers.
+///
+/// Identifiers are interned to dense ordinals so that index rows carry a 4-byte number instead of a
+/// string, and per-identifier work can use integer keys.
+final class GalleryIndex {
+    let id: UInt32
+    let name: String
+    var registries: [RegistryIndex]
+
+    private(set) var names: [String] = []
+    private var ordinalOf: [String: UInt32] = [:]
+    /// Templates per identifier ordinal across all registries; 0 = no longer in the gallery.
+    private var templateCounts: [Int] = []
+    /// Identifiers with at least one template in any registry.
+    private(set) var identifierCount = 0
+
+    init(id: UInt32, name: String, registries: [RegistryIndex]) {
+        self.id = id
+        self.name = name
+        self.registries = registries
+    }
+
+    func registry(id: UInt32) -> RegistryIndex? { self.registries.first { $0.id == id } }
+
+    func registry(algorithm: UInt32) -> RegistryIndex? { self.registries.first { $0.algorithm.version == algorithm } }
+
+    /// The ordinal of an identifier that has (or had) templates here.
+    func ordinal(of identifier: String) -> UInt32? { self.ordinalOf[identifier] }
+
+    /// Whether any registry holds the identifier.
+    func contains(_ identifier: String) -> Bool {
+        guard let ordinal = self.ordinalOf[identifier] else { return false }
+        return self.templateCounts[Int(ordinal)] > 0
+    }
+
+    func name(of ordinal: UInt32) -> String { self.names[Int(ordinal)] }
+
+    /// Interns an identifier, returning its ordinal.
+    func intern(_ identifier: String) -> UInt32 {
+        if let ordinal = self.ordinalOf[identifier] { return ordinal }
+        let ordinal = UInt32(self.names.count)
+        self.names.append(identifier)
+        self.templateCounts.append(0)
+        self.ordinalOf[identifier] = ordinal
+        return ordinal
+    }
+
+    /// Adds a template row to a registry, counting it for its identifier.
+    func add(
+        to registry: RegistryIndex,
+        templateId: UInt64,
+        identifier: String,
+        mask: UInt32,
+        fill: (UnsafeMutablePointer<Float>) -> Void
+    ) {
+        let ordinal = self.intern(identifier)
+        registry.append(templateId: templateId, ordinal: ordinal, mask: mask, fill: fill)
+        if self.templateCounts[Int(ordinal)] == 0 { self.identifierCount += 1 }
+        self.templateCounts[Int(ordinal)] += 1
+    }
+
+    /// Removes a template row from a registry.
+    func remove(templateId: UInt64, from registry: RegistryIndex) {
+        guard let ordinal = registry.remove(templateId: templateId) else { return }
+        self.templateCounts[Int(ordinal)] -= 1
+        if self.templateCounts[Int(ordinal)] == 0 { self.identifierCount -= 1 }
+    }
+}

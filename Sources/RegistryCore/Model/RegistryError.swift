@@ -1,0 +1,86 @@
+import LMDB
+
+/// A refused or failed registry operation: a stable code (DESIGN §6), a human message, and the
+/// structured details a client needs to act on it.
+///
+/// Messages name identifiers, algorithms, galleries and scores; never template values.
+public struct RegistryError: Error, Sendable, CustomStringConvertible {
+    /// The stable error codes of DESIGN §6 that the engine can produce.
+    public enum Code: String, Sendable, Hashable {
+        case similarFaceRegistered = "SIMILAR_FACE_REGISTERED"
+        case faceMismatch = "FACE_MISMATCH"
+        case identifierNotRegistered = "IDENTIFIER_NOT_REGISTERED"
+        case incompatibleTemplates = "INCOMPATIBLE_TEMPLATES"
+        case invalidTemplate = "INVALID_TEMPLATE"
+        case unknownAlgorithm = "UNKNOWN_ALGORITHM"
+        case unknownGallery = "UNKNOWN_GALLERY"
+        case malformedRequest = "MALFORMED_REQUEST"
+        case storageFull = "STORAGE_FULL"
+        case shuttingDown = "SHUTTING_DOWN"
+        case `internal` = "INTERNAL"
+    }
+
+    /// Structured details, by code.
+    public enum Details: Sendable {
+        case none
+        /// `SIMILAR_FACE_REGISTERED` and `FACE_MISMATCH`: the decisive finding, then every finding of
+        /// the request's checks (one per registry that found something), in registry priority order.
+        case registration(decisive: RegistrationFinding, all: [RegistrationFinding])
+        /// `INVALID_TEMPLATE`: which algorithm's template and what is wrong with it.
+        case invalidTemplate(algorithm: UInt32, problem: TemplateProblem)
+    }
+
+    public let code: Code
+    public let message: String
+    public let details: Details
+
+    public init(_ code: Code, _ message: String, details: Details = .none) {
+        self.code = code
+        self.message = message
+        self.details = details
+    }
+
+    public var description: String { "\(self.code.rawValue): \(self.message)" }
+
+    static func malformedRequest(_ message: String) -> RegistryError {
+        RegistryError(.malformedRequest, message)
+    }
+
+    static func unknownGallery(_ name: String) -> RegistryError {
+        RegistryError(.unknownGallery, "gallery '\(name)' does not exist")
+    }
+
+    static func invalidTemplate(_ algorithm: Algorithm, _ problem: TemplateProblem) -> RegistryError {
+        RegistryError(
+            .invalidTemplate, "invalid \(algorithm.name) template: \(problem)",
+            details: .invalidTemplate(algorithm: algorithm.version, problem: problem))
+    }
+
+    /// Maps a storage failure; LMDB messages carry codes and operations, never data.
+    static func storage(_ error: LMDBError) -> RegistryError {
+        if error.isMapFull {
+            return RegistryError(.storageFull, "the store reached its maximum size (\(error))")
+        }
+        return RegistryError(.internal, "storage error: \(error)")
+    }
+}
+
+/// What a register check found in one registry (DESIGN §4 checks (1) and (2)).
+public struct RegistrationFinding: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        /// (1): the best-scoring template of another identifier reached the identification threshold.
+        case similarFace(identifier: String, score: Float)
+        /// (2): the identifier has templates in the registry and none reached the authentication
+        /// threshold; the best of them scored this.
+        case faceMismatch(bestScore: Float)
+    }
+
+    /// The algorithm (version id) of the registry.
+    public var algorithm: UInt32
+    public var kind: Kind
+
+    public init(algorithm: UInt32, kind: Kind) {
+        self.algorithm = algorithm
+        self.kind = kind
+    }
+}

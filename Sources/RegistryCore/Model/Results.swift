@@ -1,0 +1,130 @@
+/// How a stored template came to be.
+public enum TemplateSource: UInt8, Sendable, Hashable {
+    /// Stored by a register call whose checks passed.
+    case registered = 1
+    /// Stored by identify or authenticate while migrating the identifier to another algorithm.
+    case autoEnrolled = 2
+    /// Stored by an import, which does not run the register checks.
+    case imported = 3
+    /// Stored by a register call with `force` despite a similar-face or mismatch finding.
+    case forced = 4
+}
+
+/// A stored template's metadata (and, on request, its data).
+public struct StoredTemplate: Sendable, Hashable {
+    /// The template id: unique in the store, never reused, increasing in registration order.
+    public var id: UInt64
+    public var identifier: String
+    /// The algorithm's version id.
+    public var algorithm: UInt32
+    /// Registration time, microseconds since the Unix epoch.
+    public var registeredAt: Int64
+    public var source: TemplateSource
+    /// Quality score in [0, 1] when known (the landmark symmetry/coverage score for landmark templates).
+    public var quality: Float?
+    /// The stored template, when asked for (vectors as stored: L2-normalised for cosine algorithms).
+    public var template: FaceTemplate?
+}
+
+/// The reply to a register call.
+public struct Registration: Sendable, Hashable {
+    /// Each stored template, in the gallery's registry priority order.
+    public var stored: [StoredTemplate]
+    /// What the checks found; empty unless `force` overrode them.
+    public var findings: [RegistrationFinding]
+}
+
+/// One identification result: an identifier with its best-scoring template.
+public struct IdentifyMatch: Sendable, Hashable {
+    public var identifier: String
+    public var score: Float
+    public var templateId: UInt64
+}
+
+/// What auto-enrolment did in one registry.
+public struct AutoEnrolmentOutcome: Sendable, Hashable {
+    public enum Result: Sendable, Hashable {
+        /// The face's template was stored under the identifier.
+        case enrolled(templateId: UInt64)
+        /// The registry already holds the identifier.
+        case alreadyRegistered
+        /// The face carries no template for this registry's algorithm.
+        case noTemplate
+        /// The deciding score was below the deciding registry's auto-enrolment threshold.
+        case scoreBelowThreshold(score: Float, threshold: Float)
+        /// The register checks refused it (the similar-face finding).
+        case refused(RegistrationFinding)
+        /// Storing it failed; the identification or authentication still stands.
+        case failed(message: String)
+    }
+
+    /// The registry's algorithm (version id).
+    public var algorithm: UInt32
+    public var result: Result
+}
+
+/// The reply to identify.
+public struct Identification: Sendable, Hashable {
+    /// The algorithm whose registry produced the results (nil when no registry could be searched).
+    public var algorithm: UInt32?
+    /// One result per identifier, best score first; ties in registration order.
+    public var matches: [IdentifyMatch]
+    /// Per other registry, what auto-enrolment did (empty when not requested or nothing matched).
+    public var autoEnrolment: [AutoEnrolmentOutcome]
+}
+
+/// The reply to authenticate. A non-match is a result, not an error.
+public struct Authentication: Sendable, Hashable {
+    public var authenticated: Bool
+    /// The best score against the identifier's templates in the deciding registry.
+    public var score: Float
+    /// The template that scored best.
+    public var templateId: UInt64
+    /// The algorithm whose registry decided.
+    public var algorithm: UInt32
+    public var autoEnrolment: [AutoEnrolmentOutcome]
+}
+
+/// A registry's view of a gallery, as stored.
+public struct RegistryInfo: Sendable, Hashable {
+    public var algorithm: Algorithm
+    public var thresholds: Thresholds
+    /// Templates stored in it.
+    public var templateCount: Int
+    /// Distinct identifiers it holds.
+    public var identifierCount: Int
+}
+
+/// A gallery, as stored.
+public struct GalleryInfo: Sendable, Hashable {
+    public var name: String
+    /// Registries in priority order.
+    public var registries: [RegistryInfo]
+    /// Distinct identifiers in the gallery (in any registry).
+    public var identifierCount: Int
+}
+
+/// Migration progress of one registry: identifiers held out of the gallery's total.
+public struct MigrationStatus: Sendable, Hashable {
+    public var algorithm: UInt32
+    public var identifiersHeld: Int
+    public var galleryIdentifiers: Int
+}
+
+/// One page of a gallery's identifiers, in byte order.
+public struct IdentifierPage: Sendable, Hashable {
+    public var identifiers: [String]
+    /// Pass as `after` to get the next page; nil when this is the last.
+    public var next: String?
+}
+
+/// One template to import: stored without the register checks, with source `imported`.
+public struct ImportItem: Sendable, Hashable {
+    public var identifier: String
+    public var template: FaceTemplate
+
+    public init(identifier: String, template: FaceTemplate) {
+        self.identifier = identifier
+        self.template = template
+    }
+}

@@ -1,0 +1,225 @@
+/// The on-disk records of schema version 1. Integers in values are little-endian; keys are big-endian
+/// so that LMDB's byte order is numeric order.
+///
+/// ```
+/// meta         "schema_version" -> u32 | "next_template_id" -> u64 | "next_registry_id" -> u32 | "next_gallery_id" -> u32
+/// algorithms   u32 version -> AlgorithmRecord (what stored registries were created with)
+/// galleries    name (UTF-8) -> GalleryRecord
+/// templates    u64 template id -> TemplateRecord            (ids grow in registration order: appends)
+/// vectors      u64 (template id << 8 | part) -> payload part (see VectorLayout)
+/// identifiers  u32 gallery id, identifier, 0x00, u64 template id -> u32 registry id
+/// profiles     u32 gallery id, identifier -> liveness profile (erased with the identifier)
+/// ```
+enum Keys {
+    static let schemaVersion = Array("schema_version".utf8)
+    static let nextTemplateId = Array("next_template_id".utf8)
+    static let nextRegistryId = Array("next_registry_id".utf8)
+    static let nextGalleryId = Array("next_gallery_id".utf8)
+
+    static func template(_ id: UInt64) -> [UInt8] { [UInt8](bigEndian: id) }
+
+    static func vectorPart(_ id: UInt64, part: Int) -> [UInt8] { [UInt8](bigEndian: id << 8 | UInt64(part)) }
+
+    /// Prefix of every identifier-index key of a gallery.
+    static func galleryPrefix(_ galleryId: UInt32) -> [UInt8] { [UInt8](bigEndian: galleryId) }
+
+    /// Prefix of every identifier-index key of one identifier (the 0x00 ends the identifier, which
+    /// cannot contain control characters, so no identifier's prefix matches another's).
+    static func identifierPrefix(_ galleryId: UInt32, _ identifier: String) -> [UInt8] {
+        var key = self.galleryPrefix(galleryId)
+        key.append(contentsOf: identifier.utf8)
+        key.append(0)
+        return key
+    }
+
+    static func identifierEntry(_ galleryId: UInt32, _ identifier: String, _ templateId: UInt64) -> [UInt8] {
+        self.identifierPrefix(galleryId, identifier) + [UInt8](bigEndian: templateId)
+    }
+
+    static func profile(_ galleryId: UInt32, _ identifier: String) -> [UInt8] {
+        self.galleryPrefix(galleryId) + Array(identifier.utf8)
+    }
+}
+
+/// A stored template's metadata (the `templates` value).
+struct TemplateRecord: Sendable, Equatable {
+    var registryId: UInt32
+    var galleryId: UInt32
+    var registeredAt: Int64
+    var source: TemplateSource
+    var quality: Float?
+    var identifier: String
+
+    func encoded() -> [UInt8] {
+        var writer = ByteWriter(capacity: 24 + self.identifier.utf8.count)
+        writer.append(self.registryId)
+        writer.append(self.galleryId)
+        writer.append(self.registeredAt)
+        writer.append(self.source.rawValue)
+        writer.append(self.quality ?? .nan)
+        writer.append(string: self.identifier)
+        return writer.bytes
+    }
+
+    init(registryId: UInt32, galleryId: UInt32, registeredAt: Int64, source: TemplateSource, quality: Float?, identifier: String) {
+        self.registryId = registryId
+        self.galleryId = galleryId
+        self.registeredAt = registeredAt
+        self.source = source
+        self.quality = quality
+        self.identifier = identifier
+    }
+
+    init(decoding bytes: UnsafeRawBufferPointer) throws(StoreCorruption) {
+        var reader = ByteReader(bytes)
+        let source: UInt8
+        do {
+            self.registryId = try reader.read()
+            self.galleryId = try reader.read()
+            self.registeredAt = try reader.read()
+            source = try reader.read()
+            let quality = try reader.read(Float.self)
+            self.quality = quality.isNaN ? nil : quality
+            self.identifier = try reader.readString()
+        } catch {
+            throw StoreCorruption("truncated template record")
+        }
+        guard let decoded = TemplateSource(rawValue: source) else { throw StoreCorruption("template source \(source)") }
+        self.source = decoded
+    }
+}
+
+/// A gallery and its registries in priority order (the `galleries` value).
+struct GalleryRecord: Sendable, Equatable {
+    struct Registry: Sendable, Equatable {
+        var id: UInt32
+        var algorithm: UInt32
+        var thresholds: Thresholds
+    }
+
+    var id: UInt32
+    var registries: [Registry]
+
+    func encoded() -> [UInt8] {
+        var writer = ByteWriter()
+        writer.append(self.id)
+        writer.append(UInt16(self.registries.count))
+        for registry in self.registries {
+            writer.append(registry.id)
+            writer.append(registry.algorithm)
+            writer.append(registry.thresholds.authentication)
+            writer.append(registry.thresholds.identification)
+            writer.append(registry.thresholds.autoEnrolment)
+        }
+        return writer.bytes
+    }
+
+    init(id: UInt32, registries: [Registry]) {
+        self.id = id
+        self.registries = registries
+    }
+
+    init(decoding bytes: UnsafeRawBufferPointer) throws(StoreCorruption) {
+        var reader = ByteReader(bytes)
+        do {
+            self.id = try reader.read()
+            let count: UInt16 = try reader.read()
+            self.registries = []
+            for _ in 0..<count {
+                let id: UInt32 = try reader.read()
+                let algorithm: UInt32 = try reader.read()
+                let thresholds = Thresholds(
+                    authentication: try reader.read(Float.self),
+                    identification: try reader.read(Float.self),
+                    autoEnrolment: try reader.read(Float.self))
+                self.registries.append(Registry(id: id, algorithm: algorithm, thresholds: thresholds))
+            }
+        } catch {
+            throw StoreCorruption("truncated gallery record")
+        }
+    }
+}
+
+/// What an algorithm was when registries of it were created (the `algorithms` value), so that a
+/// configuration that later changes its shape is refused instead of misreading stored templates.
+struct AlgorithmRecord: Sendable, Equatable {
+    var algorithm: Algorithm
+
+    func encoded() -> [UInt8] {
+        var writer = ByteWriter()
+        switch self.algorithm.kind {
+        case .vector(let dimension):
+            writer.append(UInt8(0))
+            writer.append(UInt32(dimension))
+        case .landmarks:
+            writer.append(UInt8(1))
+            writer.append(UInt32(LandmarkVocabulary.count))
+        }
+        writer.append(string: self.algorithm.scoreFunction.rawValue)
+        writer.append(self.algorithm.defaultThreshold)
+        writer.append(string: self.algorithm.name)
+        return writer.bytes
+    }
+
+    init(_ algorithm: Algorithm) {
+        self.algorithm = algorithm
+    }
+
+    init(version: UInt32, decoding bytes: UnsafeRawBufferPointer) throws(StoreCorruption) {
+        var reader = ByteReader(bytes)
+        do {
+            let kind: UInt8 = try reader.read()
+            let dimension: UInt32 = try reader.read()
+            guard let scoreFunction = ScoreFunction(rawValue: try reader.readString()) else {
+                throw StoreCorruption("unknown score function for algorithm \(version)")
+            }
+            let threshold = try reader.read(Float.self)
+            let name = try reader.readString()
+            self.algorithm = Algorithm(
+                version: version, name: name,
+                kind: kind == 0 ? .vector(dimension: Int(dimension)) : .landmarks,
+                scoreFunction: scoreFunction, defaultThreshold: threshold)
+        } catch let error as StoreCorruption {
+            throw error
+        } catch {
+            throw StoreCorruption("truncated algorithm record")
+        }
+    }
+
+    /// Whether stored templates of `stored` can be read and compared as `configured`: same kind,
+    /// dimension and score function (names and default thresholds may change).
+    static func isCompatible(stored: Algorithm, configured: Algorithm) -> Bool {
+        stored.kind == configured.kind && stored.scoreFunction == configured.scoreFunction
+    }
+}
+
+/// A stored record that cannot be decoded: the store was damaged or written by other software.
+struct StoreCorruption: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// How a template's payload is split across `vectors` entries so that disk bytes per template stay
+/// close to the template's size (DESIGN §5).
+///
+/// LMDB moves a value that does not fit half a page into overflow pages, whole pages each: a 2,048-byte
+/// (512-float) template would take 4 KiB on 4 KiB pages. Instead the payload is cut into equal parts
+/// small enough to stay in leaf pages, choosing the part count whose parts pack pages best. Template
+/// ids only grow, so parts are appended (`MDB_APPEND`) and leaf pages fill completely.
+enum VectorLayout {
+    /// Bytes of one part for a payload of `payloadBytes` on pages of `pageSize` bytes.
+    static func partSize(payloadBytes: Int, pageSize: Int) -> Int {
+        let usable = pageSize - 16  // page header
+        let nodeMax = (usable / 2) & ~1  // LMDB's limit for a value kept in a leaf page
+        let perNodeOverhead = 8 + 8 + 2  // node header, 8-byte key, slot pointer
+        var best = (pages: Double.infinity, size: payloadBytes)
+        for parts in 1...64 {
+            let size = (payloadBytes + parts - 1) / parts
+            guard 8 + 8 + size <= nodeMax else { continue }
+            let perPage = usable / (size + perNodeOverhead + (size & 1))
+            let pages = Double(parts) / Double(perPage)
+            if pages < best.pages - 1e-9 { best = (pages, size) }
+        }
+        return best.size
+    }
+}

@@ -1,0 +1,262 @@
+import Glibc
+import LMDB
+
+/// The LMDB side of the registry: opening and versioning the schema, and the reads and writes of
+/// records inside transactions the engine runs. Knows nothing of the register/identify semantics.
+///
+/// `@unchecked Sendable`: immutable after init apart from the environment, which is thread-safe
+/// under its own rules (see ``Environment``).
+final class Store: @unchecked Sendable {
+    /// The schema this code writes. Older stores are migrated on open; newer ones are refused.
+    static let schemaVersion: UInt32 = 1
+
+    /// Migrations from version `n` (the key) to `n + 1`, run in order inside the open transaction.
+    /// Schema 1 is the first, so there is nothing to migrate from yet; a change of record layout adds
+    /// its step here and bumps ``schemaVersion``.
+    static let migrations: [UInt32: @Sendable (borrowing Transaction, Store) throws -> Void] = [:]
+
+    let environment: Environment
+    let meta: Database
+    let algorithms: Database
+    let galleries: Database
+    let templates: Database
+    let vectors: Database
+    let identifiers: Database
+    let profiles: Database
+    let pageSize: Int
+
+    init(path: String, configuration: EngineConfiguration) throws {
+        var options = Environment.Options()
+        options.mapSize = configuration.initialMapSize
+        options.maxMapSize = configuration.maximumMapSize
+        options.durable = configuration.durable
+        let environment = try Environment(path: path, options: options)
+        do {
+            let handles = try environment.write { txn in
+                (
+                    try txn.openDatabase("meta", create: true), try txn.openDatabase("algorithms", create: true),
+                    try txn.openDatabase("galleries", create: true), try txn.openDatabase("templates", create: true),
+                    try txn.openDatabase("vectors", create: true), try txn.openDatabase("identifiers", create: true),
+                    try txn.openDatabase("profiles", create: true)
+                )
+            }
+            (self.meta, self.algorithms, self.galleries, self.templates, self.vectors, self.identifiers, self.profiles) =
+                handles
+        } catch {
+            environment.close()
+            throw error
+        }
+        self.environment = environment
+        self.pageSize = environment.pageSize
+    }
+
+    func close() {
+        self.environment.close()
+    }
+
+    // MARK: Schema and counters
+
+    /// Checks the schema version, migrating an older store and stamping a new one.
+    /// - Throws: ``RegistryError`` (`internal`) for a store written by a newer version.
+    func prepareSchema(_ txn: borrowing Transaction) throws {
+        guard let stored = try self.readUInt32(txn, Keys.schemaVersion) else {
+            try self.writeInteger(txn, Keys.schemaVersion, Self.schemaVersion)
+            return
+        }
+        guard stored <= Self.schemaVersion else {
+            throw RegistryError(
+                .internal,
+                "the store has schema version \(stored), newer than this registryd's \(Self.schemaVersion); refusing to open it")
+        }
+        var version = stored
+        while version < Self.schemaVersion {
+            guard let step = Self.migrations[version] else {
+                throw RegistryError(.internal, "no migration from schema version \(version)")
+            }
+            try step(txn, self)
+            version += 1
+        }
+        try self.writeInteger(txn, Keys.schemaVersion, version)
+    }
+
+    func readUInt32(_ txn: borrowing Transaction, _ key: [UInt8]) throws -> UInt32? {
+        guard let value = try txn.get(self.meta, key: key), value.count == 4 else { return nil }
+        return UInt32(littleEndian: value.loadUnaligned(as: UInt32.self))
+    }
+
+    func readUInt64(_ txn: borrowing Transaction, _ key: [UInt8]) throws -> UInt64? {
+        guard let value = try txn.get(self.meta, key: key), value.count == 8 else { return nil }
+        return UInt64(littleEndian: value.loadUnaligned(as: UInt64.self))
+    }
+
+    func writeInteger<T: FixedWidthInteger>(_ txn: borrowing Transaction, _ key: [UInt8], _ value: T) throws {
+        var writer = ByteWriter()
+        writer.append(value)
+        try txn.put(self.meta, key: key, value: writer.bytes)
+    }
+
+    /// Takes the next value of a 32-bit counter (registry and gallery ids; never reused).
+    func takeId(_ txn: borrowing Transaction, _ key: [UInt8]) throws -> UInt32 {
+        let next = try self.readUInt32(txn, key) ?? 1
+        try self.writeInteger(txn, key, next + 1)
+        return next
+    }
+
+    // MARK: Algorithms and galleries
+
+    func storedAlgorithms(_ txn: borrowing Transaction) throws -> [Algorithm] {
+        var result: [Algorithm] = []
+        try txn.forEach(self.algorithms) { key, value in
+            result.append(try AlgorithmRecord(version: key.loadBigEndian(as: UInt32.self), decoding: value).algorithm)
+            return .continue
+        }
+        return result
+    }
+
+    func putAlgorithm(_ txn: borrowing Transaction, _ algorithm: Algorithm) throws {
+        try txn.put(self.algorithms, key: [UInt8](bigEndian: algorithm.version), value: AlgorithmRecord(algorithm).encoded())
+    }
+
+    func storedGalleries(_ txn: borrowing Transaction) throws -> [(name: String, record: GalleryRecord)] {
+        var result: [(String, GalleryRecord)] = []
+        try txn.forEach(self.galleries) { key, value in
+            result.append((String(decoding: key, as: UTF8.self), try GalleryRecord(decoding: value)))
+            return .continue
+        }
+        return result
+    }
+
+    func putGallery(_ txn: borrowing Transaction, name: String, _ record: GalleryRecord) throws {
+        try txn.put(self.galleries, key: Array(name.utf8), value: record.encoded())
+    }
+
+    func deleteGalleryRecord(_ txn: borrowing Transaction, name: String) throws {
+        try txn.delete(self.galleries, key: Array(name.utf8))
+    }
+
+    // MARK: Templates
+
+    /// Writes a template: its metadata, its payload parts and its identifier-index entry. `id` must be
+    /// greater than every stored id (ids come from the engine's counter), so all three are appends.
+    func putTemplate(_ txn: borrowing Transaction, id: UInt64, record: TemplateRecord, payload: [UInt8]) throws {
+        try txn.put(self.templates, key: Keys.template(id), value: record.encoded(), flags: .append)
+        let partSize = VectorLayout.partSize(payloadBytes: payload.count, pageSize: self.pageSize)
+        try payload.withUnsafeBytes { bytes in
+            var part = 0
+            var offset = 0
+            while offset < bytes.count {
+                let end = min(bytes.count, offset + partSize)
+                try Keys.vectorPart(id, part: part).withUnsafeBytes { key in
+                    try txn.put(self.vectors, key: key, value: UnsafeRawBufferPointer(rebasing: bytes[offset..<end]), flags: .append)
+                }
+                part += 1
+                offset = end
+            }
+        }
+        var registry = ByteWriter()
+        registry.append(record.registryId)
+        try txn.put(
+            self.identifiers, key: Keys.identifierEntry(record.galleryId, record.identifier, id), value: registry.bytes)
+    }
+
+    /// Deletes a template's metadata, payload parts and identifier-index entry. Returns its record,
+    /// or nil when there is no such template.
+    @discardableResult
+    func deleteTemplate(_ txn: borrowing Transaction, id: UInt64) throws -> TemplateRecord? {
+        guard let value = try txn.get(self.templates, key: Keys.template(id)) else { return nil }
+        let record = try TemplateRecord(decoding: value)
+        try txn.delete(self.templates, key: Keys.template(id))
+        var part = 0
+        while try txn.delete(self.vectors, key: Keys.vectorPart(id, part: part)) { part += 1 }
+        try txn.delete(self.identifiers, key: Keys.identifierEntry(record.galleryId, record.identifier, id))
+        return record
+    }
+
+    func templateRecord(_ txn: borrowing Transaction, id: UInt64) throws -> TemplateRecord? {
+        guard let value = try txn.get(self.templates, key: Keys.template(id)) else { return nil }
+        return try TemplateRecord(decoding: value)
+    }
+
+    /// A template's payload, reassembled from its parts.
+    func payload(_ txn: borrowing Transaction, id: UInt64) throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        try txn.forEach(self.vectors, from: Keys.vectorPart(id, part: 0)) { key, value in
+            guard key.loadBigEndian(as: UInt64.self) >> 8 == id else { return .stop }
+            bytes.append(contentsOf: value)
+            return .continue
+        }
+        return bytes
+    }
+
+    /// The template ids of an identifier in a gallery, in registration order.
+    func templateIds(_ txn: borrowing Transaction, galleryId: UInt32, identifier: String) throws -> [UInt64] {
+        let prefix = Keys.identifierPrefix(galleryId, identifier)
+        var ids: [UInt64] = []
+        try txn.forEach(self.identifiers, from: prefix) { key, _ in
+            guard key.count == prefix.count + 8, key.starts(with: prefix) else { return .stop }
+            ids.append(key.loadBigEndian(at: prefix.count, as: UInt64.self))
+            return .continue
+        }
+        return ids
+    }
+
+    /// Every template id of a gallery.
+    func templateIds(_ txn: borrowing Transaction, galleryId: UInt32) throws -> [UInt64] {
+        let prefix = Keys.galleryPrefix(galleryId)
+        var ids: [UInt64] = []
+        try txn.forEach(self.identifiers, from: prefix) { key, _ in
+            guard key.starts(with: prefix) else { return .stop }
+            ids.append(key.loadBigEndian(at: key.count - 8, as: UInt64.self))
+            return .continue
+        }
+        return ids
+    }
+
+    /// Up to `limit` distinct identifiers of a gallery after `after` (exclusive), in byte order, and
+    /// whether more follow.
+    func identifierPage(
+        _ txn: borrowing Transaction, galleryId: UInt32, after: String?, limit: Int
+    ) throws -> (identifiers: [String], more: Bool) {
+        let prefix = Keys.galleryPrefix(galleryId)
+        // 0x01 sorts after the 0x00 that ends `after` and before every byte an identifier may contain.
+        let start = after.map { prefix + Array($0.utf8) + [1] } ?? prefix
+        var result: [String] = []
+        var more = false
+        try txn.forEach(self.identifiers, from: start) { key, _ in
+            guard key.starts(with: prefix) else { return .stop }
+            let name = String(decoding: key[prefix.count..<(key.count - 9)], as: UTF8.self)
+            if result.last == name { return .continue }
+            if result.count == limit {
+                more = true
+                return .stop
+            }
+            result.append(name)
+            return .continue
+        }
+        return (result, more)
+    }
+
+    /// Erases an identifier's liveness profile, if any.
+    func deleteProfile(_ txn: borrowing Transaction, galleryId: UInt32, identifier: String) throws {
+        try txn.delete(self.profiles, key: Keys.profile(galleryId, identifier))
+    }
+
+    /// Erases every liveness profile of a gallery.
+    func deleteProfiles(_ txn: borrowing Transaction, galleryId: UInt32) throws {
+        let prefix = Keys.galleryPrefix(galleryId)
+        var keys: [[UInt8]] = []
+        try txn.forEach(self.profiles, from: prefix) { key, _ in
+            guard key.starts(with: prefix) else { return .stop }
+            keys.append(Array(key))
+            return .continue
+        }
+        for key in keys { try txn.delete(self.profiles, key: key) }
+    }
+
+    /// Microseconds since the Unix epoch.
+    static func now() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return Int64(time.tv_sec) * 1_000_000 + Int64(time.tv_nsec) / 1_000
+    }
+}

@@ -1,0 +1,175 @@
+import CLMDB
+import Glibc
+import LMDB
+import Testing
+
+/// A fresh directory per test.
+private func temporaryDirectory() -> String {
+    var template = Array("/tmp/lmdb-tests-XXXXXX".utf8CString)
+    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+    precondition(made != nil)
+    return String(cString: template)
+}
+
+private func removeDirectory(_ path: String) {
+    unlink(path + "/data.mdb")
+    unlink(path + "/lock.mdb")
+    rmdir(path)
+}
+
+private struct Boom: Error {}
+
+@Suite struct EnvironmentTests {
+    @Test func aWriteCommitsWhenTheBodyReturns() throws {
+        let path = temporaryDirectory()
+        defer { removeDirectory(path) }
+        let env = try Environment(path: path)
+        defer { env.close() }
+        let db = try env.write { txn in try txn.openDatabase("t", create: true) }
+        try env.write { txn in try txn.put(db, key: [1], value: [42]) }
+        let value = try env.read { txn in try txn.get(db, key: [1]).map { Array($0) } }
+        #expect(value == [42])
+    }
+
+    @Test func aWriteAbortsWhenTheBodyThrows() throws {
+        let path = temporaryDirectory()
+        defer { removeDirectory(path) }
+        let env = try Environment(path: path)
+        defer { env.close() }
+        let db = try env.write { txn in try txn.openDatabase("t", create: true) }
+        #expect(throws: Boom.self) {
+            try env.write { txn in
+                try txn.put(db, key: [1], value: [42])
+                throw Boom()
+            }
+        }
+        let value = try env.read { txn in try txn.get(db, key: [1]).map { Array($0) } }
+        #expect(value == nil)
+    }
+
+    @Test func aFailedNestedTransactionIsRolledBackAloneAndTheParentCommits() throws {
+        let path = temporaryDirectory()
+        defer { removeDirectory(path) }
+        let env = try Environment(path: path)
+        defer { env.close() }
+        let db = try env.write { txn in try txn.openDatabase("t", create: true) }
+        try env.write { txn in
+            try txn.put(db, key: [1], value: [1])
+            #expect(throws: Boom.self) {
+                try txn.nested { child in
+                    try child.put(db, key: [2], value: [2])
+                    throw Boom()
+                }
+            }
+            try txn.nested { child in try child.put(db, key: [3], value: [3]) }
+        }
+        let keys = try env.read { txn in
+            var keys: [UInt8] = []
+            try txn.forEach(db) { key, _ in
+                keys.append(key[0])
+                return .continue
+            }
+            return keys
+        }
+        #expect(keys == [1, 3])
+    }
+
+    @Test func theMapGrowsByItselfAndTheWriteIsRetried() throws {
+        let path = temporaryDirectory()
+        defer { removeDirectory(path) }
+        var options = Environment.Options()
+        options.mapSize = 256 << 10  // 256 KiB: the 4 MiB below cannot fit without growing
+        let env = try Environment(path: path, options: options)
+        defer { env.close() }
+        let db = try env.write { txn in try txn.openDatabase("t", create: true) }
+        var attempts = 0
+        try env.write { txn in
+            attempts += 1
+            for i in 0..<1024 {
+                try txn.put(db, key: [UInt8](String(i).utf8), value: [UInt8](repeating: UInt8(i & 0xFF), count: 4096))
+            }
+        }
+        #expect(attempts > 1, "the body should have been re-run after MDB_MAP_FULL")
+        #expect(env.mapSize > 4 << 20)
+        let count = try env.read { txn in try txn.count(db) }
+        #expect(count == 1024)
+    }
+
+    @Test func theMapStopsGrowingAtItsMaximumWithMapFull() throws {
+        let path = temporaryDirectory()
+        defer { removeDirectory(path) }
+        var options = Environment.Options()
+        options.mapSize = 256 << 10
+        options.maxMapSize = 512 << 10
+        let env = try Environment(path: path, options: options)
+        defer { env.close() }
+        let db = try env.write { txn in try txn.openDatabase("t", create: true) }
+        let error = #expect(throws: LMDBError.self) {
+            try env.write { txn in
+                for i in 0..<1024 {
+                    try txn.put(db, key: [UInt8](String(i).utf8), value: [UInt8](repeating: 1, count: 4096))
+                }
+            }
+        }
+        #expect(error?.isMapFull == true)
+        #expect(error?.code == MDB_MAP_FULL)
+        #expect(error?.operation.hasPrefix("mdb_put") == true)
+        #expect(error?.message.contains("MDB_MAP_FULL") == true)
+        #expect(try env.read { txn in try txn.count(db) } == 0)
+    }
+
+    @Test func anEnvironmentCannotBeOpenedTwiceInOneProcess() throws {
+        let path = temporaryDirectory()
+        defer { removeDirectory(path) }
+        let env = try Environment(path: path)
+        let error = #expect(throws: LMDBError.self) { _ = try Environment(path: path) }
+        #expect(error?.code == EBUSY)
+        env.close()
+        // Once closed, it can be opened again.
+        try Environment(path: path).close()
+    }
+
+    @Test func errorsCarryTheCodeTheOperationAndLMDBsMessage() throws {
+        let path = temporaryDirectory()
+        defer { removeDirectory(path) }
+        let env = try Environment(path: path)
+        defer { env.close() }
+        let error = #expect(throws: LMDBError.self) {
+            try env.read { txn in _ = try txn.openDatabase("missing") }
+        }
+        #expect(error?.isNotFound == true)
+        #expect(error?.operation == "mdb_dbi_open(missing)")
+        #expect(error?.description.contains("MDB_NOTFOUND") == true)
+    }
+
+    @Test func appendRefusesAKeyThatIsNotTheGreatest() throws {
+        let path = temporaryDirectory()
+        defer { removeDirectory(path) }
+        let env = try Environment(path: path)
+        defer { env.close() }
+        let db = try env.write { txn in try txn.openDatabase("t", create: true) }
+        try env.write { txn in
+            try txn.put(db, key: [5], value: [5], flags: .append)
+            let error = #expect(throws: LMDBError.self) { try txn.put(db, key: [3], value: [3], flags: .append) }
+            #expect(error?.isKeyExists == true)
+        }
+    }
+
+    @Test func aCompactingCopyHoldsTheSameData() throws {
+        let path = temporaryDirectory()
+        let copy = temporaryDirectory()
+        defer {
+            removeDirectory(path)
+            removeDirectory(copy)
+        }
+        let env = try Environment(path: path)
+        let db = try env.write { txn in try txn.openDatabase("t", create: true) }
+        try env.write { txn in try txn.put(db, key: [7], value: [7, 7]) }
+        try env.copy(to: copy)
+        env.close()
+        let copied = try Environment(path: copy)
+        defer { copied.close() }
+        let value = try copied.read { txn in try txn.get(try txn.openDatabase("t"), key: [7]).map { Array($0) } }
+        #expect(value == [7, 7])
+    }
+}
