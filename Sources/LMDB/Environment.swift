@@ -108,6 +108,13 @@ public final class Environment: @unchecked Sendable {
         return Int(stat.ms_psize)
     }
 
+    /// Bytes of the map in use: pages up to the last one written (free pages inside included).
+    public var usedBytes: Int {
+        var info = MDB_envinfo()
+        mdb_env_info(self.handle, &info)
+        return (Int(info.me_last_pgno) + 1) * self.pageSize
+    }
+
     /// The current map size in bytes.
     public var mapSize: Int { self.currentMapSize.load(ordering: .relaxed) }
 

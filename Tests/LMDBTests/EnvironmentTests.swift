@@ -8,7 +8,7 @@ private func temporaryDirectory() -> String {
     var template = Array("/tmp/lmdb-tests-XXXXXX".utf8CString)
     let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
     precondition(made != nil)
-    return String(cString: template)
+    return template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
 }
 
 private func removeDirectory(_ path: String) {

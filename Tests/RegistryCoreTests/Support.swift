@@ -11,7 +11,7 @@ struct TemporaryDirectory {
         var template = Array("/tmp/registry-tests-XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(made != nil, "mkdtemp failed")
-        self.path = String(cString: template)
+        self.path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
     }
 
     func cleanup() {

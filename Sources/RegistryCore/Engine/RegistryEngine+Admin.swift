@@ -61,6 +61,9 @@ extension RegistryEngine {
         }
     }
 
+    /// Bytes of the store's map in use (LMDB pages up to the last one written).
+    public var storeBytesInUse: Int { self.store.environment.usedBytes }
+
     // MARK: Deletion
 
     /// Deletes one template of a gallery.
