@@ -122,7 +122,7 @@ public final class Environment: @unchecked Sendable {
     /// the last committed state. Keep it short: a live reader pins old pages.
     public func read<T>(_ body: (borrowing Transaction) throws -> T) throws -> T {
         try self.gate.withReadLock {
-            precondition(!self.closed.load(ordering: .relaxed), "read on a closed LMDB environment")
+            guard !self.closed.load(ordering: .relaxed) else { throw LMDBError.environmentClosed }
             let txn = try self.begin(readOnly: true)
             defer { mdb_txn_abort(txn) }
             return try body(Transaction(handle: txn, isReadOnly: true))
@@ -151,7 +151,7 @@ public final class Environment: @unchecked Sendable {
 
     private func writeOnce<T>(_ body: (borrowing Transaction) throws -> T) throws -> T {
         try self.gate.withReadLock {
-            precondition(!self.closed.load(ordering: .relaxed), "write on a closed LMDB environment")
+            guard !self.closed.load(ordering: .relaxed) else { throw LMDBError.environmentClosed }
             let txn = try self.begin(readOnly: false)
             let result: T
             do {

@@ -1,4 +1,5 @@
 import CLMDB
+import Glibc
 
 /// An LMDB call that failed: the raw return code (an `MDB_*` code or an errno), the operation that
 /// returned it, and LMDB's own message for it.
@@ -29,6 +30,10 @@ public struct LMDBError: Error, Sendable, Hashable, CustomStringConvertible {
     public var isKeyExists: Bool { self.code == MDB_KEYEXIST }
     /// Another process grew the map; re-reading the size fixes it.
     public var isMapResized: Bool { self.code == MDB_MAP_RESIZED }
+    /// A transaction was asked of an environment that has been closed.
+    public static let environmentClosed = LMDBError(code: EBADF, operation: "transaction on a closed environment")
+    /// See ``environmentClosed``.
+    public var isEnvironmentClosed: Bool { self == Self.environmentClosed }
     /// Every reader slot is in use.
     public var isReadersFull: Bool { self.code == MDB_READERS_FULL }
 }

@@ -165,3 +165,20 @@ import Testing
         }
     }
 }
+
+@Suite struct ShutdownTests {
+    @Test func callsAfterCloseFailWithShuttingDownInsteadOfCrashing() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanup() }
+        let engine = try RegistryEngine(path: directory.path)
+        _ = try await engine.register(identifier: "alice", face: Face(arcface()))
+        engine.close()
+        await expectRegistryError(.shuttingDown) { _ = try await engine.register(identifier: "bob", face: Face(arcface(flips(0, 8)))) }
+        await expectRegistryError(.shuttingDown) { _ = try engine.identifiers() }
+        await expectRegistryError(.shuttingDown) { _ = try engine.templates(identifier: "alice") }
+        // What was acknowledged before the close is there on the next open.
+        let reopened = try RegistryEngine(path: directory.path)
+        defer { reopened.close() }
+        #expect(try reopened.templates(identifier: "alice").count == 1)
+    }
+}

@@ -98,6 +98,15 @@ extension RegistryEngine {
 
     // MARK: Listing
 
+    /// A read transaction whose storage errors surface as ``RegistryError``s (`SHUTTING_DOWN` once closed).
+    private func readStore<T>(_ body: (borrowing Transaction) throws -> T) throws -> T {
+        do {
+            return try self.store.environment.read(body)
+        } catch let error as LMDBError {
+            throw RegistryError.storage(error)
+        }
+    }
+
     /// A page of a gallery's identifiers in byte order, starting after `after`.
     /// - Parameters:
     ///   - limit: page size, 1...10,000.
@@ -108,7 +117,7 @@ extension RegistryEngine {
     ) throws -> IdentifierPage {
         guard (1...10_000).contains(limit) else { throw RegistryError.malformedRequest("limit must be within 1...10000") }
         let galleryId = try self.indexLock.withReadLock { () throws(RegistryError) in try self.gallery(named: name).id }
-        let (identifiers, more) = try self.store.environment.read { txn in
+        let (identifiers, more) = try self.readStore { txn in
             try self.store.identifierPage(txn, galleryId: galleryId, after: after, limit: limit)
         }
         return IdentifierPage(identifiers: identifiers, next: more ? identifiers.last : nil)
@@ -127,7 +136,7 @@ extension RegistryEngine {
             let gallery = try self.gallery(named: name)
             return (gallery.id, Dictionary(uniqueKeysWithValues: gallery.registries.map { ($0.id, $0.algorithm) }))
         }
-        let result = try self.store.environment.read { txn in
+        let result = try self.readStore { txn in
             try self.store.templateIds(txn, galleryId: galleryId, identifier: identifier).compactMap { id -> StoredTemplate? in
                 guard let record = try self.store.templateRecord(txn, id: id), let algorithm = algorithmOf[record.registryId] else {
                     return nil

@@ -292,11 +292,9 @@ extension RegistryEngine {
             guard let gallery = self.state[name], gallery.id == galleryId else { return [] }
             let ordinal = gallery.ordinal(of: identifier)
             return gallery.registries.filter { $0.id != deciderId }.map { registry in
+                let holds = ordinal.map { registry.holds($0) } ?? false
                 let version = registry.algorithm.version
-                if let ordinal, registry.holds(ordinal) { return (version, .alreadyRegistered) }
-                if templates[version] == nil { return (version, .noTemplate) }
-                if score < threshold { return (version, .scoreBelowThreshold(score: score, threshold: threshold)) }
-                return (version, nil)
+                return (version, Self.autoEnrolmentShortcut(holds: holds, hasTemplate: templates[version] != nil, score: score, threshold: threshold))
             }
         }
         guard plan.contains(where: { $0.outcome == nil }) else {
@@ -308,27 +306,21 @@ extension RegistryEngine {
                 var outcomes: [AutoEnrolmentOutcome] = []
                 for registry in gallery.registries where registry.id != deciderId {
                     let version = registry.algorithm.version
-                    let outcome: AutoEnrolmentOutcome.Result
-                    if Matching.holds(registry, in: gallery, identifier: identifier, batch: context.batch) {
-                        outcome = .alreadyRegistered
-                    } else if let template = templates[version] {
-                        if score < threshold {
-                            outcome = .scoreBelowThreshold(score: score, threshold: threshold)
+                    let holds = Matching.holds(registry, in: gallery, identifier: identifier, batch: context.batch)
+                    var outcome = Self.autoEnrolmentShortcut(
+                        holds: holds, hasTemplate: templates[version] != nil, score: score, threshold: threshold)
+                    if outcome == nil, let template = templates[version] {
+                        let check = Matching.check(registry, in: gallery, identifier: identifier, query: template, batch: context.batch)
+                        if let finding = check.finding(algorithm: version, thresholds: registry.thresholds) {
+                            outcome = .refused(finding)
                         } else {
-                            let check = Matching.check(registry, in: gallery, identifier: identifier, query: template, batch: context.batch)
-                            if let finding = check.finding(algorithm: version, thresholds: registry.thresholds) {
-                                outcome = .refused(finding)
-                            } else {
-                                let stored = try self.storeTemplate(
-                                    txn, context, gallery: gallery, registry: registry, identifier: identifier,
-                                    template: template, source: .autoEnrolled)
-                                outcome = .enrolled(templateId: stored.id)
-                            }
+                            let stored = try self.storeTemplate(
+                                txn, context, gallery: gallery, registry: registry, identifier: identifier,
+                                template: template, source: .autoEnrolled)
+                            outcome = .enrolled(templateId: stored.id)
                         }
-                    } else {
-                        outcome = .noTemplate
                     }
-                    outcomes.append(AutoEnrolmentOutcome(algorithm: version, result: outcome))
+                    outcomes.append(AutoEnrolmentOutcome(algorithm: version, result: outcome!))
                 }
                 return outcomes
             }
@@ -336,5 +328,18 @@ extension RegistryEngine {
             let message = "\(error)"
             return plan.map { AutoEnrolmentOutcome(algorithm: $0.algorithm, result: $0.outcome ?? .failed(message: message)) }
         }
+    }
+
+    /// The auto-enrolment outcomes that need no comparison, or nil when the register checks decide.
+    private static func autoEnrolmentShortcut(
+        holds: Bool,
+        hasTemplate: Bool,
+        score: Float,
+        threshold: Float
+    ) -> AutoEnrolmentOutcome.Result? {
+        if holds { return .alreadyRegistered }
+        if !hasTemplate { return .noTemplate }
+        if score < threshold { return .scoreBelowThreshold(score: score, threshold: threshold) }
+        return nil
     }
 }

@@ -58,6 +58,9 @@ public struct RegistryError: Error, Sendable, CustomStringConvertible {
 
     /// Maps a storage failure; LMDB messages carry codes and operations, never data.
     static func storage(_ error: LMDBError) -> RegistryError {
+        if error.isEnvironmentClosed {
+            return RegistryError(.shuttingDown, "the registry is shutting down")
+        }
         if error.isMapFull {
             return RegistryError(.storageFull, "the store reached its maximum size (\(error))")
         }
