@@ -259,8 +259,23 @@ public final class RegistryEngine: @unchecked Sendable {
                 let registry: RegistryIndex
                 let row: Int
             }
+            // Size every buffer first (a scan of the records' leading registry ids), so none regrows.
+            var rowsPerRegistry: [UInt32: Int] = [:]
+            try txn.forEach(self.store.templates) { _, value in
+                guard value.count >= 4 else { throw StoreCorruption("truncated template record") }
+                rowsPerRegistry[UInt32(littleEndian: value.loadUnaligned(as: UInt32.self)), default: 0] += 1
+                return .continue
+            }
+            var rowsPerGallery: [UInt32: Int] = [:]
+            for (registryId, rows) in rowsPerRegistry {
+                guard let (gallery, registry) = registries[registryId] else { continue }
+                registry.reserve(rows)
+                rowsPerGallery[gallery.id, default: 0] += rows
+            }
+            for gallery in self.state.values { gallery.reserveIdentifiers(rowsPerGallery[gallery.id] ?? 0) }
+
             var placements: [Placement] = []
-            placements.reserveCapacity(try txn.count(self.store.templates))
+            placements.reserveCapacity(rowsPerRegistry.values.reduce(0, +))
             try txn.forEach(self.store.templates) { key, value in
                 let id = key.loadBigEndian(as: UInt64.self)
                 let record = try TemplateRecord(decoding: value)

@@ -35,6 +35,13 @@ final class GalleryIndex {
 
     func name(of ordinal: UInt32) -> String { self.names[Int(ordinal)] }
 
+    /// Makes room for `count` identifiers (start-up, when the template count bounds it).
+    func reserveIdentifiers(_ count: Int) {
+        self.names.reserveCapacity(count)
+        self.templateCounts.reserveCapacity(count)
+        self.ordinalOf.reserveCapacity(count)
+    }
+
     /// Interns an identifier, returning its ordinal.
     func intern(_ identifier: String) -> UInt32 {
         if let ordinal = self.ordinalOf[identifier] { return ordinal }

@@ -114,8 +114,18 @@ final class RegistryIndex {
     /// Sets a landmark row's presence mask (start-up load).
     func setMask(_ mask: UInt32, row index: Int) { self.masks[index] = mask }
 
+    /// Makes room for `rows` rows in all, so that loading a known number does not regrow and copy.
+    func reserve(_ rows: Int) {
+        guard rows > self.capacity else { return }
+        self.resize(to: rows)
+        self.rowOfTemplate.reserveCapacity(rows)
+    }
+
     private func grow() {
-        let newCapacity = max(64, self.capacity * 2)
+        self.resize(to: max(64, self.capacity * 2))
+    }
+
+    private func resize(to newCapacity: Int) {
         let newRows = Self.allocate(rows: newCapacity, stride: self.stride)
         newRows.update(from: self.rows, count: self.count * self.stride)
         free(self.rows)
