@@ -7,24 +7,61 @@ let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+let nioCore = Target.Dependency.product(name: "NIOCore", package: "swift-nio")
+let nioPosix = Target.Dependency.product(name: "NIOPosix", package: "swift-nio")
+let protobuf = Target.Dependency.product(name: "SwiftProtobuf", package: "swift-protobuf")
+let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
+let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
+let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+let unixSignals = Target.Dependency.product(name: "UnixSignals", package: "swift-service-lifecycle")
+
 let package = Package(
     name: "registryd",
     products: [
+        .executable(name: "registryd", targets: ["registryd"]),
+        .executable(name: "registryctl", targets: ["registryctl"]),
+        .library(name: "RegistryClient", targets: ["RegistryClient"]),
         .library(name: "RegistryCore", targets: ["RegistryCore"]),
         .executable(name: "registry-bench", targets: ["registry-bench"]),
+        .executable(name: "registry-load", targets: ["registry-load"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // Debian's liblmdb-dev ships lmdb.pc; tools/ensure-deps installs it when missing.
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
-        // A thin, safe Swift wrapper over the LMDB C API: environment, transactions, errors.
-        .target(name: "LMDB", dependencies: ["CLMDB", "Locks"], swiftSettings: strictSettings),
         // pthread readers-writer lock and condition variable, shared by the wrapper and the engine.
         .target(name: "Locks", swiftSettings: strictSettings),
+        // A thin, safe Swift wrapper over the LMDB C API: environment, transactions, errors.
+        .target(name: "LMDB", dependencies: ["CLMDB", "Locks"], swiftSettings: strictSettings),
         // The registry engine: algorithms, validation, storage schema, in-memory index, semantics.
         // No networking here, so the daemon and the CLI can both build on it.
         .target(name: "RegistryCore", dependencies: ["LMDB", "Locks"], swiftSettings: strictSettings),
+        // The wire: generated protobuf messages (proto/registry.proto), framing, and conversions to
+        // and from the engine's types.
+        .target(name: "RegistryProtocol", dependencies: ["RegistryCore", protobuf, nioCore], swiftSettings: strictSettings),
+        // The daemon as a library: configuration, the NIO Unix-socket server, request dispatch.
+        .target(
+            name: "RegistryServer",
+            dependencies: ["RegistryCore", "RegistryProtocol", nioCore, nioPosix, logging, serviceLifecycle, unixSignals],
+            swiftSettings: strictSettings),
+        // The Swift client library apps, registryctl and the tests use.
+        .target(name: "RegistryClient", dependencies: ["RegistryProtocol", "RegistryCore", nioCore, nioPosix], swiftSettings: strictSettings),
+        .executableTarget(
+            name: "registryd", dependencies: ["RegistryServer", argumentParser, logging, serviceLifecycle],
+            swiftSettings: strictSettings),
+        .executableTarget(
+            name: "registryctl", dependencies: ["RegistryClient", "RegistryProtocol", "RegistryCore", argumentParser, protobuf],
+            swiftSettings: strictSettings),
         // Benchmark: fills a registry and times identify (prints figures; not a test).
         .executableTarget(name: "registry-bench", dependencies: ["RegistryCore"], swiftSettings: strictSettings),
+        // Load tool: N connections driving the daemon, printing requests/s and latency percentiles.
+        .executableTarget(name: "registry-load", dependencies: ["RegistryClient", "RegistryCore"], swiftSettings: strictSettings),
         // Child process for the crash-durability test: registers, prints "acknowledged", waits to be killed.
         .executableTarget(name: "registry-crash-probe", dependencies: ["RegistryCore"], swiftSettings: strictSettings),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "CLMDB"], swiftSettings: strictSettings),
@@ -33,6 +70,15 @@ let package = Package(
             dependencies: ["RegistryCore", "LMDB", "registry-crash-probe"],
             swiftSettings: strictSettings
         ),
+        .testTarget(
+            name: "RegistryProtocolTests",
+            dependencies: ["RegistryProtocol", "RegistryCore", nioCore, .product(name: "NIOEmbedded", package: "swift-nio"), protobuf],
+            swiftSettings: strictSettings),
+        .testTarget(name: "RegistryCtlTests", dependencies: ["registryctl", "RegistryCore", argumentParser], swiftSettings: strictSettings),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["RegistryClient", "RegistryProtocol", "RegistryCore", "registryd", "registryctl", nioCore, nioPosix, protobuf],
+            swiftSettings: strictSettings),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import Glibc
 import LMDB
 import Locks
 
@@ -168,5 +169,107 @@ extension RegistryEngine {
                     galleryIdentifiers: gallery.identifierCount)
             }
         }
+    }
+}
+
+extension RegistryEngine {
+    // MARK: Export, backup, verification
+
+    /// One page of a gallery's templates with their data, in registration order, after template id
+    /// `after` (exclusive; 0 from the start).
+    /// - Returns: the templates, and the id to pass as `after` for the next page (nil on the last).
+    public func exportTemplates(
+        gallery name: String = GalleryConfiguration.defaultName,
+        after: UInt64 = 0,
+        limit: Int = 1000
+    ) throws -> (templates: [StoredTemplate], next: UInt64?) {
+        guard (1...10_000).contains(limit) else { throw RegistryError.malformedRequest("limit must be within 1...10000") }
+        let (galleryId, algorithmOf) = try self.indexLock.withReadLock { () throws(RegistryError) in
+            let gallery = try self.gallery(named: name)
+            return (gallery.id, Dictionary(uniqueKeysWithValues: gallery.registries.map { ($0.id, $0.algorithm) }))
+        }
+        return try self.readStore { txn in
+            var page: [StoredTemplate] = []
+            var more = false
+            var records: [(UInt64, TemplateRecord)] = []
+            try txn.forEach(self.store.templates, from: Keys.template(after &+ 1)) { key, value in
+                let record = try TemplateRecord(decoding: value)
+                guard record.galleryId == galleryId else { return .continue }
+                if records.count == limit {
+                    more = true
+                    return .stop
+                }
+                records.append((key.loadBigEndian(as: UInt64.self), record))
+                return .continue
+            }
+            for (id, record) in records {
+                guard let algorithm = algorithmOf[record.registryId] else { continue }
+                let payload = try self.store.payload(txn, id: id)
+                let data = payload.withUnsafeBytes { PreparedTemplate.decodePayload($0, algorithm: algorithm) }
+                page.append(StoredTemplate(
+                    id: id, identifier: record.identifier, algorithm: algorithm.version, registeredAt: record.registeredAt,
+                    source: record.source, quality: record.quality, template: FaceTemplate(algorithm: algorithm.version, data: data)))
+            }
+            return (page, more ? records.last?.0 : nil)
+        }
+    }
+
+    /// Writes a compacted, consistent copy of the store into the new directory `path` while the
+    /// registry keeps serving (LMDB's hot copy). Returns the copy's size in bytes.
+    public func backup(to path: String) throws -> Int {
+        do {
+            try self.store.environment.copy(to: path, compact: true)
+        } catch {
+            throw RegistryError(.internal, "backup to \(path) failed: \(error)")
+        }
+        var info = stat()
+        return stat(path + "/data.mdb", &info) == 0 ? Int(info.st_size) : 0
+    }
+
+    /// Re-reads every stored template and checks it against the in-memory index: every record has its
+    /// row, with the same data, and every row has its record. Runs between group commits, so the store
+    /// and the index are at the same point.
+    /// - Returns: the number of templates checked and a description of each problem found.
+    public func verify() async throws -> (checked: Int, problems: [String]) {
+        try await self.write(exclusive: true) { txn, _ in
+            var problems: [String] = []
+            var checked = 0
+            var registries: [UInt32: RegistryIndex] = [:]
+            for gallery in self.state.values {
+                for registry in gallery.registries { registries[registry.id] = registry }
+            }
+            var seen: [UInt32: Int] = [:]
+            try txn.forEach(self.store.templates) { key, value in
+                let id = key.loadBigEndian(as: UInt64.self)
+                checked += 1
+                let record = try TemplateRecord(decoding: value)
+                guard let registry = registries[record.registryId], let row = registry.row(ofTemplate: id) else {
+                    problems.append("template \(id) is stored but not in the index")
+                    return .continue
+                }
+                seen[registry.id, default: 0] += 1
+                let payload = try self.store.payload(txn, id: id)
+                let expected: [Float] = payload.withUnsafeBytes { bytes in
+                    switch PreparedTemplate.decodePayload(bytes, algorithm: registry.algorithm) {
+                    case .vector(let values): return values  // stored prepared
+                    case .landmarks: return registry.isLandmarks ? Self.normalisedLandmarks(bytes) : []
+                    }
+                }
+                let actual = Array(UnsafeBufferPointer(start: registry.row(row), count: registry.stride))
+                if expected != actual { problems.append("template \(id) differs between the store and the index") }
+                return .continue
+            }
+            for (id, registry) in registries where registry.count != seen[id, default: 0] {
+                problems.append("the \(registry.algorithm) registry indexes \(registry.count) templates, the store has \(seen[id, default: 0])")
+            }
+            return (checked, problems)
+        }
+    }
+
+    /// A stored landmark payload (mask, raw coordinates) normalised as the index holds it.
+    private static func normalisedLandmarks(_ bytes: UnsafeRawBufferPointer) -> [Float] {
+        let mask = bytes.loadUnaligned(as: UInt32.self)
+        let raw = stride(from: 4, to: bytes.count, by: 4).map { bytes.loadUnaligned(fromByteOffset: $0, as: Float.self) }
+        return LandmarkAlgorithm.normalised(DenseLandmarks(mask: mask, coordinates: raw))
     }
 }

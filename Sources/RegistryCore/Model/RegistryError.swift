@@ -5,8 +5,9 @@ import LMDB
 ///
 /// Messages name identifiers, algorithms, galleries and scores; never template values.
 public struct RegistryError: Error, Sendable, CustomStringConvertible {
-    /// The stable error codes of DESIGN §6 that the engine can produce.
-    public enum Code: String, Sendable, Hashable {
+    /// The stable error codes of DESIGN §6 (the engine produces a subset; the daemon and the client
+    /// library use the rest).
+    public enum Code: String, Sendable, Hashable, CaseIterable {
         case similarFaceRegistered = "SIMILAR_FACE_REGISTERED"
         case faceMismatch = "FACE_MISMATCH"
         case identifierNotRegistered = "IDENTIFIER_NOT_REGISTERED"
@@ -14,7 +15,12 @@ public struct RegistryError: Error, Sendable, CustomStringConvertible {
         case invalidTemplate = "INVALID_TEMPLATE"
         case unknownAlgorithm = "UNKNOWN_ALGORITHM"
         case unknownGallery = "UNKNOWN_GALLERY"
+        case qualityTooLow = "QUALITY_TOO_LOW"
+        case livenessFailed = "LIVENESS_FAILED"
+        case permissionDenied = "PERMISSION_DENIED"
         case malformedRequest = "MALFORMED_REQUEST"
+        case frameTooLarge = "FRAME_TOO_LARGE"
+        case unsupportedVersion = "UNSUPPORTED_VERSION"
         case storageFull = "STORAGE_FULL"
         case shuttingDown = "SHUTTING_DOWN"
         case `internal` = "INTERNAL"
@@ -42,7 +48,7 @@ public struct RegistryError: Error, Sendable, CustomStringConvertible {
 
     public var description: String { "\(self.code.rawValue): \(self.message)" }
 
-    static func malformedRequest(_ message: String) -> RegistryError {
+    public static func malformedRequest(_ message: String) -> RegistryError {
         RegistryError(.malformedRequest, message)
     }
 

@@ -24,6 +24,24 @@ public struct StoredTemplate: Sendable, Hashable {
     public var quality: Float?
     /// The stored template, when asked for (vectors as stored: L2-normalised for cosine algorithms).
     public var template: FaceTemplate?
+
+    public init(
+        id: UInt64,
+        identifier: String,
+        algorithm: UInt32,
+        registeredAt: Int64,
+        source: TemplateSource,
+        quality: Float?,
+        template: FaceTemplate?
+    ) {
+        self.id = id
+        self.identifier = identifier
+        self.algorithm = algorithm
+        self.registeredAt = registeredAt
+        self.source = source
+        self.quality = quality
+        self.template = template
+    }
 }
 
 /// The reply to a register call.
@@ -32,6 +50,14 @@ public struct Registration: Sendable, Hashable {
     public var stored: [StoredTemplate]
     /// What the checks found; empty unless `force` overrode them.
     public var findings: [RegistrationFinding]
+
+    public init(
+        stored: [StoredTemplate],
+        findings: [RegistrationFinding]
+    ) {
+        self.stored = stored
+        self.findings = findings
+    }
 }
 
 /// One identification result: an identifier with its best-scoring template.
@@ -39,6 +65,16 @@ public struct IdentifyMatch: Sendable, Hashable {
     public var identifier: String
     public var score: Float
     public var templateId: UInt64
+
+    public init(
+        identifier: String,
+        score: Float,
+        templateId: UInt64
+    ) {
+        self.identifier = identifier
+        self.score = score
+        self.templateId = templateId
+    }
 }
 
 /// What auto-enrolment did in one registry.
@@ -61,6 +97,14 @@ public struct AutoEnrolmentOutcome: Sendable, Hashable {
     /// The registry's algorithm (version id).
     public var algorithm: UInt32
     public var result: Result
+
+    public init(
+        algorithm: UInt32,
+        result: Result
+    ) {
+        self.algorithm = algorithm
+        self.result = result
+    }
 }
 
 /// The reply to identify.
@@ -71,6 +115,16 @@ public struct Identification: Sendable, Hashable {
     public var matches: [IdentifyMatch]
     /// Per other registry, what auto-enrolment did (empty when not requested or nothing matched).
     public var autoEnrolment: [AutoEnrolmentOutcome]
+
+    public init(
+        algorithm: UInt32?,
+        matches: [IdentifyMatch],
+        autoEnrolment: [AutoEnrolmentOutcome]
+    ) {
+        self.algorithm = algorithm
+        self.matches = matches
+        self.autoEnrolment = autoEnrolment
+    }
 }
 
 /// The reply to authenticate. A non-match is a result, not an error.
@@ -83,6 +137,20 @@ public struct Authentication: Sendable, Hashable {
     /// The algorithm whose registry decided.
     public var algorithm: UInt32
     public var autoEnrolment: [AutoEnrolmentOutcome]
+
+    public init(
+        authenticated: Bool,
+        score: Float,
+        templateId: UInt64,
+        algorithm: UInt32,
+        autoEnrolment: [AutoEnrolmentOutcome]
+    ) {
+        self.authenticated = authenticated
+        self.score = score
+        self.templateId = templateId
+        self.algorithm = algorithm
+        self.autoEnrolment = autoEnrolment
+    }
 }
 
 /// A registry's view of a gallery, as stored.
@@ -93,6 +161,18 @@ public struct RegistryInfo: Sendable, Hashable {
     public var templateCount: Int
     /// Distinct identifiers it holds.
     public var identifierCount: Int
+
+    public init(
+        algorithm: Algorithm,
+        thresholds: Thresholds,
+        templateCount: Int,
+        identifierCount: Int
+    ) {
+        self.algorithm = algorithm
+        self.thresholds = thresholds
+        self.templateCount = templateCount
+        self.identifierCount = identifierCount
+    }
 }
 
 /// A gallery, as stored.
@@ -102,6 +182,16 @@ public struct GalleryInfo: Sendable, Hashable {
     public var registries: [RegistryInfo]
     /// Distinct identifiers in the gallery (in any registry).
     public var identifierCount: Int
+
+    public init(
+        name: String,
+        registries: [RegistryInfo],
+        identifierCount: Int
+    ) {
+        self.name = name
+        self.registries = registries
+        self.identifierCount = identifierCount
+    }
 }
 
 /// Migration progress of one registry: identifiers held out of the gallery's total.
@@ -109,6 +199,16 @@ public struct MigrationStatus: Sendable, Hashable {
     public var algorithm: UInt32
     public var identifiersHeld: Int
     public var galleryIdentifiers: Int
+
+    public init(
+        algorithm: UInt32,
+        identifiersHeld: Int,
+        galleryIdentifiers: Int
+    ) {
+        self.algorithm = algorithm
+        self.identifiersHeld = identifiersHeld
+        self.galleryIdentifiers = galleryIdentifiers
+    }
 }
 
 /// One page of a gallery's identifiers, in byte order.
@@ -116,6 +216,14 @@ public struct IdentifierPage: Sendable, Hashable {
     public var identifiers: [String]
     /// Pass as `after` to get the next page; nil when this is the last.
     public var next: String?
+
+    public init(
+        identifiers: [String],
+        next: String?
+    ) {
+        self.identifiers = identifiers
+        self.next = next
+    }
 }
 
 /// One template to import: stored without the register checks, with source `imported`.

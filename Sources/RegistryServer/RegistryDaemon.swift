@@ -1,0 +1,88 @@
+import Logging
+import RegistryCore
+import ServiceLifecycle
+import UnixSignals
+
+/// The whole daemon: opens the store, applies the configured galleries, serves the socket until
+/// SIGTERM or SIGINT, reloads thresholds on SIGHUP, and closes the store after the last request.
+public struct RegistryDaemon: Sendable {
+    public let configuration: ServerConfiguration
+    /// The file the configuration came from, re-read on SIGHUP (nil: nothing to reload).
+    public let configurationPath: String?
+    public let logger: Logger
+
+    public init(configuration: ServerConfiguration, configurationPath: String?, logger: Logger) {
+        self.configuration = configuration
+        self.configurationPath = configurationPath
+        self.logger = logger
+    }
+
+    /// Runs until a shutdown signal, then drains and closes.
+    /// - Parameter onReady: called once the store is open and the socket accepts connections.
+    public func run(onReady: @escaping @Sendable (RegistryEngine) -> Void = { _ in }) async throws {
+        let (engineConfiguration, galleries) = try self.configuration.validated()
+        let engine = try RegistryEngine(path: self.configuration.dataDirectory, configuration: engineConfiguration)
+        defer { engine.close() }
+        for gallery in galleries {
+            try await engine.defineGallery(gallery)
+        }
+        let info = engine.galleries()
+        self.logger.info(
+            "store open",
+            metadata: [
+                "data": "\(self.configuration.dataDirectory)",
+                "galleries": "\(info.count)",
+                "templates": "\(info.reduce(0) { $0 + $1.registries.reduce(0) { $0 + $1.templateCount } })",
+            ])
+
+        let dispatcher = RequestDispatcher(engine: engine, logger: self.logger)
+        let server = RegistryServer(configuration: self.configuration, dispatcher: dispatcher, logger: self.logger)
+        let reloader = ReloadService(configurationPath: self.configurationPath, engine: engine, logger: self.logger)
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [
+                    .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup),
+                    .init(service: reloader, successTerminationBehavior: .gracefullyShutdownGroup),
+                ],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: self.logger))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            tasks.addTask {
+                for await _ in server.ready {
+                    onReady(engine)
+                    return
+                }
+            }
+            try await tasks.waitForAll()
+        }
+        self.logger.info("store closed; bye")
+    }
+}
+
+/// Re-reads the configuration file on SIGHUP and applies its galleries' registry order and
+/// thresholds. Anything else in the file (socket, limits, algorithms) needs a restart.
+struct ReloadService: Service {
+    let configurationPath: String?
+    let engine: RegistryEngine
+    let logger: Logger
+
+    func run() async throws {
+        let signals = await UnixSignalsSequence(trapping: .sighup)
+        for await _ in signals.cancelOnGracefulShutdown() {
+            guard let path = self.configurationPath else {
+                self.logger.notice("SIGHUP: no configuration file to reload")
+                continue
+            }
+            do {
+                let (_, galleries) = try ServerConfiguration.load(path: path).validated()
+                for gallery in galleries {
+                    try await self.engine.defineGallery(gallery)
+                }
+                self.logger.notice("SIGHUP: configuration reloaded", metadata: ["galleries": "\(galleries.count)"])
+            } catch {
+                self.logger.error("SIGHUP: reload failed; the previous configuration stays", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+}

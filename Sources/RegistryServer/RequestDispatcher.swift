@@ -1,0 +1,208 @@
+import Logging
+import NIOCore
+import RegistryCore
+import RegistryProtocol
+import SwiftProtobuf
+import Synchronization
+
+/// Turns one request frame into one response frame: decodes the request, runs the operation on the
+/// engine, encodes the result or the error. Never throws: every failure becomes an error response.
+///
+/// Template values never reach the log: requests are logged by operation, gallery and outcome only.
+public final class RequestDispatcher: Sendable {
+    /// The daemon's version, reported by hello and stats.
+    public static let serverVersion = "0.2.0"
+
+    let engine: RegistryEngine
+    let logger: Logger
+    let startedAt: ContinuousClock.Instant
+    let connections = Atomic<Int>(0)
+    let requestsServed = Atomic<Int>(0)
+
+    public init(engine: RegistryEngine, logger: Logger) {
+        self.engine = engine
+        self.logger = logger
+        self.startedAt = .now
+    }
+
+    /// What to send back, and whether to close the connection after it.
+    public struct Reply: Sendable {
+        public var frame: ByteBuffer
+        public var closeConnection: Bool
+    }
+
+    /// Answers one frame's bytes.
+    public func respond(to frame: ByteBuffer) async -> Reply {
+        let request: Registry_V1_Request
+        do {
+            request = try Registry_V1_Request(serializedBytes: frame.readableBytesSpan)
+        } catch {
+            return self.reply(id: 0, error: RegistryError(.malformedRequest, "the frame is not a valid registry.v1.Request"))
+        }
+        self.requestsServed.add(1, ordering: .relaxed)
+        guard let operation = request.operation else {
+            return self.reply(id: request.id, error: RegistryError(.malformedRequest, "the request carries no operation"))
+        }
+        if case .hello(let hello) = operation, hello.protocolMajor != ProtocolVersion.major {
+            var reply = self.reply(
+                id: request.id,
+                error: RegistryError(
+                    .unsupportedVersion,
+                    "protocol version \(hello.protocolMajor) is not supported; this daemon speaks \(ProtocolVersion.major).\(ProtocolVersion.minor)"))
+            reply.closeConnection = true
+            return reply
+        }
+        var response = Registry_V1_Response()
+        response.id = request.id
+        do {
+            response.result = try await self.perform(operation)
+        } catch let error as RegistryError {
+            self.logger.debug("request refused", metadata: ["operation": "\(Self.name(of: operation))", "code": "\(error.code.rawValue)"])
+            response.result = .error(Registry_V1_Error(error))
+        } catch {
+            self.logger.warning("request failed", metadata: ["operation": "\(Self.name(of: operation))", "error": "\(error)"])
+            response.result = .error(Registry_V1_Error(RegistryError(.internal, "\(error)")))
+        }
+        return Reply(frame: Self.encode(response), closeConnection: false)
+    }
+
+    /// A response carrying only an error.
+    public func reply(id: UInt64, error: RegistryError) -> Reply {
+        var response = Registry_V1_Response()
+        response.id = id
+        response.result = .error(Registry_V1_Error(error))
+        return Reply(frame: Self.encode(response), closeConnection: false)
+    }
+
+    static func encode(_ response: Registry_V1_Response) -> ByteBuffer {
+        // Encoding a message built from valid values cannot fail; fall back to an empty frame if it ever does.
+        (try? ByteBuffer(message: response)) ?? ByteBuffer()
+    }
+
+    private func perform(_ operation: Registry_V1_Request.OneOf_Operation) async throws -> Registry_V1_Response.OneOf_Result {
+        let engine = self.engine
+        switch operation {
+        case .hello:
+            return .hello(.with {
+                $0.protocolMajor = ProtocolVersion.major
+                $0.protocolMinor = ProtocolVersion.minor
+                $0.serverVersion = Self.serverVersion
+            })
+        case .register(let request):
+            let registration = try await engine.register(
+                gallery: Self.gallery(request.gallery), identifier: request.identifier, face: Face(request.face), force: request.force)
+            return .register(Registry_V1_RegisterResult(registration))
+        case .identify(let request):
+            let identification = try await engine.identify(
+                gallery: Self.gallery(request.gallery), face: Face(request.face),
+                safe: request.hasSafe ? request.safe : true, autoEnrol: request.hasAutoEnrol ? request.autoEnrol : true,
+                limit: request.limit == 0 ? nil : Int(request.limit))
+            return .identify(Registry_V1_IdentifyResult(identification))
+        case .authenticate(let request):
+            let authentication = try await engine.authenticate(
+                gallery: Self.gallery(request.gallery), identifier: request.identifier, face: Face(request.face),
+                autoEnrol: request.hasAutoEnrol ? request.autoEnrol : true)
+            return .authenticate(Registry_V1_AuthenticateResult(authentication))
+        case .listGalleries:
+            return .listGalleries(.with { $0.galleries = engine.galleries().map(Registry_V1_Gallery.init) })
+        case .listAlgorithms:
+            return .listAlgorithms(.with { $0.algorithms = engine.catalog.all.map(Registry_V1_Algorithm.init) })
+        case .listIdentifiers(let request):
+            let page = try engine.identifiers(
+                gallery: Self.gallery(request.gallery), after: request.after.isEmpty ? nil : request.after,
+                limit: request.limit == 0 ? 100 : Int(request.limit))
+            return .listIdentifiers(.with {
+                $0.identifiers = page.identifiers
+                if let next = page.next { $0.next = next }
+            })
+        case .getTemplates(let request):
+            let templates = try engine.templates(
+                gallery: Self.gallery(request.gallery), identifier: request.identifier, includeData: request.includeData)
+            return .getTemplates(.with { $0.templates = templates.map(Registry_V1_StoredTemplate.init) })
+        case .deleteTemplate(let request):
+            let deleted = try await engine.deleteTemplate(gallery: Self.gallery(request.gallery), id: request.templateID)
+            return .deleteTemplate(.with { $0.deleted = deleted })
+        case .deleteIdentifier(let request):
+            let count = try await engine.deleteIdentifier(gallery: Self.gallery(request.gallery), identifier: request.identifier)
+            return .deleteIdentifier(.with { $0.templatesDeleted = UInt64(count) })
+        case .deleteGallery(let request):
+            let count = try await engine.deleteGallery(request.gallery)
+            return .deleteGallery(.with { $0.templatesDeleted = UInt64(count) })
+        case .defineGallery(let request):
+            let configuration = GalleryConfiguration(
+                name: request.gallery,
+                registries: request.registries.map {
+                    RegistryConfiguration(algorithm: $0.algorithm, thresholds: $0.hasThresholds ? Thresholds($0.thresholds) : nil)
+                })
+            return .defineGallery(Registry_V1_Gallery(try await engine.defineGallery(configuration)))
+        case .migrationStatus(let request):
+            let status = try engine.migrationStatus(gallery: Self.gallery(request.gallery))
+            return .migrationStatus(.with { $0.registries = status.map(Registry_V1_MigrationStatusResult.Entry.init) })
+        case .stats:
+            let (commits, operations) = engine.commitStatistics
+            let uptime = ContinuousClock.now - self.startedAt
+            return .stats(.with {
+                $0.serverVersion = Self.serverVersion
+                $0.uptimeSeconds = UInt64(max(0, uptime.components.seconds))
+                $0.openConnections = UInt64(self.connections.load(ordering: .relaxed))
+                $0.requestsServed = UInt64(self.requestsServed.load(ordering: .relaxed))
+                $0.storeBytes = UInt64(engine.storeBytesInUse)
+                $0.commits = UInt64(commits)
+                $0.committedOperations = UInt64(operations)
+                $0.galleries = engine.galleries().map(Registry_V1_Gallery.init)
+            })
+        case .export(let request):
+            let page = try engine.exportTemplates(
+                gallery: Self.gallery(request.gallery), after: request.afterTemplateID,
+                limit: request.limit == 0 ? 1000 : Int(request.limit))
+            return .export(.with {
+                $0.templates = page.templates.map(Registry_V1_StoredTemplate.init)
+                $0.nextAfterTemplateID = page.next ?? 0
+            })
+        case .import(let request):
+            let ids = try await engine.importTemplates(
+                gallery: Self.gallery(request.gallery),
+                request.items.map { ImportItem(identifier: $0.identifier, template: FaceTemplate($0.template)) })
+            return .import(.with { $0.templateIds = ids })
+        case .backup(let request):
+            guard !request.directory.isEmpty else { throw RegistryError.malformedRequest("backup needs a directory") }
+            let bytes = try engine.backup(to: request.directory)
+            self.logger.info("backup written", metadata: ["directory": "\(request.directory)", "bytes": "\(bytes)"])
+            return .backup(.with { $0.bytes = UInt64(bytes) })
+        case .verify:
+            let (checked, problems) = try await engine.verify()
+            return .verify(.with {
+                $0.templatesChecked = UInt64(checked)
+                $0.problems = problems
+            })
+        }
+    }
+
+    /// An empty gallery field means the default gallery.
+    static func gallery(_ name: String) -> String {
+        name.isEmpty ? GalleryConfiguration.defaultName : name
+    }
+
+    static func name(of operation: Registry_V1_Request.OneOf_Operation) -> String {
+        switch operation {
+        case .hello: "hello"
+        case .register: "register"
+        case .identify: "identify"
+        case .authenticate: "authenticate"
+        case .listGalleries: "list_galleries"
+        case .listAlgorithms: "list_algorithms"
+        case .listIdentifiers: "list_identifiers"
+        case .getTemplates: "get_templates"
+        case .deleteTemplate: "delete_template"
+        case .deleteIdentifier: "delete_identifier"
+        case .deleteGallery: "delete_gallery"
+        case .defineGallery: "define_gallery"
+        case .migrationStatus: "migration_status"
+        case .stats: "stats"
+        case .export: "export"
+        case .import: "import"
+        case .backup: "backup"
+        case .verify: "verify"
+        }
+    }
+}

@@ -1,0 +1,174 @@
+import FoundationEssentials
+import RegistryCore
+
+/// The daemon's configuration: a JSON file, every field optional, overridable by flags.
+///
+/// ```json
+/// {
+///   "socketPath": "run/registryd.sock",
+///   "dataDirectory": "data",
+///   "logLevel": "info",
+///   "limits": { "maximumFrameBytes": 4194304, "maximumConnections": 256,
+///               "idleTimeoutSeconds": 300, "maximumRequestsInFlight": 64 },
+///   "algorithms": [ { "version": 5000, "name": "model512", "dimension": 512,
+///                     "scoreFunction": "cosine", "threshold": 0.5 } ],
+///   "galleries": [ { "name": "default", "registries": [
+///       { "algorithm": "arcface", "authentication": 0.6, "identification": 0.6, "autoEnrolment": 0.6 } ] } ]
+/// }
+/// ```
+///
+/// Galleries listed here are created or reconfigured (registry order and thresholds) at start-up and
+/// on SIGHUP; galleries not listed are left as they are in the store.
+public struct ServerConfiguration: Sendable, Codable, Equatable {
+    /// Connection limits.
+    public struct Limits: Sendable, Codable, Equatable {
+        /// Largest frame accepted, checked from the length prefix.
+        public var maximumFrameBytes: Int = 4 << 20
+        /// Connections served at once; more are told so and closed.
+        public var maximumConnections: Int = 256
+        /// A connection that sends nothing for this long is closed.
+        public var idleTimeoutSeconds: Int = 300
+        /// Requests of one connection being processed at once; further frames wait unread.
+        public var maximumRequestsInFlight: Int = 64
+
+        public init() {}
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            let defaults = Limits()
+            self.maximumFrameBytes = try container.decodeIfPresent(Int.self, forKey: .maximumFrameBytes) ?? defaults.maximumFrameBytes
+            self.maximumConnections = try container.decodeIfPresent(Int.self, forKey: .maximumConnections) ?? defaults.maximumConnections
+            self.idleTimeoutSeconds = try container.decodeIfPresent(Int.self, forKey: .idleTimeoutSeconds) ?? defaults.idleTimeoutSeconds
+            self.maximumRequestsInFlight =
+                try container.decodeIfPresent(Int.self, forKey: .maximumRequestsInFlight) ?? defaults.maximumRequestsInFlight
+        }
+    }
+
+    /// A vector algorithm added by configuration.
+    public struct AlgorithmEntry: Sendable, Codable, Equatable {
+        public var version: UInt32
+        public var name: String
+        public var dimension: Int
+        public var scoreFunction: String
+        public var threshold: Float
+    }
+
+    /// One registry of a configured gallery; thresholds default to the algorithm's.
+    public struct RegistryEntry: Sendable, Codable, Equatable {
+        /// The algorithm's name (`arcface`) or version (`"24"` or 24).
+        public var algorithm: String
+        public var authentication: Float?
+        public var identification: Float?
+        public var autoEnrolment: Float?
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            if let number = try? container.decode(UInt32.self, forKey: .algorithm) {
+                self.algorithm = String(number)
+            } else {
+                self.algorithm = try container.decode(String.self, forKey: .algorithm)
+            }
+            self.authentication = try container.decodeIfPresent(Float.self, forKey: .authentication)
+            self.identification = try container.decodeIfPresent(Float.self, forKey: .identification)
+            self.autoEnrolment = try container.decodeIfPresent(Float.self, forKey: .autoEnrolment)
+        }
+    }
+
+    public struct GalleryEntry: Sendable, Codable, Equatable {
+        public var name: String
+        public var registries: [RegistryEntry]
+    }
+
+    public var socketPath: String = "run/registryd.sock"
+    public var dataDirectory: String = "data"
+    public var logLevel: String = "info"
+    public var limits = Limits()
+    public var algorithms: [AlgorithmEntry] = []
+    public var galleries: [GalleryEntry] = []
+
+    public init() {}
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let defaults = ServerConfiguration()
+        self.socketPath = try container.decodeIfPresent(String.self, forKey: .socketPath) ?? defaults.socketPath
+        self.dataDirectory = try container.decodeIfPresent(String.self, forKey: .dataDirectory) ?? defaults.dataDirectory
+        self.logLevel = try container.decodeIfPresent(String.self, forKey: .logLevel) ?? defaults.logLevel
+        self.limits = try container.decodeIfPresent(Limits.self, forKey: .limits) ?? defaults.limits
+        self.algorithms = try container.decodeIfPresent([AlgorithmEntry].self, forKey: .algorithms) ?? []
+        self.galleries = try container.decodeIfPresent([GalleryEntry].self, forKey: .galleries) ?? []
+    }
+
+    /// Reads a configuration file.
+    /// - Throws: ``ConfigurationError`` naming the file and the problem.
+    public static func load(path: String) throws(ConfigurationError) -> ServerConfiguration {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(filePath: path))
+        } catch {
+            throw ConfigurationError("cannot read \(path): \(error)")
+        }
+        do {
+            return try JSONDecoder().decode(ServerConfiguration.self, from: data)
+        } catch {
+            throw ConfigurationError("\(path) is not a valid configuration: \(error)")
+        }
+    }
+
+    /// Checks the limits, and turns algorithms and galleries into the engine's types.
+    public func validated() throws(ConfigurationError) -> (engine: EngineConfiguration, galleries: [GalleryConfiguration]) {
+        guard self.limits.maximumFrameBytes >= 64, self.limits.maximumFrameBytes <= Int(Int32.max) else {
+            throw ConfigurationError("limits.maximumFrameBytes must be within 64...\(Int32.max)")
+        }
+        guard self.limits.maximumConnections >= 1 else { throw ConfigurationError("limits.maximumConnections must be at least 1") }
+        guard self.limits.idleTimeoutSeconds >= 1 else { throw ConfigurationError("limits.idleTimeoutSeconds must be at least 1") }
+        guard self.limits.maximumRequestsInFlight >= 1 else {
+            throw ConfigurationError("limits.maximumRequestsInFlight must be at least 1")
+        }
+        var algorithms: [Algorithm] = []
+        for entry in self.algorithms {
+            guard let scoreFunction = ScoreFunction(rawValue: entry.scoreFunction) else {
+                throw ConfigurationError(
+                    "algorithm \(entry.name): scoreFunction must be one of \(ScoreFunction.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            algorithms.append(Algorithm(
+                version: entry.version, name: entry.name, kind: .vector(dimension: entry.dimension),
+                scoreFunction: scoreFunction, defaultThreshold: entry.threshold))
+        }
+        let catalog: AlgorithmCatalog
+        do {
+            catalog = try AlgorithmCatalog(configured: algorithms)
+        } catch {
+            throw ConfigurationError(error.message)
+        }
+        var galleries: [GalleryConfiguration] = []
+        for gallery in self.galleries {
+            var registries: [RegistryConfiguration] = []
+            for entry in gallery.registries {
+                guard let algorithm = catalog.algorithm(named: entry.algorithm)
+                    ?? UInt32(entry.algorithm).flatMap({ try? catalog.algorithm(version: $0) })
+                else {
+                    throw ConfigurationError("gallery \(gallery.name): unknown algorithm '\(entry.algorithm)'")
+                }
+                let defaults = Thresholds(defaultsFor: algorithm)
+                let identification = entry.identification ?? defaults.identification
+                let thresholds = Thresholds(
+                    authentication: entry.authentication ?? defaults.authentication, identification: identification,
+                    autoEnrolment: entry.autoEnrolment ?? identification)
+                registries.append(RegistryConfiguration(algorithm: algorithm.version, thresholds: thresholds))
+            }
+            galleries.append(GalleryConfiguration(name: gallery.name, registries: registries))
+        }
+        var engine = EngineConfiguration(algorithms: algorithms)
+        if let configuredDefault = galleries.first(where: { $0.name == GalleryConfiguration.defaultName }) {
+            engine.defaultGallery = configuredDefault
+        }
+        return (engine, galleries)
+    }
+}
+
+/// A configuration that cannot be used, with what is wrong.
+public struct ConfigurationError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

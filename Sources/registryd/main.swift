@@ -1,0 +1,69 @@
+// registryd: the face template registry daemon. Thin: parsing flags and logging setup; the daemon
+// itself is RegistryServer.RegistryDaemon.
+import ArgumentParser
+import Logging
+import RegistryServer
+
+@main
+struct RegistryDaemonCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "registryd",
+        abstract: "Serve the face template registry on a Unix domain socket.",
+        discussion: """
+            Reads the JSON configuration file given by --config (every field optional; see
+            config/registryd.json), then applies the flags on top. SIGTERM and SIGINT stop accepting
+            connections, finish the requests in flight and close the store; SIGHUP reloads the
+            galleries' registry order and thresholds from the configuration file.
+            """)
+
+    @Option(name: .long, help: "The JSON configuration file.")
+    var config: String?
+
+    @Option(name: .long, help: "The Unix socket path (default: run/registryd.sock).")
+    var socket: String?
+
+    @Option(name: .long, help: "The LMDB data directory (default: data).")
+    var data: String?
+
+    @Option(name: .long, help: "trace, debug, info, notice, warning, error or critical (default: info).")
+    var logLevel: String?
+
+    @Option(name: .long, help: "The largest frame accepted, in bytes (default: 4194304).")
+    var maximumFrameBytes: Int?
+
+    @Option(name: .long, help: "Connections served at once (default: 256).")
+    var maximumConnections: Int?
+
+    @Option(name: .long, help: "Seconds a silent connection stays open (default: 300).")
+    var idleTimeout: Int?
+
+    @Option(name: .long, help: "Requests per connection processed at once (default: 64).")
+    var maximumInFlight: Int?
+
+    func run() async throws {
+        var configuration = ServerConfiguration()
+        if let config {
+            configuration = try ServerConfiguration.load(path: config)
+        }
+        if let socket { configuration.socketPath = socket }
+        if let data { configuration.dataDirectory = data }
+        if let logLevel { configuration.logLevel = logLevel }
+        if let maximumFrameBytes { configuration.limits.maximumFrameBytes = maximumFrameBytes }
+        if let maximumConnections { configuration.limits.maximumConnections = maximumConnections }
+        if let idleTimeout { configuration.limits.idleTimeoutSeconds = idleTimeout }
+        if let maximumInFlight { configuration.limits.maximumRequestsInFlight = maximumInFlight }
+        guard let level = Logger.Level(rawValue: configuration.logLevel) else {
+            throw ValidationError("unknown log level '\(configuration.logLevel)'")
+        }
+
+        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        var logger = Logger(label: "registryd")
+        logger.logLevel = level
+        do {
+            try await RegistryDaemon(configuration: configuration, configurationPath: config, logger: logger).run()
+        } catch {
+            logger.critical("registryd stopped: \(error)")
+            throw ExitCode.failure
+        }
+    }
+}
