@@ -72,7 +72,10 @@ let package = Package(
         ),
         .testTarget(
             name: "RegistryProtocolTests",
-            dependencies: ["RegistryProtocol", "RegistryCore", nioCore, .product(name: "NIOEmbedded", package: "swift-nio"), protobuf],
+            dependencies: [
+                "RegistryProtocol", "RegistryCore", nioCore, protobuf,
+                .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOTestUtils", package: "swift-nio"),
+            ],
             swiftSettings: strictSettings),
         .testTarget(name: "RegistryCtlTests", dependencies: ["registryctl", "RegistryCore", argumentParser], swiftSettings: strictSettings),
         .testTarget(
