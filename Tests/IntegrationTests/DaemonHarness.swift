@@ -1,0 +1,201 @@
+import Glibc
+import RegistryClient
+import RegistryProtocol
+import SwiftProtobuf
+import Testing
+
+/// A real `registryd` process on a temporary socket and data directory.
+final class Daemon: @unchecked Sendable {
+    let directory: String
+    let socketPath: String
+    let dataPath: String
+    private(set) var pid: pid_t = 0
+    private let extraArguments: [String]
+
+    /// Starts the daemon and waits until its socket answers.
+    init(arguments: [String] = []) throws {
+        var template = Array("/tmp/registryd-it-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        guard made != nil else { throw HarnessError("mkdtemp failed") }
+        self.directory = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        self.socketPath = self.directory + "/run/registryd.sock"
+        self.dataPath = self.directory + "/data"
+        self.extraArguments = arguments
+        try self.start()
+    }
+
+    deinit {
+        if self.pid > 0 {
+            kill(self.pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(self.pid, &status, 0)
+        }
+        _ = system("rm -rf '\(self.directory)'")
+    }
+
+    /// Starts (or restarts) the process on the same socket and data directory.
+    func start() throws {
+        guard let binary = executable("registryd") else { throw HarnessError("registryd binary not found next to the tests") }
+        let arguments = [binary, "--socket", self.socketPath, "--data", self.dataPath, "--log-level", "warning"] + self.extraArguments
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 2, self.directory + "/registryd.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, binary, &actions, nil, argv, environ)
+        guard rc == 0 else { throw HarnessError("posix_spawn registryd: \(rc)") }
+        self.pid = pid
+        for _ in 0..<400 {
+            if RawConnection.canConnect(self.socketPath) { return }
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                self.pid = 0
+                throw HarnessError("registryd exited during start-up: \(self.log)")
+            }
+            usleep(25_000)
+        }
+        throw HarnessError("registryd did not start listening within 10 s: \(self.log)")
+    }
+
+    /// Sends `signal` and waits for the process to exit; returns its exit status.
+    @discardableResult
+    func stop(signal: Int32 = SIGTERM) -> Int32 {
+        guard self.pid > 0 else { return -1 }
+        kill(self.pid, signal)
+        var status: Int32 = 0
+        waitpid(self.pid, &status, 0)
+        self.pid = 0
+        return status
+    }
+
+    func client() async throws -> RegistryClient {
+        try await RegistryClient.connect(socketPath: self.socketPath)
+    }
+
+    var log: String {
+        guard let file = fopen(self.directory + "/registryd.log", "r") else { return "" }
+        defer { fclose(file) }
+        var text = ""
+        var buffer = [CChar](repeating: 0, count: 4096)
+        while fgets(&buffer, Int32(buffer.count), file) != nil {
+            text += buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        }
+        return text
+    }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A sibling executable of the test bundle (SwiftPM puts products in one directory).
+func executable(_ name: String) -> String? {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
+    let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    guard count > 0 else { return nil }
+    var path = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    while let slash = path.lastIndex(of: "/") {
+        path = String(path[..<slash])
+        let candidate = path + "/" + name
+        if access(candidate, X_OK) == 0 { return candidate }
+        if path.hasSuffix("/debug") || path.hasSuffix("/release") { break }
+    }
+    return nil
+}
+
+/// A plain blocking Unix-socket connection, for sending bytes no well-behaved client would.
+final class RawConnection {
+    let fd: Int32
+
+    init(_ path: String, timeoutSeconds: Int = 5) throws {
+        self.fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard Self.connect(self.fd, path) else {
+            close(self.fd)
+            throw HarnessError("cannot connect to \(path)")
+        }
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(self.fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(self.fd) }
+
+    static func canConnect(_ path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        return Self.connect(fd, path)
+    }
+
+    private static func connect(_ fd: Int32, _ path: String) -> Bool {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        } == 0
+    }
+
+    func send(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(self.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { return }
+            offset += sent
+        }
+    }
+
+    /// A frame: the message's length as 4 big-endian bytes, then the message.
+    static func frame(_ body: [UInt8]) -> [UInt8] {
+        withUnsafeBytes(of: UInt32(body.count).bigEndian) { Array($0) } + body
+    }
+
+    static func frame(_ request: Registry_V1_Request) throws -> [UInt8] {
+        Self.frame(try request.serializedBytes())
+    }
+
+    /// Reads exactly `count` bytes; nil on EOF or timeout.
+    func read(_ count: Int) -> [UInt8]? {
+        var result = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: max(count, 1))
+        while result.count < count {
+            let got = recv(self.fd, &buffer, count - result.count, 0)
+            guard got > 0 else { return nil }
+            result += buffer[0..<got]
+        }
+        return result
+    }
+
+    /// Reads one response frame; nil on EOF or timeout.
+    func response() throws -> Registry_V1_Response? {
+        guard let prefix = self.read(4) else { return nil }
+        let length = prefix.reduce(0) { $0 << 8 | Int($1) }
+        guard let body = self.read(length) else { return nil }
+        return try Registry_V1_Response(serializedBytes: body)
+    }
+
+    /// Whether the daemon closed the connection (EOF) within the receive timeout.
+    func isClosedByPeer() -> Bool {
+        var byte: UInt8 = 0
+        return recv(self.fd, &byte, 1, 0) == 0
+    }
+}
+
+/// Exact-score vectors (see RegistryCoreTests' Support.swift): the first 16 values are ±0.25.
+func signs(_ flipped: Set<Int>, dimension: Int = 128) -> [Float] {
+    var values = [Float](repeating: 0, count: dimension)
+    for i in 0..<16 { values[i] = flipped.contains(i) ? -0.25 : 0.25 }
+    return values
+}
+
+/// A unit vector on its own axis: orthogonal to every other axis's, so no two are similar.
+func axis(_ index: Int, dimension: Int = 128) -> [Float] {
+    var values = [Float](repeating: 0, count: dimension)
+    values[index] = 1
+    return values
+}
