@@ -3,6 +3,7 @@ import RegistryClient
 import RegistryCore
 import RegistryProtocol
 import SwiftProtobuf
+import Synchronization
 import Testing
 
 /// Pipelining, ordering and many clients at once.
@@ -73,6 +74,7 @@ import Testing
 
     @Test func sigtermWithRequestsInFlightKeepsEveryAcknowledgedRegistration() async throws {
         let daemon = try Daemon()
+        let acknowledgedSoFar = Counter()
         let acknowledged = try await withThrowingTaskGroup(of: [String].self) { group in
             for worker in 0..<8 {
                 group.addTask {
@@ -84,6 +86,7 @@ import Testing
                         do {
                             _ = try await client.register(identifier: name, face: Face(FaceTemplate(algorithm: 24, vector: axis(worker * 16 + index))))
                             mine.append(name)
+                            acknowledgedSoFar.increment()
                         } catch {
                             break  // the daemon went away: later registrations were never acknowledged
                         }
@@ -92,8 +95,8 @@ import Testing
                     return mine
                 }
             }
-            // Let some registrations through, then stop the daemon while others are in flight.
-            usleep(30_000)
+            // Let some registrations through, then stop the daemon while the workers keep sending.
+            while acknowledgedSoFar.value < 16 { try await Task.sleep(for: .milliseconds(1)) }
             #expect(daemon.stop(signal: SIGTERM) == 0, "registryd should exit cleanly on SIGTERM")
             return try await group.reduce(into: []) { $0 += $1 }
         }
@@ -108,4 +111,11 @@ import Testing
         #expect(verified.problems.isEmpty)
         await client.close()
     }
+}
+
+/// A thread-safe count shared by test tasks.
+final class Counter: Sendable {
+    private let count = Atomic<Int>(0)
+    func increment() { self.count.add(1, ordering: .relaxed) }
+    var value: Int { self.count.load(ordering: .relaxed) }
 }

@@ -1,0 +1,70 @@
+import RegistryClient
+import RegistryCore
+
+/// An error as `registryctl` reports it: a stable code, a message and the daemon's details.
+struct ErrorReport: Encodable {
+    struct Body: Encodable {
+        var code: String
+        var message: String
+        /// SIMILAR_FACE_REGISTERED and FACE_MISMATCH: the finding that decided, and every finding.
+        var decisive: FindingJSON?
+        var findings: [FindingJSON]?
+        /// INVALID_TEMPLATE: what is wrong with which template.
+        var templateProblem: TemplateProblemJSON?
+        /// A bad input or output file.
+        var file: String?
+        /// The exit status this error gives.
+        var exitStatus: Int32
+    }
+
+    var error: Body
+
+    /// The error's details for text output, after the `registryctl: CODE: message` line.
+    private(set) var detailLines: (AlgorithmNames) -> [String] = { _ in [] }
+
+    private enum CodingKeys: String, CodingKey { case error }
+
+    init(_ error: any Error) {
+        let status = ExitStatus(for: error)
+        switch error {
+        case let error as RegistryError:
+            self.error = Body(code: error.code.rawValue, message: error.message, exitStatus: status.rawValue)
+            switch error.details {
+            case .none:
+                break
+            case .registration(let decisive, let all):
+                self.error.decisive = FindingJSON(decisive)
+                self.error.findings = all.map(FindingJSON.init)
+                let findings = all.isEmpty ? [decisive] : all
+                self.detailLines = { names in
+                    findings.map { "  " + FindingJSON.text($0, names) + ($0 == decisive && findings.count > 1 ? " (decisive)" : "") }
+                }
+            case .invalidTemplate(let algorithm, let problem):
+                self.error.templateProblem = TemplateProblemJSON(algorithm: algorithm, problem: problem)
+            }
+        case let error as RegistryClientError:
+            let code =
+                switch error {
+                case .unreachable: "UNREACHABLE"
+                case .connectionClosed: "CONNECTION_CLOSED"
+                case .unexpectedResponse: "UNEXPECTED_RESPONSE"
+                }
+            self.error = Body(code: code, message: error.description, exitStatus: status.rawValue)
+        case let error as InputFileError:
+            self.error = Body(code: "BAD_INPUT", message: error.description, file: error.file, exitStatus: status.rawValue)
+        case let error as OutputFileError:
+            self.error = Body(code: "OUTPUT_FAILED", message: error.description, file: error.file, exitStatus: status.rawValue)
+        case let error as CommandFailure:
+            self.error = Body(code: error.code, message: error.message, exitStatus: status.rawValue)
+        default:
+            self.error = Body(code: "CONNECTION_LOST", message: "the connection to registryd failed: \(error)", exitStatus: status.rawValue)
+        }
+    }
+
+    var needsAlgorithmNames: Bool { self.error.findings != nil }
+
+    /// `registryctl: CODE: message` and the details, one per line.
+    func text(_ names: AlgorithmNames) -> [String] {
+        ["registryctl: \(self.error.code): \(self.error.message)"] + self.detailLines(names)
+    }
+}

@@ -1,0 +1,155 @@
+import Glibc
+
+/// An input file that could not be read or does not hold what it should (exit status 65).
+///
+/// Messages name the file and what is wrong (a JSON path, a record number, a size), never template
+/// values: templates are biometric data.
+public struct InputFileError: Error, Hashable, CustomStringConvertible {
+    /// The file as given on the command line (`-` for standard input).
+    public var file: String
+    public var message: String
+
+    public init(file: String, message: String) {
+        self.file = file
+        self.message = message
+    }
+
+    public var description: String { "\(self.file): \(self.message)" }
+}
+
+/// An output file that could not be written (exit status 3).
+public struct OutputFileError: Error, Hashable, CustomStringConvertible {
+    public var file: String
+    public var message: String
+
+    public init(file: String, message: String) {
+        self.file = file
+        self.message = message
+    }
+
+    public var description: String { "\(self.file): \(self.message)" }
+}
+
+/// The text of the current `errno`.
+func errnoDescription(_ code: Int32 = errno) -> String {
+    String(cString: strerror(code))
+}
+
+enum FileIO {
+    /// Reads a whole file (`-`: standard input).
+    /// - Throws: ``InputFileError`` when it cannot be opened or read.
+    static func read(_ path: String) throws(InputFileError) -> [UInt8] {
+        let fd: Int32
+        if path == "-" {
+            fd = STDIN_FILENO
+        } else {
+            fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw InputFileError(file: path, message: "cannot open: \(errnoDescription())") }
+        }
+        defer { if fd != STDIN_FILENO { close(fd) } }
+        var info = stat()
+        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+            throw InputFileError(file: path, message: "is a directory")
+        }
+        var bytes: [UInt8] = []
+        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG { bytes.reserveCapacity(Int(info.st_size)) }
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw InputFileError(file: path, message: "cannot read: \(errnoDescription())")
+            }
+            if count == 0 { break }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+        return bytes
+    }
+
+    /// Makes a path absolute against the current directory (for paths the daemon resolves, as it runs
+    /// in another directory).
+    static func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return path }
+        let directory = String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var relative = Substring(path)
+        while relative.hasPrefix("./") { relative = relative.dropFirst(2) }
+        if relative.isEmpty || relative == "." { return directory }
+        return directory == "/" ? "/" + relative : directory + "/" + relative
+    }
+}
+
+/// A buffered writer to a file or standard output. A file is written under a temporary name and
+/// renamed into place by ``commit()``, so a failed export never leaves a truncated file behind.
+final class OutputSink {
+    let name: String
+    private let fd: Int32
+    private let temporaryPath: String?
+    private var buffer: [UInt8] = []
+    private var closed = false
+    private static let flushThreshold = 1 << 16
+
+    /// Opens `path` for writing (`-`: standard output).
+    /// - Throws: ``OutputFileError``.
+    init(path: String) throws(OutputFileError) {
+        self.name = path
+        if path == "-" {
+            self.fd = STDOUT_FILENO
+            self.temporaryPath = nil
+        } else {
+            let temporary = "\(path).partial-\(getpid())"
+            let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw OutputFileError(file: path, message: "cannot create: \(errnoDescription())") }
+            self.fd = fd
+            self.temporaryPath = temporary
+        }
+        self.buffer.reserveCapacity(Self.flushThreshold * 2)
+    }
+
+    deinit {
+        // Not committed: drop the partial file.
+        if !self.closed, let temporary = self.temporaryPath {
+            close(self.fd)
+            unlink(temporary)
+        }
+    }
+
+    func write(_ bytes: some Sequence<UInt8>) throws(OutputFileError) {
+        self.buffer.append(contentsOf: bytes)
+        if self.buffer.count >= Self.flushThreshold { try self.flush() }
+    }
+
+    func write(_ text: String) throws(OutputFileError) {
+        try self.write(text.utf8)
+    }
+
+    func flush() throws(OutputFileError) {
+        var offset = 0
+        while offset < self.buffer.count {
+            let written = self.buffer.withUnsafeBytes { bytes in
+                Glibc.write(self.fd, bytes.baseAddress! + offset, bytes.count - offset)
+            }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw OutputFileError(file: self.name, message: "cannot write: \(errnoDescription())")
+            }
+            offset += written
+        }
+        self.buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Flushes, syncs and moves the file into place.
+    func commit() throws(OutputFileError) {
+        try self.flush()
+        guard let temporary = self.temporaryPath else { return }
+        guard fsync(self.fd) == 0 else { throw OutputFileError(file: self.name, message: "cannot sync: \(errnoDescription())") }
+        self.closed = true
+        close(self.fd)
+        guard rename(temporary, self.name) == 0 else {
+            let message = errnoDescription()
+            unlink(temporary)
+            throw OutputFileError(file: self.name, message: "cannot rename into place: \(message)")
+        }
+    }
+}

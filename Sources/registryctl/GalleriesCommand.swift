@@ -1,0 +1,33 @@
+import ArgumentParser
+import RegistryClient
+import RegistryCore
+
+/// `registryctl galleries`: each gallery with its registries in priority order.
+struct GalleriesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "galleries",
+        abstract: "List the galleries, each with its registries in priority order.",
+        discussion: "Per registry: the algorithm, its thresholds (authentication, identification, auto-enrolment) and its template and identifier counts.")
+
+    @OptionGroup var options: GlobalOptions
+
+    struct Result: CommandResult {
+        var galleries: [GalleryJSON]
+        private var infos: [GalleryInfo]
+
+        private enum CodingKeys: String, CodingKey { case galleries }
+
+        init(_ galleries: [GalleryInfo]) {
+            self.infos = galleries
+            self.galleries = galleries.map(GalleryJSON.init)
+        }
+
+        func text(_ names: AlgorithmNames) -> String {
+            self.infos.map { GalleryJSON.lines($0).joined(separator: "\n") }.joined(separator: "\n\n")
+        }
+    }
+
+    func run() async throws {
+        try await Runner(self.options).run { client in Result(try await client.galleries()) }
+    }
+}

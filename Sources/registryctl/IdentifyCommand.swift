@@ -1,0 +1,89 @@
+import ArgumentParser
+import RegistryClient
+import RegistryCore
+
+/// `registryctl identify FILE...`: who is this face?
+struct IdentifyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "identify",
+        abstract: "Identify a face (the templates of the files): the matching identifiers, best first.",
+        discussion: """
+            Exits 1 when nobody matches. Unless --no-auto-enrol, the top match is auto-enrolled in the \
+            registries that lack it; the report says per registry what happened.
+            """)
+
+    @OptionGroup var options: GlobalOptions
+    @OptionGroup var gallery: GalleryOptions
+
+    @Argument(help: ArgumentHelp("Template JSON files; their templates form one face.", valueName: "file"))
+    var files: [String]
+
+    @Flag(help: "Try the registries in priority order and take the first with results, even one that does not hold every identifier.")
+    var unsafe = false
+
+    @Flag(name: .customLong("no-auto-enrol"), help: "Do not auto-enrol the top match in other registries.")
+    var noAutoEnrol = false
+
+    @Option(help: "At most this many matches (default: all).")
+    var limit: Int?
+
+    func validate() throws {
+        guard !self.files.isEmpty else { throw ValidationError("Missing expected argument '<file> ...'") }
+        if let limit = self.limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
+    }
+
+    struct Result: CommandResult {
+        struct Match: Encodable {
+            var identifier: String
+            var score: Float
+            var templateId: UInt64
+            var algorithm: UInt32
+        }
+
+        var gallery: String
+        /// The registry that produced the matches (absent when none could be searched).
+        var algorithm: UInt32?
+        var matches: [Match]
+        var autoEnrolment: [AutoEnrolmentJSON]
+        private var outcomes: [AutoEnrolmentOutcome]
+
+        private enum CodingKeys: String, CodingKey { case gallery, algorithm, matches, autoEnrolment }
+
+        init(gallery: String, identification: Identification) {
+            self.gallery = gallery
+            self.algorithm = identification.algorithm
+            self.matches = identification.matches.map {
+                Match(identifier: $0.identifier, score: $0.score, templateId: $0.templateId, algorithm: identification.algorithm ?? 0)
+            }
+            self.outcomes = identification.autoEnrolment
+            self.autoEnrolment = identification.autoEnrolment.map(AutoEnrolmentJSON.init)
+        }
+
+        var exitStatus: ExitStatus { self.matches.isEmpty ? .noMatch : .success }
+
+        func text(_ names: AlgorithmNames) -> String {
+            guard !self.matches.isEmpty else { return "no match in gallery \(self.gallery)" }
+            var lines = ["\(Format.plural(self.matches.count, "match", "matches")) in gallery \(self.gallery):"]
+            var table = Table(header: ["IDENTIFIER", "SCORE", "TEMPLATE", "ALGORITHM"])
+            for match in self.matches {
+                table.append([match.identifier, Format.score(match.score), "\(match.templateId)", names(match.algorithm)])
+            }
+            lines += table.lines(indent: "  ")
+            lines += AutoEnrolmentJSON.lines(self.outcomes, names)
+            return lines.joined(separator: "\n")
+        }
+
+        static var namesAlgorithms: Bool { true }
+    }
+
+    func run() async throws {
+        let runner = Runner(self.options)
+        let face = try runner.prepare { try TemplateJSON.face(files: self.files) }
+        let gallery = self.gallery.name
+        try await runner.run { client in
+            let identification = try await client.identify(
+                gallery: gallery, face: face, safe: !self.unsafe, autoEnrol: !self.noAutoEnrol, limit: self.limit)
+            return Result(gallery: gallery, identification: identification)
+        }
+    }
+}

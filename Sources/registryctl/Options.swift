@@ -1,0 +1,54 @@
+import ArgumentParser
+import Glibc
+import RegistryCore
+
+/// Options every command takes: where the daemon is and how to print.
+struct GlobalOptions: ParsableArguments {
+    /// The socket used when neither `--socket` nor `REGISTRYD_SOCKET` says otherwise.
+    static let defaultSocketPath = "./run/registryd.sock"
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The daemon's Unix socket (default: $REGISTRYD_SOCKET, else \(GlobalOptions.defaultSocketPath)).",
+            valueName: "path"))
+    var socket: String?
+
+    @Flag(name: .long, help: "Print one JSON document (results and errors) on standard output.")
+    var json = false
+
+    /// The socket to connect to: `--socket`, else `REGISTRYD_SOCKET`, else ``defaultSocketPath``.
+    var socketPath: String {
+        Self.socketPath(option: self.socket, environment: getenv("REGISTRYD_SOCKET").map { String(cString: $0) })
+    }
+
+    static func socketPath(option: String?, environment: String?) -> String {
+        if let option { return option }
+        if let environment, !environment.isEmpty { return environment }
+        return Self.defaultSocketPath
+    }
+}
+
+/// `--gallery G`, for the commands that work in one gallery.
+struct GalleryOptions: ParsableArguments {
+    @Option(name: .shortAndLong, help: ArgumentHelp("The gallery (default: \(GalleryConfiguration.defaultName)).", valueName: "name"))
+    var gallery: String?
+
+    /// The gallery's name, `default` when not given.
+    var name: String { self.gallery ?? GalleryConfiguration.defaultName }
+}
+
+/// The file formats of `export` and `import`.
+public enum TemplateFileFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
+    /// A stream of `registry.v1.StoredTemplate` messages, each framed as a 4-byte big-endian length
+    /// and the message's bytes.
+    case protobuf
+    /// Ver-ID JSON: an array of `{"identifier", "version", "data" | "landmarks"}` objects.
+    case verid
+
+    /// The format of a file's contents when none is given: `[` (after white space) is Ver-ID JSON.
+    public static func guess(_ bytes: [UInt8]) -> TemplateFileFormat {
+        let first = bytes.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 })
+        return first == UInt8(ascii: "[") ? .verid : .protobuf
+    }
+}

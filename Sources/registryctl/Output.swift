@@ -1,0 +1,168 @@
+import FoundationEssentials
+import Glibc
+import RegistryClient
+import RegistryCore
+
+/// What a command prints: a JSON document with `--json`, text otherwise, and its exit status.
+protocol CommandResult: Encodable {
+    /// The text for people (without a trailing newline; empty prints nothing).
+    func text(_ names: AlgorithmNames) -> String
+    /// The exit status (success unless the result says no match, or problems).
+    var exitStatus: ExitStatus { get }
+    /// Whether ``text(_:)`` names algorithms (the runner then asks the daemon for their names).
+    static var namesAlgorithms: Bool { get }
+    /// A line for people printed on standard error after the text (not with `--json`).
+    var notice: String? { get }
+}
+
+extension CommandResult {
+    var exitStatus: ExitStatus { .success }
+    var notice: String? { nil }
+    static var namesAlgorithms: Bool { false }
+}
+
+/// Algorithm names by version, for text output: `arcface (24)`.
+struct AlgorithmNames: Sendable {
+    var byVersion: [UInt32: String]
+
+    init(_ algorithms: [Algorithm]) {
+        self.byVersion = Dictionary(algorithms.map { ($0.version, $0.name) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The built-in algorithms' names (used when the daemon cannot be asked).
+    static let builtIn = AlgorithmNames(Algorithm.builtIn)
+
+    /// The daemon's algorithms, or the built-in names when it does not answer.
+    static func load(from client: RegistryClient) async -> AlgorithmNames {
+        guard let algorithms = try? await client.algorithms() else { return .builtIn }
+        var names = AlgorithmNames(algorithms)
+        for (version, name) in Self.builtIn.byVersion where names.byVersion[version] == nil { names.byVersion[version] = name }
+        return names
+    }
+
+    /// `arcface (24)`, or `algorithm 24` for an unknown version.
+    func callAsFunction(_ version: UInt32) -> String {
+        guard let name = self.byVersion[version] else { return "algorithm \(version)" }
+        return "\(name) (\(version))"
+    }
+}
+
+/// Writes a JSON document on standard output.
+enum JSONOutput {
+    static func encode(_ value: some Encodable, pretty: Bool = true) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    /// The document for `value`.
+    static func document(_ value: some Encodable) -> String {
+        do {
+            return try self.encode(value)
+        } catch {
+            // Encoding our own result types does not fail; say so if it ever does.
+            return #"{"error": {"code": "INTERNAL", "message": "the result could not be encoded as JSON"}}"#
+        }
+    }
+}
+
+/// Prints a line on standard error.
+func printError(_ text: String) {
+    writeStandardError(text + "\n")
+}
+
+/// Writes text on standard error, unbuffered (after flushing what `print` buffered for standard output,
+/// so the two keep their order on a shared terminal).
+func writeStandardError(_ text: String) {
+    fflush(nil)
+    var bytes = Array(text.utf8)[...]
+    while !bytes.isEmpty {
+        let written = bytes.withUnsafeBytes { Glibc.write(STDERR_FILENO, $0.baseAddress, $0.count) }
+        if written < 0 {
+            if errno == EINTR { continue }
+            return
+        }
+        bytes = bytes.dropFirst(written)
+    }
+}
+
+// MARK: Text helpers
+
+/// Columns padded to their widest cell (the last column is not padded).
+struct Table {
+    var rows: [[String]] = []
+
+    init(header: [String]? = nil) {
+        if let header { self.rows.append(header) }
+    }
+
+    mutating func append(_ row: [String]) {
+        self.rows.append(row)
+    }
+
+    func lines(indent: String = "") -> [String] {
+        let columns = self.rows.map(\.count).max() ?? 0
+        var widths = [Int](repeating: 0, count: columns)
+        for row in self.rows {
+            for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.count) }
+        }
+        return self.rows.map { row in
+            var line = indent
+            for (index, cell) in row.enumerated() {
+                if index > 0 { line += "  " }
+                line += cell
+                if index < row.count - 1 { line += String(repeating: " ", count: widths[index] - cell.count) }
+            }
+            return line
+        }
+    }
+}
+
+enum Format {
+    /// `value` with exactly `digits` decimals (no Foundation formatter needed).
+    static func fixed(_ value: Double, digits: Int = 4) -> String {
+        guard value.isFinite else { return "\(value)" }
+        var scale = 1.0
+        for _ in 0..<digits { scale *= 10 }
+        let scaled = (abs(value) * scale).rounded()
+        guard scaled < 9e15 else { return "\(value)" }
+        let whole = UInt64(scaled)
+        let integer = whole / UInt64(scale)
+        var fraction = String(whole % UInt64(scale))
+        fraction = String(repeating: "0", count: max(0, digits - fraction.count)) + fraction
+        let sign = value < 0 && whole != 0 ? "-" : ""
+        return digits == 0 ? "\(sign)\(integer)" : "\(sign)\(integer).\(fraction)"
+    }
+
+    static func score(_ value: Float) -> String { self.fixed(Double(value), digits: 4) }
+
+    /// A threshold as given: its shortest form (0.6, 0.65).
+    static func threshold(_ value: Float) -> String { "\(value)" }
+
+    /// `12.3 MB (12345678 bytes)`.
+    static func bytes(_ count: UInt64) -> String {
+        let units = ["bytes", "KB", "MB", "GB", "TB"]
+        var value = Double(count)
+        var unit = 0
+        while value >= 1000, unit < units.count - 1 {
+            value /= 1000
+            unit += 1
+        }
+        return unit == 0 ? "\(count) bytes" : "\(self.fixed(value, digits: 1)) \(units[unit]) (\(count) bytes)"
+    }
+
+    /// `3d 04:05:06`.
+    static func duration(seconds: UInt64) -> String {
+        let days = seconds / 86_400
+        let rest = seconds % 86_400
+        let clock = [rest / 3600, rest % 3600 / 60, rest % 60].map { $0 < 10 ? "0\($0)" : "\($0)" }.joined(separator: ":")
+        return days > 0 ? "\(days)d \(clock)" : clock
+    }
+
+    /// An identifier in quotes, as messages show them.
+    static func quoted(_ identifier: String) -> String { "'\(identifier)'" }
+
+    static func plural(_ count: Int, _ singular: String, _ plural: String? = nil) -> String {
+        "\(count) \(count == 1 ? singular : plural ?? singular + "s")"
+    }
+}

@@ -1,0 +1,77 @@
+import ArgumentParser
+import RegistryClient
+import RegistryCore
+
+/// `registryctl register IDENTIFIER FILE...`: registers one face under an identifier.
+struct RegisterCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "register",
+        abstract: "Register a face (the templates of the files) under an identifier.",
+        discussion: """
+            Prints the stored template ids. A similar face registered as someone else \
+            (SIMILAR_FACE_REGISTERED) or a face that does not match the identifier's templates \
+            (FACE_MISMATCH) is refused with the finding; --force stores it anyway and reports what \
+            the checks found.
+            """)
+
+    @OptionGroup var options: GlobalOptions
+    @OptionGroup var gallery: GalleryOptions
+
+    @Argument(help: "The identifier to register the face under.")
+    var identifier: String
+
+    @Argument(help: ArgumentHelp("Template JSON files; their templates form one face.", valueName: "file"))
+    var files: [String]
+
+    @Flag(help: "Store the face despite a similar face or a mismatch.")
+    var force = false
+
+    func validate() throws {
+        guard !self.files.isEmpty else { throw ValidationError("Missing expected argument '<file> ...'") }
+    }
+
+    struct Result: CommandResult {
+        var gallery: String
+        var identifier: String
+        var stored: [StoredTemplateJSON]
+        /// What the checks found (only when --force overrode them).
+        var findings: [FindingJSON]
+        private var registration: Registration
+
+        private enum CodingKeys: String, CodingKey { case gallery, identifier, stored, findings }
+
+        init(gallery: String, identifier: String, registration: Registration) {
+            self.gallery = gallery
+            self.identifier = identifier
+            self.registration = registration
+            self.stored = registration.stored.map(StoredTemplateJSON.init)
+            self.findings = registration.findings.map(FindingJSON.init)
+        }
+
+        func text(_ names: AlgorithmNames) -> String {
+            var lines = [
+                "registered \(Format.quoted(self.identifier)) in gallery \(self.gallery): \(Format.plural(self.stored.count, "template"))"
+            ]
+            var table = Table()
+            for template in self.registration.stored { table.append(["template \(template.id)", names(template.algorithm)]) }
+            lines += table.lines(indent: "  ")
+            if !self.registration.findings.isEmpty {
+                lines.append("stored despite (--force):")
+                lines += self.registration.findings.map { "  " + FindingJSON.text($0, names) }
+            }
+            return lines.joined(separator: "\n")
+        }
+
+        static var namesAlgorithms: Bool { true }
+    }
+
+    func run() async throws {
+        let runner = Runner(self.options)
+        let face = try runner.prepare { try TemplateJSON.face(files: self.files) }
+        let gallery = self.gallery.name
+        try await runner.run { client in
+            let registration = try await client.register(gallery: gallery, identifier: self.identifier, face: face, force: self.force)
+            return Result(gallery: gallery, identifier: self.identifier, registration: registration)
+        }
+    }
+}

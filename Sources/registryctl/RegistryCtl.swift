@@ -1,0 +1,73 @@
+import ArgumentParser
+
+/// `registryctl`: the operator and scripting CLI of `registryd`.
+@main
+struct RegistryCtl: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "registryctl",
+        abstract: "Administer registryd, the face template registry daemon.",
+        discussion: """
+            Connects to registryd over its Unix socket (--socket, else $REGISTRYD_SOCKET, else \
+            ./run/registryd.sock). Every command prints text for people, or one JSON document with \
+            --json (errors too: {"error": {"code": ..., "message": ..., ...}} on standard output). \
+            Errors are printed on standard error as "registryctl: CODE: message".
+
+            Template files (register, identify, authenticate) hold one Ver-ID template object or an \
+            array of them: {"version": 24, "data": [...]} or {"version": 1000, "landmarks": \
+            [{"name": "LEFT_EYE", "x": 1, "y": 2, "z": 3}, ...]} ("type" may stand for "name", z is \
+            optional). The templates of all files given form one face.
+
+            \(ExitStatus.documentation)
+            """,
+        subcommands: [
+            StatusCommand.self,
+            GalleriesCommand.self,
+            AlgorithmsCommand.self,
+            IdentifiersCommand.self,
+            ShowCommand.self,
+            RegisterCommand.self,
+            IdentifyCommand.self,
+            AuthenticateCommand.self,
+            DeleteCommand.self,
+            MigrationCommand.self,
+            StatsCommand.self,
+            GalleryCommand.self,
+            ExportCommand.self,
+            ImportCommand.self,
+            BackupCommand.self,
+            VerifyCommand.self,
+        ])
+
+    /// ArgumentParser's `main`, except that a usage error on a `--json` command line is also printed
+    /// as a JSON error document on standard output.
+    static func main() async {
+        do {
+            var command = try await self.asyncParseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if self.exitCode(for: error) == .validationFailure, CommandLine.arguments.dropFirst().contains("--json") {
+                print(JSONOutput.document(UsageErrorDocument(message: self.message(for: error))))
+            }
+            self.exit(withError: error)
+        }
+    }
+}
+
+/// `{"error": {"code": "USAGE", "message": ..., "exitStatus": 64}}`.
+struct UsageErrorDocument: Encodable {
+    struct Body: Encodable {
+        var code = "USAGE"
+        var message: String
+        var exitStatus = ExitStatus.usage.rawValue
+    }
+
+    var error: Body
+
+    init(message: String) {
+        self.error = Body(message: message)
+    }
+}
