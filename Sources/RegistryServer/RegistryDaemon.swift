@@ -21,6 +21,8 @@ public struct RegistryDaemon: Sendable {
     /// - Parameter onReady: called once the store is open and the socket accepts connections.
     public func run(onReady: @escaping @Sendable (RegistryEngine) -> Void = { _ in }) async throws {
         let (engineConfiguration, galleries) = try self.configuration.validated()
+        // Refuse early, before touching the store, when another daemon serves on the socket.
+        try UnixSocketPath.prepare(self.configuration.socketPath)
         let engine = try RegistryEngine(path: self.configuration.dataDirectory, configuration: engineConfiguration)
         defer { engine.close() }
         for gallery in galleries {

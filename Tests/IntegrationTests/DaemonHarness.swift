@@ -14,14 +14,27 @@ final class Daemon: @unchecked Sendable {
 
     /// Starts the daemon and waits until its socket answers.
     init(arguments: [String] = []) throws {
-        var template = Array("/tmp/registryd-it-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        guard made != nil else { throw HarnessError("mkdtemp failed") }
-        self.directory = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        self.directory = try Self.temporaryDirectory()
         self.socketPath = self.directory + "/run/registryd.sock"
         self.dataPath = self.directory + "/data"
         self.extraArguments = arguments
         try self.start()
+    }
+
+    /// A second daemon with its own data directory but `other`'s socket path.
+    init(sharingSocketOf other: Daemon) throws {
+        self.directory = try Self.temporaryDirectory()
+        self.socketPath = other.socketPath
+        self.dataPath = self.directory + "/data"
+        self.extraArguments = []
+        try self.start()
+    }
+
+    static func temporaryDirectory() throws -> String {
+        var template = Array("/tmp/registryd-it-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        guard made != nil else { throw HarnessError("mkdtemp failed") }
+        return template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
     }
 
     deinit {
@@ -48,7 +61,9 @@ final class Daemon: @unchecked Sendable {
         guard rc == 0 else { throw HarnessError("posix_spawn registryd: \(rc)") }
         self.pid = pid
         for _ in 0..<400 {
-            if RawConnection.canConnect(self.socketPath) { return }
+            // Ready when the socket answers and this process opened its store (registryd checks the
+            // socket before opening the store, so a daemon refusing a live socket never gets here).
+            if RawConnection.canConnect(self.socketPath) && access(self.dataPath + "/data.mdb", F_OK) == 0 { return }
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid {
                 self.pid = 0
