@@ -55,6 +55,7 @@ public final class RequestDispatcher: Sendable {
         var response = Registry_V1_Response()
         response.id = request.id
         do {
+            try Self.checkTemplates(of: operation)
             response.result = try await self.perform(operation)
         } catch let error as RegistryError {
             self.logger.debug("request refused", metadata: ["operation": "\(Self.name(of: operation))", "code": "\(error.code.rawValue)"])
@@ -175,6 +176,21 @@ public final class RequestDispatcher: Sendable {
                 $0.templatesChecked = UInt64(checked)
                 $0.problems = problems
             })
+        }
+    }
+
+    /// A template is a vector or landmarks, never both: refuse instead of silently dropping one.
+    static func checkTemplates(of operation: Registry_V1_Request.OneOf_Operation) throws(RegistryError) {
+        let templates: [Registry_V1_Template]
+        switch operation {
+        case .register(let request): templates = request.face.templates
+        case .identify(let request): templates = request.face.templates
+        case .authenticate(let request): templates = request.face.templates
+        case .import(let request): templates = request.items.map(\.template)
+        default: return
+        }
+        if let mixed = templates.first(where: { !$0.vector.isEmpty && !$0.landmarks.isEmpty }) {
+            throw .malformedRequest("the template for algorithm \(mixed.algorithm) carries both a vector and landmarks")
         }
     }
 

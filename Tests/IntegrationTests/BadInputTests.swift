@@ -136,6 +136,22 @@ import Testing
         #expect(connection.isClosedByPeer())
     }
 
+    @Test func aTemplateWithBothAVectorAndLandmarksIsMalformed() async throws {
+        let daemon = try Daemon()
+        let connection = try RawConnection(daemon.socketPath)
+        connection.send(try RawConnection.frame(self.request(8, .register(.with {
+            $0.identifier = "x"
+            $0.face.templates = [.with {
+                $0.algorithm = 1000
+                $0.vector = [1, 2, 3]
+                $0.landmarks = [.with { $0.name = "NOSE_TIP" }]
+            }]
+        }))))
+        let response = try #require(try connection.response())
+        #expect(response.id == 8)
+        #expect(response.error.code == .malformedRequest)
+    }
+
     @Test func invalidRequestsGetTheirCodesAndChangeNothing() async throws {
         let daemon = try Daemon()
         let client = try await daemon.client()

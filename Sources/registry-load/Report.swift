@@ -1,0 +1,52 @@
+/// Turning durations and latencies into the printed figures (no Foundation: formatting by hand).
+enum Report {
+    static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) * 1e-18
+    }
+
+    static func milliseconds(_ duration: Duration) -> Double {
+        Self.seconds(duration) * 1000
+    }
+
+    /// `value` with exactly `digits` decimals (rounded half away from zero).
+    static func fixed(_ value: Double, _ digits: Int) -> String {
+        guard value.isFinite else { return "\(value)" }
+        var scale: Int64 = 1
+        for _ in 0..<digits { scale *= 10 }
+        let scaled = Int64((abs(value) * Double(scale)).rounded())
+        let whole = scaled / scale
+        let fraction = String(scaled % scale)
+        let sign = value < 0 && scaled != 0 ? "-" : ""
+        guard digits > 0 else { return "\(sign)\(whole)" }
+        return "\(sign)\(whole).\(String(repeating: "0", count: digits - fraction.count))\(fraction)"
+    }
+
+    /// The nearest-rank percentile `p` (0…100) of ascending `sorted` values; 0 when there are none.
+    static func percentile(_ sorted: [Double], _ p: Double) -> Double {
+        guard !sorted.isEmpty else { return 0 }
+        let rank = Int((p / 100 * Double(sorted.count)).rounded(.up))
+        return sorted[min(max(rank, 1), sorted.count) - 1]
+    }
+
+    /// The one line a run prints.
+    static func line(options: Options, tally: Tally, elapsed: Duration) -> String {
+        let latencies = tally.latencies.sorted()
+        let seconds = Self.seconds(elapsed)
+        let rate = seconds > 0 ? Double(latencies.count) / seconds : 0
+        let ms = { (value: Double) in Self.fixed(value, 3) }
+        return [
+            "operation=\(options.operation.rawValue)",
+            "people=\(options.people)",
+            "connections=\(options.connections)",
+            "requests=\(latencies.count)",
+            "seconds=\(Self.fixed(seconds, 3))",
+            "requests/s=\(Self.fixed(rate, 1))",
+            "p50=\(ms(Self.percentile(latencies, 50)))ms",
+            "p90=\(ms(Self.percentile(latencies, 90)))ms",
+            "p99=\(ms(Self.percentile(latencies, 99)))ms",
+            "max=\(ms(latencies.last ?? 0))ms",
+            "errors=\(tally.errors)",
+        ].joined(separator: " ")
+    }
+}

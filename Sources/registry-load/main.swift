@@ -1,0 +1,90 @@
+// registry-load: drives a running registryd over N connections and prints throughput and latency.
+//
+//     registry-load [--socket PATH] [--connections N] [--operation authenticate|identify|register]
+//                   [--people P] [--requests R | --seconds S] [--gallery NAME] [--warmup R]
+//
+// Seeds the gallery (one arcface registry, P people with deterministic random unit vectors; reused
+// when it already holds them), warms up, then runs the measured requests: each connection is a closed
+// loop of one request at a time. Prints one line with requests/s and p50/p90/p99/max latency.
+import Glibc
+import RegistryClient
+import RegistryCore
+
+let options: Options
+do {
+    options = try Options(Array(CommandLine.arguments.dropFirst()))
+} catch {
+    if let message = error.message {
+        printError("registry-load: \(message)")
+        printError(Options.usage)
+        exit(2)
+    }
+    print(Options.usage)
+    exit(0)
+}
+exit(await LoadRun.main(options))
+
+enum LoadRun {
+    /// Runs everything; returns the exit status.
+    static func main(_ options: Options) async -> Int32 {
+        // One client per connection, all opened up front so an unreachable daemon is reported at once.
+        var clients: [RegistryClient] = []
+        for _ in 0..<options.connections {
+            do {
+                clients.append(try await RegistryClient.connect(socketPath: options.socket))
+            } catch {
+                printError("registry-load: \(error)")
+                printError("registry-load: is registryd running? Start it, or pass its socket with --socket PATH.")
+                for client in clients { await client.close() }
+                return 1
+            }
+        }
+        let status = await Self.drive(options, clients: clients)
+        for client in clients { await client.close() }
+        return status
+    }
+
+    private static func drive(_ options: Options, clients: [RegistryClient]) async -> Int32 {
+        let people = (0..<options.people).map(Vectors.person)
+        do {
+            try await Seeding.prepare(client: clients[0], gallery: options.gallery, people: people)
+        } catch {
+            printError("registry-load: cannot seed gallery '\(options.gallery)': \(error)")
+            return 1
+        }
+
+        let run = Self.runIdentifier()
+        var workers = clients.enumerated().map { index, client in
+            Worker(
+                client: client, index: index, connections: clients.count, operation: options.operation, gallery: options.gallery,
+                run: run, random: SplitMix64(seed: Self.seed(run) &+ UInt64(index) &* 0x9E37_79B9))
+        }
+        if options.warmup > 0 {
+            let (warmup, _) = await runPhase(workers: &workers, total: options.warmup, seconds: nil, people: people)
+            if warmup.errors > 0 {
+                printError("registry-load: \(warmup.errors) errors during warm-up; first: \(warmup.firstError ?? "?")")
+            }
+        }
+        let (tally, elapsed) = await runPhase(workers: &workers, total: options.requests, seconds: options.seconds, people: people)
+        print(Report.line(options: options, tally: tally, elapsed: elapsed))
+        if let first = tally.firstError {
+            print("first error: \(first)")
+        }
+        if tally.connectionsLost > 0 {
+            print("\(tally.connectionsLost) of \(clients.count) connections closed early; their remaining requests were not sent")
+        }
+        return 0
+    }
+
+    /// Unique per run (wall-clock microseconds, base 36): registrations never collide with an earlier run's.
+    private static func runIdentifier() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return String(UInt64(now.tv_sec) &* 1_000_000 &+ UInt64(now.tv_nsec / 1000), radix: 36)
+    }
+
+    private static func seed(_ run: String) -> UInt64 {
+        // FNV-1a over the run identifier: different probes and registrations on every run.
+        run.utf8.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
+    }
+}
