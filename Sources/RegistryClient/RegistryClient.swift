@@ -1,3 +1,4 @@
+import Glibc
 import NIOCore
 import NIOPosix
 import RegistryCore
@@ -60,6 +61,8 @@ public final class RegistryClient: Sendable {
         do {
             let channel = try await bootstrap.connect(unixDomainSocketPath: socketPath).get()
             return RegistryClient(channel: channel)
+        } catch let error as IOError {
+            throw RegistryClientError.unreachable(socketPath: socketPath, reason: String(cString: strerror(error.errnoCode)))
         } catch {
             throw RegistryClientError.unreachable(socketPath: socketPath, reason: "\(error)")
         }

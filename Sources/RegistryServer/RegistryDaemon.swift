@@ -40,14 +40,17 @@ public struct RegistryDaemon: Sendable {
         let dispatcher = RequestDispatcher(engine: engine, logger: self.logger)
         let server = RegistryServer(configuration: self.configuration, dispatcher: dispatcher, logger: self.logger)
         let reloader = ReloadService(configurationPath: self.configurationPath, engine: engine, logger: self.logger)
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: [
-                    .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup),
-                    .init(service: reloader, successTerminationBehavior: .gracefullyShutdownGroup),
-                ],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: self.logger))
+        var groupConfiguration = ServiceGroupConfiguration(
+            services: [
+                .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup),
+                .init(service: reloader, successTerminationBehavior: .gracefullyShutdownGroup),
+            ],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: self.logger)
+        // Requests in flight get this long to finish after SIGTERM; then they are cancelled (a write
+        // that was not acknowledged may or may not have committed; an acknowledged one is durable).
+        groupConfiguration.maximumGracefulShutdownDuration = .seconds(30)
+        let group = ServiceGroup(configuration: groupConfiguration)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             tasks.addTask {
