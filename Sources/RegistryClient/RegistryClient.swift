@@ -207,8 +207,12 @@ public final class RegistryClient: Sendable {
                 .with {
                     $0.algorithm = registry.algorithm
                     if let thresholds = registry.thresholds { $0.thresholds = Registry_V1_Thresholds(thresholds) }
+                    if let minimum = registry.minimumQuality { $0.minimumQuality = minimum }
+                    if let minimum = registry.minimumAutoEnrolmentQuality { $0.minimumAutoEnrolmentQuality = minimum }
                 }
             }
+            $0.liveness = Registry_V1_LivenessPolicy(configuration.liveness)
+            $0.livenessK = configuration.livenessK
         }))
         guard case .defineGallery(let gallery) = result else { throw Self.unexpected(result) }
         return GalleryInfo(gallery)
@@ -261,6 +265,50 @@ public final class RegistryClient: Sendable {
         let result = try await self.send(.verify(.init()))
         guard case .verify(let verify) = result else { throw Self.unexpected(result) }
         return (Int(verify.templatesChecked), verify.problems)
+    }
+
+    /// Enrols (or re-enrols) an identifier's liveness profile from depth frames per enrolment pose.
+    @discardableResult
+    public func enrolLivenessProfile(
+        gallery: String = "", identifier: String, frames: [EnrolmentPose: [DepthFrame]], k: Float? = nil
+    ) async throws -> LivenessProfile {
+        let result = try await self.send(.enrolLivenessProfile(.with {
+            $0.gallery = gallery
+            $0.identifier = identifier
+            $0.poses = EnrolmentPose.allCases.compactMap { pose in
+                frames[pose].map { frames in
+                    .with {
+                        $0.pose = pose.rawValue
+                        $0.frames = frames.map(Registry_V1_DepthFrame.init)
+                    }
+                }
+            }
+            if let k { $0.k = k }
+        }))
+        guard case .enrolLivenessProfile(let enrolled) = result, let profile = LivenessProfile(enrolled.profile) else {
+            throw Self.unexpected(result)
+        }
+        return profile
+    }
+
+    /// An identifier's liveness profile, or nil when it has none.
+    public func livenessProfile(gallery: String = "", identifier: String) async throws -> LivenessProfile? {
+        let result = try await self.send(.getLivenessProfile(.with {
+            $0.gallery = gallery
+            $0.identifier = identifier
+        }))
+        guard case .getLivenessProfile(let found) = result else { throw Self.unexpected(result) }
+        return found.hasProfile ? LivenessProfile(found.profile) : nil
+    }
+
+    /// Erases an identifier's liveness profile; returns whether it had one.
+    public func deleteLivenessProfile(gallery: String = "", identifier: String) async throws -> Bool {
+        let result = try await self.send(.deleteLivenessProfile(.with {
+            $0.gallery = gallery
+            $0.identifier = identifier
+        }))
+        guard case .deleteLivenessProfile(let deleted) = result else { throw Self.unexpected(result) }
+        return deleted.deleted
     }
 
     private static func unexpected(_ result: Registry_V1_Response.OneOf_Result) -> RegistryClientError {

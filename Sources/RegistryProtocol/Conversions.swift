@@ -55,12 +55,17 @@ extension Registry_V1_Face {
     public init(_ face: Face) {
         self.init()
         self.templates = face.templates.map(Registry_V1_Template.init)
+        if let capture = face.capture { self.capture = Registry_V1_CaptureMetadata(capture) }
+        self.depthFrames = face.depthFrames.map(Registry_V1_DepthFrame.init)
     }
 }
 
 extension Face {
     public init(_ message: Registry_V1_Face) {
-        self.init(templates: message.templates.map(FaceTemplate.init))
+        self.init(
+            templates: message.templates.map(FaceTemplate.init),
+            capture: message.hasCapture ? CaptureMetadata(message.capture) : nil,
+            depthFrames: message.depthFrames.map(DepthFrame.init))
     }
 }
 
@@ -97,6 +102,7 @@ extension Registry_V1_StoredTemplate {
         self.source = Registry_V1_TemplateSource(stored.source)
         if let quality = stored.quality { self.quality = quality }
         if let template = stored.template { self.template = Registry_V1_Template(template) }
+        if let landmarkQuality = stored.landmarkQuality { self.landmarkQuality = landmarkQuality }
     }
 }
 
@@ -106,7 +112,8 @@ extension StoredTemplate {
             id: message.id, identifier: message.identifier, algorithm: message.algorithm,
             registeredAt: message.registeredAtMicros, source: TemplateSource(message.source) ?? .registered,
             quality: message.hasQuality ? message.quality : nil,
-            template: message.hasTemplate ? FaceTemplate(message.template) : nil)
+            template: message.hasTemplate ? FaceTemplate(message.template) : nil,
+            landmarkQuality: message.hasLandmarkQuality ? message.landmarkQuality : nil)
     }
 }
 
@@ -146,12 +153,17 @@ extension Registry_V1_RegisterResult {
         self.init()
         self.stored = registration.stored.map(Registry_V1_StoredTemplate.init)
         self.findings = registration.findings.map(Registry_V1_RegistrationFinding.init)
+        if let quality = registration.quality { self.quality = Registry_V1_QualityAssessment(quality) }
+        if let liveness = registration.liveness { self.liveness = Registry_V1_LivenessVerdict(liveness) }
     }
 }
 
 extension Registration {
     public init(_ message: Registry_V1_RegisterResult) {
-        self.init(stored: message.stored.map(StoredTemplate.init), findings: message.findings.compactMap(RegistrationFinding.init))
+        self.init(
+            stored: message.stored.map(StoredTemplate.init), findings: message.findings.compactMap(RegistrationFinding.init),
+            quality: message.hasQuality ? QualityAssessment(message.quality) : nil,
+            liveness: message.hasLiveness ? LivenessVerdict(message.liveness) : nil)
     }
 }
 
@@ -177,6 +189,10 @@ extension Registry_V1_AutoEnrolmentOutcome {
         case .failed(let message):
             self.status = .failed
             self.message = message
+        case .qualityTooLow(let score, let minimum):
+            self.status = .qualityTooLow
+            if let score { self.score = score } else { self.score = .nan }
+            self.threshold = minimum
         }
     }
 }
@@ -195,6 +211,7 @@ extension AutoEnrolmentOutcome {
             } else {
                 result = .failed(message: "refused without a finding")
             }
+        case .qualityTooLow: result = .qualityTooLow(score: message.score.isNaN ? nil : message.score, minimum: message.threshold)
         case .failed, .unspecified, .UNRECOGNIZED: result = .failed(message: message.message)
         }
         self.init(algorithm: message.algorithm, result: result)
@@ -222,6 +239,7 @@ extension Registry_V1_IdentifyResult {
         self.algorithm = identification.algorithm ?? 0
         self.matches = identification.matches.map(Registry_V1_Match.init)
         self.autoEnrolment = identification.autoEnrolment.map(Registry_V1_AutoEnrolmentOutcome.init)
+        if let liveness = identification.liveness { self.liveness = Registry_V1_LivenessVerdict(liveness) }
     }
 }
 
@@ -229,7 +247,8 @@ extension Identification {
     public init(_ message: Registry_V1_IdentifyResult) {
         self.init(
             algorithm: message.algorithm == 0 ? nil : message.algorithm, matches: message.matches.map(IdentifyMatch.init),
-            autoEnrolment: message.autoEnrolment.map(AutoEnrolmentOutcome.init))
+            autoEnrolment: message.autoEnrolment.map(AutoEnrolmentOutcome.init),
+            liveness: message.hasLiveness ? LivenessVerdict(message.liveness) : nil)
     }
 }
 
@@ -241,6 +260,7 @@ extension Registry_V1_AuthenticateResult {
         self.templateID = authentication.templateId
         self.algorithm = authentication.algorithm
         self.autoEnrolment = authentication.autoEnrolment.map(Registry_V1_AutoEnrolmentOutcome.init)
+        if let liveness = authentication.liveness { self.liveness = Registry_V1_LivenessVerdict(liveness) }
     }
 }
 
@@ -248,7 +268,8 @@ extension Authentication {
     public init(_ message: Registry_V1_AuthenticateResult) {
         self.init(
             authenticated: message.authenticated, score: message.score, templateId: message.templateID,
-            algorithm: message.algorithm, autoEnrolment: message.autoEnrolment.map(AutoEnrolmentOutcome.init))
+            algorithm: message.algorithm, autoEnrolment: message.autoEnrolment.map(AutoEnrolmentOutcome.init),
+            liveness: message.hasLiveness ? LivenessVerdict(message.liveness) : nil)
     }
 }
 
@@ -306,8 +327,12 @@ extension Registry_V1_Gallery {
                 $0.thresholds = Registry_V1_Thresholds(registry.thresholds)
                 $0.templateCount = UInt64(registry.templateCount)
                 $0.identifierCount = UInt64(registry.identifierCount)
+                if let minimum = registry.minimumQuality { $0.minimumQuality = minimum }
+                if let minimum = registry.minimumAutoEnrolmentQuality { $0.minimumAutoEnrolmentQuality = minimum }
             }
         }
+        self.liveness = Registry_V1_LivenessPolicy(gallery.liveness)
+        self.livenessK = gallery.livenessK
     }
 }
 
@@ -318,9 +343,12 @@ extension GalleryInfo {
             registries: message.registries.map {
                 RegistryInfo(
                     algorithm: Algorithm($0.algorithm), thresholds: Thresholds($0.thresholds),
-                    templateCount: Int($0.templateCount), identifierCount: Int($0.identifierCount))
+                    templateCount: Int($0.templateCount), identifierCount: Int($0.identifierCount),
+                    minimumQuality: $0.hasMinimumQuality ? $0.minimumQuality : nil,
+                    minimumAutoEnrolmentQuality: $0.hasMinimumAutoEnrolmentQuality ? $0.minimumAutoEnrolmentQuality : nil)
             },
-            identifierCount: Int(message.identifierCount))
+            identifierCount: Int(message.identifierCount), liveness: LivenessPolicy(message.liveness),
+            livenessK: message.livenessK)
     }
 }
 
@@ -338,6 +366,21 @@ extension MigrationStatus {
         self.init(
             algorithm: message.algorithm, identifiersHeld: Int(message.identifiersHeld),
             galleryIdentifiers: Int(message.galleryIdentifiers))
+    }
+}
+
+extension Registry_V1_LivenessPolicy {
+    public init(_ policy: LivenessPolicy) {
+        self.init()
+        self.authenticate = policy.authenticate
+        self.identify = policy.identify
+        self.register = policy.register
+    }
+}
+
+extension LivenessPolicy {
+    public init(_ message: Registry_V1_LivenessPolicy) {
+        self.init(authenticate: message.authenticate, identify: message.identify, register: message.register)
     }
 }
 
@@ -450,6 +493,15 @@ extension Registry_V1_Error {
             self.findings = all.map(Registry_V1_RegistrationFinding.init)
         case .invalidTemplate(let algorithm, let problem):
             self.templateProblem = Registry_V1_TemplateProblem(algorithm: algorithm, problem: problem)
+        case .qualityTooLow(let algorithm, let minimum, let assessment, let missing):
+            self.qualityTooLow = .with {
+                $0.algorithm = algorithm
+                $0.minimum = minimum
+                if let assessment { $0.assessment = Registry_V1_QualityAssessment(assessment) }
+                $0.missing = missing
+            }
+        case .livenessFailed(let verdict):
+            self.liveness = Registry_V1_LivenessVerdict(verdict)
         }
     }
 }
@@ -461,6 +513,13 @@ extension RegistryError {
             details = .registration(decisive: decisive, all: message.findings.compactMap(RegistrationFinding.init))
         } else if message.hasTemplateProblem, let problem = message.templateProblem.problem {
             details = .invalidTemplate(algorithm: message.templateProblem.algorithm, problem: problem)
+        } else if message.hasQualityTooLow {
+            let quality = message.qualityTooLow
+            details = .qualityTooLow(
+                algorithm: quality.algorithm, minimum: quality.minimum,
+                assessment: quality.hasAssessment ? QualityAssessment(quality.assessment) : nil, missing: quality.missing)
+        } else if message.hasLiveness {
+            details = .livenessFailed(LivenessVerdict(message.liveness))
         }
         self.init(Code(message.code), message.message, details: details)
     }

@@ -133,8 +133,12 @@ public final class RequestDispatcher: Sendable {
             let configuration = GalleryConfiguration(
                 name: request.gallery,
                 registries: request.registries.map {
-                    RegistryConfiguration(algorithm: $0.algorithm, thresholds: $0.hasThresholds ? Thresholds($0.thresholds) : nil)
-                })
+                    RegistryConfiguration(
+                        algorithm: $0.algorithm, thresholds: $0.hasThresholds ? Thresholds($0.thresholds) : nil,
+                        minimumQuality: $0.hasMinimumQuality ? $0.minimumQuality : nil,
+                        minimumAutoEnrolmentQuality: $0.hasMinimumAutoEnrolmentQuality ? $0.minimumAutoEnrolmentQuality : nil)
+                },
+                liveness: LivenessPolicy(request.liveness), livenessK: request.hasLivenessK ? request.livenessK : 2.0)
             return .defineGallery(Registry_V1_Gallery(try await engine.defineGallery(configuration)))
         case .migrationStatus(let request):
             let status = try engine.migrationStatus(gallery: Self.gallery(request.gallery))
@@ -176,6 +180,25 @@ public final class RequestDispatcher: Sendable {
                 $0.templatesChecked = UInt64(checked)
                 $0.problems = problems
             })
+        case .enrolLivenessProfile(let request):
+            var frames: [EnrolmentPose: [DepthFrame]] = [:]
+            for pose in request.poses {
+                guard let key = EnrolmentPose(rawValue: pose.pose) else {
+                    throw RegistryError.malformedRequest(
+                        "unknown pose '\(pose.pose.prefix(32))'; poses are \(EnrolmentPose.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                frames[key, default: []] += pose.frames.map(DepthFrame.init)
+            }
+            let profile = try await engine.enrolLivenessProfile(
+                gallery: Self.gallery(request.gallery), identifier: request.identifier, frames: frames,
+                k: request.hasK ? request.k : nil)
+            return .enrolLivenessProfile(.with { $0.profile = Registry_V1_LivenessProfile(profile) })
+        case .getLivenessProfile(let request):
+            let profile = try engine.livenessProfile(gallery: Self.gallery(request.gallery), identifier: request.identifier)
+            return .getLivenessProfile(.with { if let profile { $0.profile = Registry_V1_LivenessProfile(profile) } })
+        case .deleteLivenessProfile(let request):
+            let deleted = try await engine.deleteLivenessProfile(gallery: Self.gallery(request.gallery), identifier: request.identifier)
+            return .deleteLivenessProfile(.with { $0.deleted = deleted })
         }
     }
 
@@ -219,6 +242,9 @@ public final class RequestDispatcher: Sendable {
         case .import: "import"
         case .backup: "backup"
         case .verify: "verify"
+        case .enrolLivenessProfile: "enrol_liveness_profile"
+        case .getLivenessProfile: "get_liveness_profile"
+        case .deleteLivenessProfile: "delete_liveness_profile"
         }
     }
 }

@@ -41,6 +41,8 @@ struct ErrorReport: Encodable {
                 }
             case .invalidTemplate(let algorithm, let problem):
                 self.error.templateProblem = TemplateProblemJSON(algorithm: algorithm, problem: problem)
+            case .qualityTooLow, .livenessFailed:
+                break  // the message says what failed
             }
         case let error as RegistryClientError:
             let code =

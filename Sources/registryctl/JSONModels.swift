@@ -108,6 +108,10 @@ struct AutoEnrolmentJSON: Codable, Hashable {
         case .failed(let message):
             self.status = "failed"
             self.message = message
+        case .qualityTooLow(let score, let minimum):
+            self.status = "quality_too_low"
+            self.score = score
+            self.threshold = minimum
         }
     }
 
@@ -122,6 +126,10 @@ struct AutoEnrolmentJSON: Codable, Hashable {
                 "skipped: score \(Format.score(score)) is below the auto-enrolment threshold \(Format.threshold(threshold))"
             case .refused(let finding): "refused: \(FindingJSON.text(finding, names))"
             case .failed(let message): "failed: \(message)"
+            case .qualityTooLow(let score?, let minimum):
+                "skipped: capture quality \(Format.score(score)) is below the registry's minimum \(Format.threshold(minimum))"
+            case .qualityTooLow(nil, let minimum):
+                "skipped: the registry requires capture quality \(Format.threshold(minimum)) and the face has no capture metadata"
             }
         return "\(names(outcome.algorithm)): \(what)"
     }

@@ -93,11 +93,13 @@ import Testing
             #expect(templates.map(\.algorithm) == [24, 1000, 24])
             #expect(templates.map(\.id) == templates.map(\.id).sorted())
             #expect(templates.allSatisfy { $0.registeredAt >= start && $0.registeredAt <= Store.now() })
-            // Landmark templates carry their symmetry/coverage quality; vectors have none.
-            let landmarkQuality = try #require(templates[1].quality)
+            // Landmark templates carry their symmetry/coverage quality; vectors have none; no capture
+            // metadata was sent, so there is no capture quality.
+            let landmarkQuality = try #require(templates[1].landmarkQuality)
+            #expect(templates[1].quality == nil)
             guard case .landmarks(let sent) = landmarkFace(seed: 1).data else { return }
             #expect(landmarkQuality == LandmarkAlgorithm.quality(try LandmarkAlgorithm.dense(from: sent)))
-            #expect(templates[0].quality == nil)
+            #expect(templates[0].landmarkQuality == nil)
             // The data comes back: landmarks as sent, vectors as stored.
             #expect(templates[0].template == arcface())
             guard case .landmarks(let stored) = templates[1].template?.data else {

@@ -36,19 +36,31 @@ public struct FaceTemplate: Sendable, Hashable, CustomStringConvertible, CustomR
     public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 }
 
-/// What one request carries: the templates of one capture, at most one per algorithm.
+/// What one request carries: the templates of one capture, at most one per algorithm, and optionally
+/// what the client measured about the capture (quality inputs, depth frames for liveness).
 public struct Face: Sendable, Hashable, CustomStringConvertible {
     public var templates: [FaceTemplate]
+    /// The detector's report on the capture (seeds/002 quality inputs).
+    public var capture: CaptureMetadata?
+    /// Depth frames in capture order (seeds/003-004 liveness).
+    public var depthFrames: [DepthFrame]
 
-    public init(templates: [FaceTemplate]) {
+    public init(templates: [FaceTemplate], capture: CaptureMetadata? = nil, depthFrames: [DepthFrame] = []) {
         self.templates = templates
+        self.capture = capture
+        self.depthFrames = depthFrames
     }
 
     public init(_ templates: FaceTemplate...) {
-        self.templates = templates
+        self.init(templates: templates)
     }
 
-    public var description: String { "Face(\(self.templates.map(\.description).joined(separator: ", ")))" }
+    public var description: String {
+        var parts = self.templates.map(\.description)
+        if self.capture != nil { parts.append("capture metadata") }
+        if !self.depthFrames.isEmpty { parts.append("\(self.depthFrames.count) depth frames") }
+        return "Face(\(parts.joined(separator: ", ")))"
+    }
 }
 
 /// A validated template in the form the index and the store keep: vectors L2-normalised (for cosine
@@ -61,8 +73,8 @@ struct PreparedTemplate: Sendable {
     let row: [Float]
     /// Landmark presence mask (0 for vectors).
     let mask: UInt32
-    /// Quality score known at registration: the landmark symmetry/coverage score, else nil.
-    let quality: Float?
+    /// The landmark symmetry/coverage score (seeds/000) of a landmark template, else nil.
+    let landmarkQuality: Float?
 
     /// Validates `template` against `algorithm` and prepares it.
     /// - Throws: ``TemplateProblem`` naming what is wrong.
@@ -74,12 +86,12 @@ struct PreparedTemplate: Sendable {
             self.row = row
             self.payload = row.withUnsafeBytes { Array($0) }
             self.mask = 0
-            self.quality = nil
+            self.landmarkQuality = nil
         case (.landmarks, .landmarks(let landmarks)):
             let dense = try LandmarkAlgorithm.dense(from: landmarks)
             self.row = LandmarkAlgorithm.normalised(dense)
             self.mask = dense.mask
-            self.quality = LandmarkAlgorithm.quality(dense)
+            self.landmarkQuality = LandmarkAlgorithm.quality(dense)
             self.payload = Self.landmarkPayload(dense)
         case (.vector(let dimension), .landmarks):
             throw .wrongKind(expected: "a vector of \(dimension) values")

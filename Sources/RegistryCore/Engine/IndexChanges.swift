@@ -12,9 +12,11 @@ struct PendingTemplate: Sendable {
 enum IndexChange: Sendable {
     case add(PendingTemplate)
     case remove(id: UInt64, galleryId: UInt32, registryId: UInt32)
-    /// A gallery created or reconfigured: its registries in priority order.
-    case defineGallery(name: String, id: UInt32, registries: [GalleryRecord.Registry], algorithms: [Algorithm])
+    /// A gallery created or reconfigured: its record (registries in priority order, policy).
+    case defineGallery(name: String, record: GalleryRecord, algorithms: [Algorithm])
     case deleteGallery(name: String)
+    /// An identifier's liveness profile enrolled (or, nil, erased).
+    case setProfile(galleryId: UInt32, identifier: String, profile: LivenessProfile?)
 }
 
 /// The index changes of a group-commit batch so far, in order. Operations later in the batch check
@@ -38,7 +40,7 @@ final class BatchChanges {
             case .remove(let id, _, _):
                 self.removed.insert(id)
                 self.added.removeAll { $0.id == id }
-            case .defineGallery, .deleteGallery:
+            case .defineGallery, .deleteGallery, .setProfile:
                 break
             }
         }

@@ -131,4 +131,9 @@ enum Matching {
         }
         return ids.contains { !batch.removed.contains($0) }
     }
+
+    /// Whether any registry of the gallery holds the identifier, counting the batch's changes.
+    static func holdsAnywhere(_ gallery: GalleryIndex, identifier: String, batch: BatchChanges) -> Bool {
+        gallery.registries.contains { Self.holds($0, in: gallery, identifier: identifier, batch: batch) }
+    }
 }

@@ -24,9 +24,10 @@ extension RegistryEngine {
             registries: gallery.registries.map {
                 RegistryInfo(
                     algorithm: $0.algorithm, thresholds: $0.thresholds, templateCount: $0.count,
-                    identifierCount: $0.identifierCount)
+                    identifierCount: $0.identifierCount, minimumQuality: $0.minimumQuality,
+                    minimumAutoEnrolmentQuality: $0.minimumAutoEnrolmentQuality)
             },
-            identifierCount: gallery.identifierCount)
+            identifierCount: gallery.identifierCount, liveness: gallery.liveness, livenessK: gallery.livenessK)
     }
 
     /// Creates a gallery, or reconfigures an existing one: registry order (priority), thresholds, new
@@ -38,7 +39,7 @@ extension RegistryEngine {
         try await self.write(exclusive: true) { txn, context in
             let existing = self.state[configuration.name]
             let (record, algorithms) = try self.writeGallery(txn, configuration, existing: existing)
-            context.record(.defineGallery(name: configuration.name, id: record.id, registries: record.registries, algorithms: algorithms))
+            context.record(.defineGallery(name: configuration.name, record: record, algorithms: algorithms))
         }
         return try self.gallery(configuration.name)
     }
@@ -93,6 +94,7 @@ extension RegistryEngine {
                 context.record(.remove(id: id, galleryId: gallery.id, registryId: record.registryId))
             }
             try self.store.deleteProfile(txn, galleryId: gallery.id, identifier: identifier)
+            context.record(.setProfile(galleryId: gallery.id, identifier: identifier, profile: nil))
             return ids.count
         }
     }
@@ -150,7 +152,7 @@ extension RegistryEngine {
                 }
                 return StoredTemplate(
                     id: id, identifier: identifier, algorithm: algorithm.version, registeredAt: record.registeredAt,
-                    source: record.source, quality: record.quality, template: template)
+                    source: record.source, quality: record.quality, template: template, landmarkQuality: record.landmarkQuality)
             }
         }
         guard !result.isEmpty else {
@@ -208,7 +210,8 @@ extension RegistryEngine {
                 let data = payload.withUnsafeBytes { PreparedTemplate.decodePayload($0, algorithm: algorithm) }
                 page.append(StoredTemplate(
                     id: id, identifier: record.identifier, algorithm: algorithm.version, registeredAt: record.registeredAt,
-                    source: record.source, quality: record.quality, template: FaceTemplate(algorithm: algorithm.version, data: data)))
+                    source: record.source, quality: record.quality, template: FaceTemplate(algorithm: algorithm.version, data: data),
+                    landmarkQuality: record.landmarkQuality))
             }
             return (page, more ? records.last?.0 : nil)
         }
@@ -271,5 +274,63 @@ extension RegistryEngine {
         let mask = bytes.loadUnaligned(as: UInt32.self)
         let raw = stride(from: 4, to: bytes.count, by: 4).map { bytes.loadUnaligned(fromByteOffset: $0, as: Float.self) }
         return LandmarkAlgorithm.normalised(DenseLandmarks(mask: mask, coordinates: raw))
+    }
+}
+
+extension RegistryEngine {
+    // MARK: Liveness profiles
+
+    /// Enrols (or re-enrols) an identifier's liveness profile from depth frames captured over the
+    /// enrolment poses (seeds/003), with the gallery's k unless `k` is given.
+    /// - Throws: ``RegistryError``: `identifierNotRegistered`; `livenessFailed`-free `malformedRequest`
+    ///   naming the pose and the problem when the frames are too few or fail the fixed checks.
+    @discardableResult
+    public func enrolLivenessProfile(
+        gallery name: String = GalleryConfiguration.defaultName,
+        identifier: String,
+        frames: [EnrolmentPose: [DepthFrame]],
+        k: Float? = nil
+    ) async throws -> LivenessProfile {
+        try Names.validateGallery(name)
+        try Names.validateIdentifier(identifier)
+        let (galleryId, galleryK) = try self.indexLock.withReadLock { () throws(RegistryError) in
+            let gallery = try self.gallery(named: name)
+            guard gallery.contains(identifier) else {
+                throw RegistryError(.identifierNotRegistered, "'\(identifier)' is not registered in gallery '\(name)'")
+            }
+            return (gallery.id, gallery.livenessK)
+        }
+        let profile: LivenessProfile
+        do {
+            profile = try LivenessProfile.enrol(frames, k: k ?? galleryK)
+        } catch {
+            throw RegistryError.malformedRequest("liveness enrolment refused: \(error)")
+        }
+        try await self.write { txn, context in
+            let gallery = try self.gallery(named: name)
+            guard gallery.id == galleryId, Matching.holdsAnywhere(gallery, identifier: identifier, batch: context.batch) else {
+                throw RegistryError(.identifierNotRegistered, "'\(identifier)' is not registered in gallery '\(name)'")
+            }
+            try txn.put(self.store.profiles, key: Keys.profile(galleryId, identifier), value: profile.encoded())
+            context.record(.setProfile(galleryId: galleryId, identifier: identifier, profile: profile))
+        }
+        return profile
+    }
+
+    /// An identifier's liveness profile, if it enrolled one.
+    public func livenessProfile(gallery name: String = GalleryConfiguration.defaultName, identifier: String) throws(RegistryError) -> LivenessProfile? {
+        try self.indexLock.withReadLock { () throws(RegistryError) in try self.gallery(named: name).profiles[identifier] }
+    }
+
+    /// Erases an identifier's liveness profile (its templates stay). Returns whether it had one.
+    public func deleteLivenessProfile(gallery name: String = GalleryConfiguration.defaultName, identifier: String) async throws -> Bool {
+        try Names.validateGallery(name)
+        try Names.validateIdentifier(identifier)
+        return try await self.write { txn, context in
+            let gallery = try self.gallery(named: name)
+            let existed = try txn.delete(self.store.profiles, key: Keys.profile(gallery.id, identifier))
+            context.record(.setProfile(galleryId: gallery.id, identifier: identifier, profile: nil))
+            return existed
+        }
     }
 }

@@ -69,6 +69,19 @@ extension RegistryEngine {
         force: Bool = false
     ) async throws -> Registration {
         let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: identifier, face: face)
+        let quality = face.capture.flatMap(CaptureQuality.assess)
+        let liveness = try self.indexLock.withReadLock { () throws(RegistryError) -> LivenessVerdict? in
+            let gallery = try self.currentGallery(name, id: galleryId)
+            let verdict = try Self.livenessGate(
+                face, required: gallery.liveness.register, profile: gallery.profiles[identifier])
+            for registry in gallery.registries where templates[registry.algorithm.version] != nil {
+                guard let minimum = registry.minimumQuality, !(quality.map { $0.score >= minimum } ?? false) else { continue }
+                throw RegistryError.qualityTooLow(
+                    registry.algorithm, minimum: minimum, assessment: quality,
+                    missing: face.capture.map(CaptureQuality.missingInputs) ?? [])
+            }
+            return verdict
+        }
         return try await self.write { txn, context in
             let gallery = try self.currentGallery(name, id: galleryId)
             var findings: [RegistrationFinding] = []
@@ -86,9 +99,11 @@ extension RegistryEngine {
             }
             let source: TemplateSource = findings.isEmpty ? .registered : .forced
             let stored = try targets.map { registry, template in
-                try self.storeTemplate(txn, context, gallery: gallery, registry: registry, identifier: identifier, template: template, source: source)
+                try self.storeTemplate(
+                    txn, context, gallery: gallery, registry: registry, identifier: identifier, template: template, source: source,
+                    quality: quality?.score)
             }
-            return Registration(stored: stored, findings: findings)
+            return Registration(stored: stored, findings: findings, quality: quality, liveness: liveness)
         }
     }
 
@@ -126,19 +141,20 @@ extension RegistryEngine {
         registry: RegistryIndex,
         identifier: String,
         template: PreparedTemplate,
-        source: TemplateSource
+        source: TemplateSource,
+        quality: Float?
     ) throws -> StoredTemplate {
         let id = context.takeTemplateId()
         let record = TemplateRecord(
             registryId: registry.id, galleryId: gallery.id, registeredAt: Store.now(), source: source,
-            quality: template.quality, identifier: identifier)
+            quality: quality, identifier: identifier, landmarkQuality: template.landmarkQuality)
         try self.store.putTemplate(txn, id: id, record: record, payload: template.payload)
         context.record(.add(PendingTemplate(
             id: id, galleryId: gallery.id, registryId: registry.id, identifier: identifier, row: template.row,
             mask: template.mask)))
         return StoredTemplate(
             id: id, identifier: identifier, algorithm: registry.algorithm.version, registeredAt: record.registeredAt,
-            source: source, quality: template.quality, template: nil)
+            source: source, quality: quality, template: nil, landmarkQuality: template.landmarkQuality)
     }
 
     // MARK: Import
@@ -168,7 +184,7 @@ extension RegistryEngine {
                 }
                 return try self.storeTemplate(
                     txn, context, gallery: gallery, registry: registry, identifier: identifier, template: template,
-                    source: .imported
+                    source: .imported, quality: nil
                 ).id
             }
         }
@@ -196,8 +212,11 @@ extension RegistryEngine {
     ) async throws -> Identification {
         if let limit, limit < 1 { throw RegistryError.malformedRequest("limit must be at least 1") }
         let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: nil, face: face)
+        var liveness: LivenessVerdict?
         let (decided, matches) = try self.indexLock.withReadLock { () throws(RegistryError) -> (RegistryIndex?, [IdentifyMatch]) in
             let gallery = try self.currentGallery(name, id: galleryId)
+            // The person is not known yet, so the fixed thresholds apply.
+            liveness = try Self.livenessGate(face, required: gallery.liveness.identify, profile: nil)
             let candidates = gallery.registries.filter { templates[$0.algorithm.version] != nil }
             if safe {
                 guard let registry = candidates.first(where: { $0.identifierCount == gallery.identifierCount }) else {
@@ -218,11 +237,12 @@ extension RegistryEngine {
             }
             return (candidates.first, [])
         }
-        var identification = Identification(algorithm: decided?.algorithm.version, matches: matches, autoEnrolment: [])
+        var identification = Identification(
+            algorithm: decided?.algorithm.version, matches: matches, autoEnrolment: [], liveness: liveness)
         if autoEnrol, let top = matches.first, let decided {
             identification.autoEnrolment = await self.autoEnrol(
                 gallery: name, galleryId: galleryId, identifier: top.identifier, templates: templates,
-                decidedBy: decided, score: top.score)
+                decidedBy: decided, score: top.score, quality: face.capture.flatMap(CaptureQuality.assess)?.score)
         }
         return identification
     }
@@ -243,11 +263,14 @@ extension RegistryEngine {
         autoEnrol: Bool = true
     ) async throws -> Authentication {
         let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: identifier, face: face)
+        var liveness: LivenessVerdict?
         let (registry, hit) = try self.indexLock.withReadLock { () throws(RegistryError) -> (RegistryIndex, Matching.Hit) in
             let gallery = try self.currentGallery(name, id: galleryId)
             guard gallery.contains(identifier), let ordinal = gallery.ordinal(of: identifier) else {
                 throw RegistryError(.identifierNotRegistered, "'\(identifier)' is not registered in gallery '\(name)'")
             }
+            // With the identifier's own profile when it enrolled one.
+            liveness = try Self.livenessGate(face, required: gallery.liveness.authenticate, profile: gallery.profiles[identifier])
             for registry in gallery.registries where registry.holds(ordinal) {
                 guard let template = templates[registry.algorithm.version],
                     let hit = Matching.best(of: ordinal, in: registry, query: template)
@@ -261,11 +284,11 @@ extension RegistryEngine {
         let authenticated = hit.score >= registry.thresholds.authentication
         var result = Authentication(
             authenticated: authenticated, score: hit.score, templateId: hit.templateId,
-            algorithm: registry.algorithm.version, autoEnrolment: [])
+            algorithm: registry.algorithm.version, autoEnrolment: [], liveness: liveness)
         if autoEnrol && authenticated {
             result.autoEnrolment = await self.autoEnrol(
                 gallery: name, galleryId: galleryId, identifier: identifier, templates: templates, decidedBy: registry,
-                score: hit.score)
+                score: hit.score, quality: face.capture.flatMap(CaptureQuality.assess)?.score)
         }
         return result
     }
@@ -282,7 +305,8 @@ extension RegistryEngine {
         identifier: String,
         templates: [UInt32: PreparedTemplate],
         decidedBy decider: RegistryIndex,
-        score: Float
+        score: Float,
+        quality: Float?
     ) async -> [AutoEnrolmentOutcome] {
         let threshold = decider.thresholds.autoEnrolment
         let deciderId = decider.id
@@ -294,7 +318,12 @@ extension RegistryEngine {
             return gallery.registries.filter { $0.id != deciderId }.map { registry in
                 let holds = ordinal.map { registry.holds($0) } ?? false
                 let version = registry.algorithm.version
-                return (version, Self.autoEnrolmentShortcut(holds: holds, hasTemplate: templates[version] != nil, score: score, threshold: threshold))
+                return (
+                    version,
+                    Self.autoEnrolmentShortcut(
+                        holds: holds, hasTemplate: templates[version] != nil, score: score, threshold: threshold,
+                        quality: quality, minimumQuality: registry.minimumAutoEnrolmentQuality)
+                )
             }
         }
         guard plan.contains(where: { $0.outcome == nil }) else {
@@ -308,7 +337,8 @@ extension RegistryEngine {
                     let version = registry.algorithm.version
                     let holds = Matching.holds(registry, in: gallery, identifier: identifier, batch: context.batch)
                     var outcome = Self.autoEnrolmentShortcut(
-                        holds: holds, hasTemplate: templates[version] != nil, score: score, threshold: threshold)
+                        holds: holds, hasTemplate: templates[version] != nil, score: score, threshold: threshold,
+                        quality: quality, minimumQuality: registry.minimumAutoEnrolmentQuality)
                     if outcome == nil, let template = templates[version] {
                         let check = Matching.check(registry, in: gallery, identifier: identifier, query: template, batch: context.batch)
                         if let finding = check.finding(algorithm: version, thresholds: registry.thresholds) {
@@ -316,7 +346,7 @@ extension RegistryEngine {
                         } else {
                             let stored = try self.storeTemplate(
                                 txn, context, gallery: gallery, registry: registry, identifier: identifier,
-                                template: template, source: .autoEnrolled)
+                                template: template, source: .autoEnrolled, quality: quality)
                             outcome = .enrolled(templateId: stored.id)
                         }
                     }
@@ -335,11 +365,25 @@ extension RegistryEngine {
         holds: Bool,
         hasTemplate: Bool,
         score: Float,
-        threshold: Float
+        threshold: Float,
+        quality: Float?,
+        minimumQuality: Float?
     ) -> AutoEnrolmentOutcome.Result? {
         if holds { return .alreadyRegistered }
         if !hasTemplate { return .noTemplate }
         if score < threshold { return .scoreBelowThreshold(score: score, threshold: threshold) }
+        if let minimumQuality, !(quality.map { $0 >= minimumQuality } ?? false) {
+            return .qualityTooLow(score: quality, minimum: minimumQuality)
+        }
         return nil
+    }
+
+    /// The liveness verdict of a face's depth frames (nil when it has none and none is required);
+    /// throws `LIVENESS_FAILED` when the gallery requires liveness and the verdict is not live.
+    static func livenessGate(_ face: Face, required: Bool, profile: LivenessProfile?) throws(RegistryError) -> LivenessVerdict? {
+        guard required || !face.depthFrames.isEmpty else { return nil }
+        let verdict = DepthLiveness.evaluate(face.depthFrames, profile: profile)
+        if required && !verdict.live { throw RegistryError.livenessFailed(verdict) }
+        return verdict
     }
 }

@@ -148,20 +148,21 @@ public final class RegistryEngine: @unchecked Sendable {
             case .remove(let id, let galleryId, let registryId):
                 guard let gallery = self.gallery(id: galleryId), let registry = gallery.registry(id: registryId) else { continue }
                 gallery.remove(templateId: id, from: registry)
-            case .defineGallery(let name, let id, let records, let algorithms):
+            case .defineGallery(let name, let record, let algorithms):
                 let existing = self.state[name]
-                let registries = zip(records, algorithms).map { record, algorithm in
-                    if let registry = existing?.registry(id: record.id) {
-                        registry.thresholds = record.thresholds
-                        return registry
-                    }
-                    return RegistryIndex(id: record.id, algorithm: algorithm, thresholds: record.thresholds)
+                let registries = zip(record.registries, algorithms).map { entry, algorithm in
+                    let registry = existing?.registry(id: entry.id)
+                        ?? RegistryIndex(id: entry.id, algorithm: algorithm, thresholds: entry.thresholds)
+                    registry.configure(entry)
+                    return registry
                 }
-                if let existing {
-                    existing.registries = registries
-                } else {
-                    self.state[name] = GalleryIndex(id: id, name: name, registries: registries)
-                }
+                let gallery = existing ?? GalleryIndex(id: record.id, name: name, registries: [])
+                gallery.registries = registries
+                gallery.liveness = record.liveness
+                gallery.livenessK = record.livenessK
+                self.state[name] = gallery
+            case .setProfile(let galleryId, let identifier, let profile):
+                self.gallery(id: galleryId)?.profiles[identifier] = profile
             case .deleteGallery(let name):
                 self.state[name] = nil
             }
@@ -201,8 +202,15 @@ public final class RegistryEngine: @unchecked Sendable {
             }
             let thresholds = entry.thresholds ?? Thresholds(defaultsFor: algorithm)
             try thresholds.validate(for: algorithm)
+            for (name, minimum) in [("minimumQuality", entry.minimumQuality), ("minimumAutoEnrolmentQuality", entry.minimumAutoEnrolmentQuality)] {
+                if let minimum, !(0...1).contains(minimum) {
+                    throw RegistryError.malformedRequest("\(algorithm.name) \(name) \(minimum) is outside [0, 1]")
+                }
+            }
             let id = try existing?.registry(algorithm: entry.algorithm)?.id ?? self.store.takeId(txn, Keys.nextRegistryId)
-            registries.append(GalleryRecord.Registry(id: id, algorithm: entry.algorithm, thresholds: thresholds))
+            registries.append(GalleryRecord.Registry(
+                id: id, algorithm: entry.algorithm, thresholds: thresholds, minimumQuality: entry.minimumQuality,
+                minimumAutoEnrolmentQuality: entry.minimumAutoEnrolmentQuality))
             algorithms.append(algorithm)
             try self.store.putAlgorithm(txn, algorithm)
         }
@@ -210,8 +218,12 @@ public final class RegistryEngine: @unchecked Sendable {
             throw RegistryError.malformedRequest(
                 "the \(dropped.algorithm) registry of gallery '\(configuration.name)' holds \(dropped.count) templates; delete them before removing it")
         }
+        guard configuration.livenessK > 0 && configuration.livenessK.isFinite else {
+            throw RegistryError.malformedRequest("gallery '\(configuration.name)' liveness k must be positive")
+        }
         let id = try existing?.id ?? self.store.takeId(txn, Keys.nextGalleryId)
-        let record = GalleryRecord(id: id, registries: registries)
+        let record = GalleryRecord(
+            id: id, registries: registries, liveness: configuration.liveness, livenessK: configuration.livenessK)
         try self.store.putGallery(txn, name: configuration.name, record)
         return (record, algorithms)
     }
@@ -244,13 +256,23 @@ public final class RegistryEngine: @unchecked Sendable {
             var registries: [UInt32: (GalleryIndex, RegistryIndex)] = [:]
             for (name, record) in try self.store.storedGalleries(txn) {
                 let gallery = GalleryIndex(id: record.id, name: name, registries: [])
+                gallery.liveness = record.liveness
+                gallery.livenessK = record.livenessK
                 for entry in record.registries {
                     let algorithm = try self.catalog.algorithm(version: entry.algorithm)
                     let registry = RegistryIndex(id: entry.id, algorithm: algorithm, thresholds: entry.thresholds)
+                    registry.configure(entry)
                     gallery.registries.append(registry)
                     registries[entry.id] = (gallery, registry)
                 }
                 self.state[name] = gallery
+            }
+            let galleriesById = Dictionary(uniqueKeysWithValues: self.state.values.map { ($0.id, $0) })
+            try txn.forEach(self.store.profiles) { key, value in
+                guard key.count > 4, let gallery = galleriesById[key.loadBigEndian(as: UInt32.self)] else { return .continue }
+                let identifier = String(decoding: UnsafeRawBufferPointer(rebasing: key[4...]), as: UTF8.self)
+                gallery.profiles[identifier] = try LivenessProfile(decoding: value)
+                return .continue
             }
 
             // Pass 1: metadata. Each template gets its row (filled in pass 2).

@@ -6,6 +6,11 @@ final class GalleryIndex {
     let id: UInt32
     let name: String
     var registries: [RegistryIndex]
+    /// Which operations require a live face, and k for new liveness profiles.
+    var liveness: LivenessPolicy = .none
+    var livenessK: Float = 2.0
+    /// Liveness profiles by identifier (small; kept here so authentication never reads LMDB).
+    var profiles: [String: LivenessProfile] = [:]
 
     private(set) var names: [String] = []
     private var ordinalOf: [String: UInt32] = [:]

@@ -13,6 +13,9 @@ final class RegistryIndex {
     let id: UInt32
     let algorithm: Algorithm
     var thresholds: Thresholds
+    /// The capture quality a face must reach to be registered / auto-enrolled here (nil: no gate).
+    var minimumQuality: Float?
+    var minimumAutoEnrolmentQuality: Float?
     let stride: Int
 
     private(set) var rows: UnsafeMutablePointer<Float>
@@ -37,6 +40,13 @@ final class RegistryIndex {
 
     deinit {
         free(self.rows)
+    }
+
+    /// Takes a stored registry definition's thresholds and quality gates.
+    func configure(_ entry: GalleryRecord.Registry) {
+        self.thresholds = entry.thresholds
+        self.minimumQuality = entry.minimumQuality
+        self.minimumAutoEnrolmentQuality = entry.minimumAutoEnrolmentQuality
     }
 
     /// Distinct identifiers held.

@@ -30,27 +30,58 @@ public struct Thresholds: Sendable, Hashable {
     }
 }
 
-/// One registry of a gallery as configured: the algorithm and, optionally, its thresholds.
+/// One registry of a gallery as configured: the algorithm and, optionally, its thresholds and the
+/// capture quality it requires.
 public struct RegistryConfiguration: Sendable, Hashable {
     /// The algorithm's version id.
     public var algorithm: UInt32
     /// Thresholds; `nil` takes the algorithm's defaults.
     public var thresholds: Thresholds?
+    /// The capture quality score (0...1) a face must reach to be registered here; nil: no gate.
+    public var minimumQuality: Float?
+    /// The capture quality score a face must reach to be auto-enrolled here; nil: no gate.
+    public var minimumAutoEnrolmentQuality: Float?
 
-    public init(algorithm: UInt32, thresholds: Thresholds? = nil) {
+    public init(
+        algorithm: UInt32, thresholds: Thresholds? = nil, minimumQuality: Float? = nil, minimumAutoEnrolmentQuality: Float? = nil
+    ) {
         self.algorithm = algorithm
         self.thresholds = thresholds
+        self.minimumQuality = minimumQuality
+        self.minimumAutoEnrolmentQuality = minimumAutoEnrolmentQuality
     }
+}
+
+/// Which operations of a gallery need a live face (depth liveness, DESIGN §9).
+public struct LivenessPolicy: Sendable, Hashable {
+    public var authenticate: Bool
+    public var identify: Bool
+    public var register: Bool
+
+    public init(authenticate: Bool = false, identify: Bool = false, register: Bool = false) {
+        self.authenticate = authenticate
+        self.identify = identify
+        self.register = register
+    }
+
+    /// No operation requires liveness.
+    public static let none = LivenessPolicy()
 }
 
 /// A gallery as configured: its name and its registries in priority order (first = preferred).
 public struct GalleryConfiguration: Sendable, Hashable {
     public var name: String
     public var registries: [RegistryConfiguration]
+    /// Which operations require a live face.
+    public var liveness: LivenessPolicy
+    /// k of the liveness profiles' thresholds (mean ± k·std), used when a profile is enrolled.
+    public var livenessK: Float
 
-    public init(name: String, registries: [RegistryConfiguration]) {
+    public init(name: String, registries: [RegistryConfiguration], liveness: LivenessPolicy = .none, livenessK: Float = 2.0) {
         self.name = name
         self.registries = registries
+        self.liveness = liveness
+        self.livenessK = livenessK
     }
 
     /// The name of the gallery that always exists.

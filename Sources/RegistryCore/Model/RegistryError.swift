@@ -34,6 +34,11 @@ public struct RegistryError: Error, Sendable, CustomStringConvertible {
         case registration(decisive: RegistrationFinding, all: [RegistrationFinding])
         /// `INVALID_TEMPLATE`: which algorithm's template and what is wrong with it.
         case invalidTemplate(algorithm: UInt32, problem: TemplateProblem)
+        /// `QUALITY_TOO_LOW`: the registry's minimum, and the assessment (nil when the face carried no,
+        /// or incomplete, capture metadata: `missing` names what was missing).
+        case qualityTooLow(algorithm: UInt32, minimum: Float, assessment: QualityAssessment?, missing: [String])
+        /// `LIVENESS_FAILED`: the verdict, with every check and the failed ones.
+        case livenessFailed(LivenessVerdict)
     }
 
     public let code: Code
@@ -60,6 +65,26 @@ public struct RegistryError: Error, Sendable, CustomStringConvertible {
         RegistryError(
             .invalidTemplate, "invalid \(algorithm.name) template: \(problem)",
             details: .invalidTemplate(algorithm: algorithm.version, problem: problem))
+    }
+
+    static func qualityTooLow(_ algorithm: Algorithm, minimum: Float, assessment: QualityAssessment?, missing: [String]) -> RegistryError {
+        let message: String
+        if let assessment {
+            message = "capture quality \(assessment.score) (\(assessment.rating.rawValue)) is below the \(algorithm.name) registry's minimum \(minimum); weakest component: \(assessment.weakest.rawValue)"
+        } else {
+            let what = missing.isEmpty ? "no capture metadata" : "incomplete capture metadata (missing \(missing.joined(separator: ", ")))"
+            message = "the \(algorithm.name) registry requires capture quality \(minimum) and the face carries \(what)"
+        }
+        return RegistryError(
+            .qualityTooLow, message,
+            details: .qualityTooLow(algorithm: algorithm.version, minimum: minimum, assessment: assessment, missing: missing))
+    }
+
+    static func livenessFailed(_ verdict: LivenessVerdict) -> RegistryError {
+        var message = "the face did not pass the liveness check"
+        if let reason = verdict.reason { message += ": \(reason)" }
+        if !verdict.failed.isEmpty { message += " (failed: \(verdict.failed.map(\.rawValue).joined(separator: ", ")))" }
+        return RegistryError(.livenessFailed, message, details: .livenessFailed(verdict))
     }
 
     /// Maps a storage failure; LMDB messages carry codes and operations, never data.

@@ -22,6 +22,8 @@ public struct StoredTemplate: Sendable, Hashable {
     public var source: TemplateSource
     /// Quality score in [0, 1] when known (the landmark symmetry/coverage score for landmark templates).
     public var quality: Float?
+    /// The landmark symmetry/coverage score (seeds/000), for landmark templates.
+    public var landmarkQuality: Float?
     /// The stored template, when asked for (vectors as stored: L2-normalised for cosine algorithms).
     public var template: FaceTemplate?
 
@@ -32,7 +34,8 @@ public struct StoredTemplate: Sendable, Hashable {
         registeredAt: Int64,
         source: TemplateSource,
         quality: Float?,
-        template: FaceTemplate?
+        template: FaceTemplate?,
+        landmarkQuality: Float? = nil
     ) {
         self.id = id
         self.identifier = identifier
@@ -41,6 +44,7 @@ public struct StoredTemplate: Sendable, Hashable {
         self.source = source
         self.quality = quality
         self.template = template
+        self.landmarkQuality = landmarkQuality
     }
 }
 
@@ -50,13 +54,21 @@ public struct Registration: Sendable, Hashable {
     public var stored: [StoredTemplate]
     /// What the checks found; empty unless `force` overrode them.
     public var findings: [RegistrationFinding]
+    /// The capture quality of the face, when it carried capture metadata.
+    public var quality: QualityAssessment?
+    /// The liveness verdict, when the face carried depth frames.
+    public var liveness: LivenessVerdict?
 
     public init(
         stored: [StoredTemplate],
-        findings: [RegistrationFinding]
+        findings: [RegistrationFinding],
+        quality: QualityAssessment? = nil,
+        liveness: LivenessVerdict? = nil
     ) {
         self.stored = stored
         self.findings = findings
+        self.quality = quality
+        self.liveness = liveness
     }
 }
 
@@ -90,6 +102,9 @@ public struct AutoEnrolmentOutcome: Sendable, Hashable {
         case scoreBelowThreshold(score: Float, threshold: Float)
         /// The register checks refused it (the similar-face finding).
         case refused(RegistrationFinding)
+        /// The registry requires a capture quality the face does not reach (nil: the face carried
+        /// no, or incomplete, capture metadata).
+        case qualityTooLow(score: Float?, minimum: Float)
         /// Storing it failed; the identification or authentication still stands.
         case failed(message: String)
     }
@@ -115,15 +130,19 @@ public struct Identification: Sendable, Hashable {
     public var matches: [IdentifyMatch]
     /// Per other registry, what auto-enrolment did (empty when not requested or nothing matched).
     public var autoEnrolment: [AutoEnrolmentOutcome]
+    /// The liveness verdict, when the face carried depth frames.
+    public var liveness: LivenessVerdict?
 
     public init(
         algorithm: UInt32?,
         matches: [IdentifyMatch],
-        autoEnrolment: [AutoEnrolmentOutcome]
+        autoEnrolment: [AutoEnrolmentOutcome],
+        liveness: LivenessVerdict? = nil
     ) {
         self.algorithm = algorithm
         self.matches = matches
         self.autoEnrolment = autoEnrolment
+        self.liveness = liveness
     }
 }
 
@@ -137,19 +156,23 @@ public struct Authentication: Sendable, Hashable {
     /// The algorithm whose registry decided.
     public var algorithm: UInt32
     public var autoEnrolment: [AutoEnrolmentOutcome]
+    /// The liveness verdict (with the identifier's profile when it has one), when the face carried depth frames.
+    public var liveness: LivenessVerdict?
 
     public init(
         authenticated: Bool,
         score: Float,
         templateId: UInt64,
         algorithm: UInt32,
-        autoEnrolment: [AutoEnrolmentOutcome]
+        autoEnrolment: [AutoEnrolmentOutcome],
+        liveness: LivenessVerdict? = nil
     ) {
         self.authenticated = authenticated
         self.score = score
         self.templateId = templateId
         self.algorithm = algorithm
         self.autoEnrolment = autoEnrolment
+        self.liveness = liveness
     }
 }
 
@@ -161,17 +184,24 @@ public struct RegistryInfo: Sendable, Hashable {
     public var templateCount: Int
     /// Distinct identifiers it holds.
     public var identifierCount: Int
+    /// The capture quality a face must reach to be registered / auto-enrolled here (nil: no gate).
+    public var minimumQuality: Float?
+    public var minimumAutoEnrolmentQuality: Float?
 
     public init(
         algorithm: Algorithm,
         thresholds: Thresholds,
         templateCount: Int,
-        identifierCount: Int
+        identifierCount: Int,
+        minimumQuality: Float? = nil,
+        minimumAutoEnrolmentQuality: Float? = nil
     ) {
         self.algorithm = algorithm
         self.thresholds = thresholds
         self.templateCount = templateCount
         self.identifierCount = identifierCount
+        self.minimumQuality = minimumQuality
+        self.minimumAutoEnrolmentQuality = minimumAutoEnrolmentQuality
     }
 }
 
@@ -182,15 +212,22 @@ public struct GalleryInfo: Sendable, Hashable {
     public var registries: [RegistryInfo]
     /// Distinct identifiers in the gallery (in any registry).
     public var identifierCount: Int
+    /// Which operations require a live face, and the k of its liveness profiles.
+    public var liveness: LivenessPolicy
+    public var livenessK: Float
 
     public init(
         name: String,
         registries: [RegistryInfo],
-        identifierCount: Int
+        identifierCount: Int,
+        liveness: LivenessPolicy = .none,
+        livenessK: Float = 2.0
     ) {
         self.name = name
         self.registries = registries
         self.identifierCount = identifierCount
+        self.liveness = liveness
+        self.livenessK = livenessK
     }
 }
 

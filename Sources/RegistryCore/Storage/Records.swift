@@ -42,34 +42,47 @@ enum Keys {
 }
 
 /// A stored template's metadata (the `templates` value).
+///
+/// Schema 2 layout: registry id u32, gallery id u32, registered-at µs i64, source u8, capture quality
+/// f32 (NaN: none), identifier (u16 length + UTF-8), landmark quality f32 (NaN: none). Schema 1 had no
+/// landmark quality and kept the landmark quality in the capture-quality slot (see the migration).
 struct TemplateRecord: Sendable, Equatable {
     var registryId: UInt32
     var galleryId: UInt32
     var registeredAt: Int64
     var source: TemplateSource
+    /// The capture quality score (seeds/002), when the face carried capture metadata.
     var quality: Float?
     var identifier: String
+    /// The landmark symmetry/coverage score (seeds/000), for landmark templates.
+    var landmarkQuality: Float?
 
     func encoded() -> [UInt8] {
-        var writer = ByteWriter(capacity: 24 + self.identifier.utf8.count)
+        var writer = ByteWriter(capacity: 28 + self.identifier.utf8.count)
         writer.append(self.registryId)
         writer.append(self.galleryId)
         writer.append(self.registeredAt)
         writer.append(self.source.rawValue)
         writer.append(self.quality ?? .nan)
         writer.append(string: self.identifier)
+        writer.append(self.landmarkQuality ?? .nan)
         return writer.bytes
     }
 
-    init(registryId: UInt32, galleryId: UInt32, registeredAt: Int64, source: TemplateSource, quality: Float?, identifier: String) {
+    init(
+        registryId: UInt32, galleryId: UInt32, registeredAt: Int64, source: TemplateSource, quality: Float?,
+        identifier: String, landmarkQuality: Float? = nil
+    ) {
         self.registryId = registryId
         self.galleryId = galleryId
         self.registeredAt = registeredAt
         self.source = source
         self.quality = quality
         self.identifier = identifier
+        self.landmarkQuality = landmarkQuality
     }
 
+    /// Decodes a schema 2 record (a schema 1 record decodes too, without landmark quality).
     init(decoding bytes: UnsafeRawBufferPointer) throws(StoreCorruption) {
         var reader = ByteReader(bytes)
         let source: UInt8
@@ -81,6 +94,8 @@ struct TemplateRecord: Sendable, Equatable {
             let quality = try reader.read(Float.self)
             self.quality = quality.isNaN ? nil : quality
             self.identifier = try reader.readString()
+            let landmarkQuality = reader.remaining >= 4 ? try reader.read(Float.self) : .nan
+            self.landmarkQuality = landmarkQuality.isNaN ? nil : landmarkQuality
         } catch {
             throw StoreCorruption("truncated template record")
         }
@@ -89,16 +104,24 @@ struct TemplateRecord: Sendable, Equatable {
     }
 }
 
-/// A gallery and its registries in priority order (the `galleries` value).
+/// A gallery, its registries in priority order and its capture-gate policy (the `galleries` value).
+///
+/// Schema 2 layout: id u32, registry count u16, per registry (id u32, algorithm u32, thresholds 3 × f32,
+/// minimum quality f32, minimum auto-enrolment quality f32; NaN: none), liveness policy u8 (bit 0
+/// authenticate, 1 identify, 2 register), liveness k f32. Schema 1 stopped after the thresholds.
 struct GalleryRecord: Sendable, Equatable {
     struct Registry: Sendable, Equatable {
         var id: UInt32
         var algorithm: UInt32
         var thresholds: Thresholds
+        var minimumQuality: Float? = nil
+        var minimumAutoEnrolmentQuality: Float? = nil
     }
 
     var id: UInt32
     var registries: [Registry]
+    var liveness: LivenessPolicy = .none
+    var livenessK: Float = 2.0
 
     func encoded() -> [UInt8] {
         var writer = ByteWriter()
@@ -110,16 +133,27 @@ struct GalleryRecord: Sendable, Equatable {
             writer.append(registry.thresholds.authentication)
             writer.append(registry.thresholds.identification)
             writer.append(registry.thresholds.autoEnrolment)
+            writer.append(registry.minimumQuality ?? .nan)
+            writer.append(registry.minimumAutoEnrolmentQuality ?? .nan)
         }
+        var policy: UInt8 = 0
+        if self.liveness.authenticate { policy |= 1 }
+        if self.liveness.identify { policy |= 2 }
+        if self.liveness.register { policy |= 4 }
+        writer.append(policy)
+        writer.append(self.livenessK)
         return writer.bytes
     }
 
-    init(id: UInt32, registries: [Registry]) {
+    init(id: UInt32, registries: [Registry], liveness: LivenessPolicy = .none, livenessK: Float = 2.0) {
         self.id = id
         self.registries = registries
+        self.liveness = liveness
+        self.livenessK = livenessK
     }
 
-    init(decoding bytes: UnsafeRawBufferPointer) throws(StoreCorruption) {
+    /// Decodes a record of schema `version` (1 or 2).
+    init(decoding bytes: UnsafeRawBufferPointer, schema version: UInt32 = Store.schemaVersion) throws(StoreCorruption) {
         var reader = ByteReader(bytes)
         do {
             self.id = try reader.read()
@@ -132,7 +166,19 @@ struct GalleryRecord: Sendable, Equatable {
                     authentication: try reader.read(Float.self),
                     identification: try reader.read(Float.self),
                     autoEnrolment: try reader.read(Float.self))
-                self.registries.append(Registry(id: id, algorithm: algorithm, thresholds: thresholds))
+                var registry = Registry(id: id, algorithm: algorithm, thresholds: thresholds)
+                if version >= 2 {
+                    let minimum = try reader.read(Float.self)
+                    let autoMinimum = try reader.read(Float.self)
+                    registry.minimumQuality = minimum.isNaN ? nil : minimum
+                    registry.minimumAutoEnrolmentQuality = autoMinimum.isNaN ? nil : autoMinimum
+                }
+                self.registries.append(registry)
+            }
+            if version >= 2 {
+                let policy: UInt8 = try reader.read()
+                self.liveness = LivenessPolicy(authenticate: policy & 1 != 0, identify: policy & 2 != 0, register: policy & 4 != 0)
+                self.livenessK = try reader.read(Float.self)
             }
         } catch {
             throw StoreCorruption("truncated gallery record")

@@ -8,12 +8,33 @@ import LMDB
 /// under its own rules (see ``Environment``).
 final class Store: @unchecked Sendable {
     /// The schema this code writes. Older stores are migrated on open; newer ones are refused.
-    static let schemaVersion: UInt32 = 1
+    static let schemaVersion: UInt32 = 2
 
     /// Migrations from version `n` (the key) to `n + 1`, run in order inside the open transaction.
-    /// Schema 1 is the first, so there is nothing to migrate from yet; a change of record layout adds
-    /// its step here and bumps ``schemaVersion``.
-    static let migrations: [UInt32: @Sendable (borrowing Transaction, Store) throws -> Void] = [:]
+    static let migrations: [UInt32: @Sendable (borrowing Transaction, Store) throws -> Void] = [
+        1: { txn, store in try store.migrateFrom1(txn) }
+    ]
+
+    /// Schema 1 → 2: gallery records gain per-registry minimum qualities and the liveness policy;
+    /// template records gain a landmark-quality field, and the landmark score schema 1 kept in the
+    /// quality slot moves there (the quality slot now holds the capture quality).
+    func migrateFrom1(_ txn: borrowing Transaction) throws {
+        var galleries: [([UInt8], GalleryRecord)] = []
+        try txn.forEach(self.galleries) { key, value in
+            galleries.append((Array(key), try GalleryRecord(decoding: value, schema: 1)))
+            return .continue
+        }
+        for (key, record) in galleries { try txn.put(self.galleries, key: key, value: record.encoded()) }
+        var templates: [([UInt8], TemplateRecord)] = []
+        try txn.forEach(self.templates) { key, value in
+            var record = try TemplateRecord(decoding: value)
+            record.landmarkQuality = record.quality
+            record.quality = nil
+            templates.append((Array(key), record))
+            return .continue
+        }
+        for (key, record) in templates { try txn.put(self.templates, key: key, value: record.encoded()) }
+    }
 
     let environment: Environment
     let meta: Database

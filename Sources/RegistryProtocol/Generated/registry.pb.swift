@@ -45,7 +45,11 @@ public nonisolated enum Registry_V1_ErrorCode: SwiftProtobuf.Enum, Swift.CaseIte
   case invalidTemplate // = 5
   case unknownAlgorithm // = 6
   case unknownGallery // = 7
+
+  /// details: quality_too_low
   case qualityTooLow // = 8
+
+  /// details: liveness (every check, the failed ones)
   case livenessFailed // = 9
   case permissionDenied // = 10
   case malformedRequest // = 11
@@ -334,6 +338,30 @@ public nonisolated struct Registry_V1_Request: Sendable {
     set {operation = .verify(newValue)}
   }
 
+  public var enrolLivenessProfile: Registry_V1_EnrolLivenessProfileRequest {
+    get {
+      if case .enrolLivenessProfile(let v)? = operation {return v}
+      return Registry_V1_EnrolLivenessProfileRequest()
+    }
+    set {operation = .enrolLivenessProfile(newValue)}
+  }
+
+  public var getLivenessProfile: Registry_V1_GetLivenessProfileRequest {
+    get {
+      if case .getLivenessProfile(let v)? = operation {return v}
+      return Registry_V1_GetLivenessProfileRequest()
+    }
+    set {operation = .getLivenessProfile(newValue)}
+  }
+
+  public var deleteLivenessProfile: Registry_V1_DeleteLivenessProfileRequest {
+    get {
+      if case .deleteLivenessProfile(let v)? = operation {return v}
+      return Registry_V1_DeleteLivenessProfileRequest()
+    }
+    set {operation = .deleteLivenessProfile(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Operation: Equatable, Sendable {
@@ -355,6 +383,9 @@ public nonisolated struct Registry_V1_Request: Sendable {
     case `import`(Registry_V1_ImportRequest)
     case backup(Registry_V1_BackupRequest)
     case verify(Registry_V1_VerifyRequest)
+    case enrolLivenessProfile(Registry_V1_EnrolLivenessProfileRequest)
+    case getLivenessProfile(Registry_V1_GetLivenessProfileRequest)
+    case deleteLivenessProfile(Registry_V1_DeleteLivenessProfileRequest)
 
   }
 
@@ -523,6 +554,30 @@ public nonisolated struct Registry_V1_Response: Sendable {
     set {result = .verify(newValue)}
   }
 
+  public var enrolLivenessProfile: Registry_V1_LivenessProfileResult {
+    get {
+      if case .enrolLivenessProfile(let v)? = result {return v}
+      return Registry_V1_LivenessProfileResult()
+    }
+    set {result = .enrolLivenessProfile(newValue)}
+  }
+
+  public var getLivenessProfile: Registry_V1_LivenessProfileResult {
+    get {
+      if case .getLivenessProfile(let v)? = result {return v}
+      return Registry_V1_LivenessProfileResult()
+    }
+    set {result = .getLivenessProfile(newValue)}
+  }
+
+  public var deleteLivenessProfile: Registry_V1_DeleteLivenessProfileResult {
+    get {
+      if case .deleteLivenessProfile(let v)? = result {return v}
+      return Registry_V1_DeleteLivenessProfileResult()
+    }
+    set {result = .deleteLivenessProfile(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Result: Equatable, Sendable {
@@ -545,6 +600,9 @@ public nonisolated struct Registry_V1_Response: Sendable {
     case `import`(Registry_V1_ImportResult)
     case backup(Registry_V1_BackupResult)
     case verify(Registry_V1_VerifyResult)
+    case enrolLivenessProfile(Registry_V1_LivenessProfileResult)
+    case getLivenessProfile(Registry_V1_LivenessProfileResult)
+    case deleteLivenessProfile(Registry_V1_DeleteLivenessProfileResult)
 
   }
 
@@ -588,45 +646,101 @@ public nonisolated struct Registry_V1_HelloResult: Sendable {
   public init() {}
 }
 
-public nonisolated struct Registry_V1_Error: Sendable {
+public nonisolated struct Registry_V1_Error: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var code: Registry_V1_ErrorCode = .unspecified
+  public var code: Registry_V1_ErrorCode {
+    get {_storage._code}
+    set {_uniqueStorage()._code = newValue}
+  }
 
   /// For people, not programs: may change between versions.
-  public var message: String = String()
+  public var message: String {
+    get {_storage._message}
+    set {_uniqueStorage()._message = newValue}
+  }
 
   /// SIMILAR_FACE_REGISTERED and FACE_MISMATCH: the finding that decided, and every finding of the
   /// request's checks (one per registry that found something), in registry priority order.
   public var decisive: Registry_V1_RegistrationFinding {
-    get {_decisive ?? Registry_V1_RegistrationFinding()}
-    set {_decisive = newValue}
+    get {_storage._decisive ?? Registry_V1_RegistrationFinding()}
+    set {_uniqueStorage()._decisive = newValue}
   }
   /// Returns true if `decisive` has been explicitly set.
-  public var hasDecisive: Bool {self._decisive != nil}
+  public var hasDecisive: Bool {_storage._decisive != nil}
   /// Clears the value of `decisive`. Subsequent reads from it will return its default value.
-  public mutating func clearDecisive() {self._decisive = nil}
+  public mutating func clearDecisive() {_uniqueStorage()._decisive = nil}
 
-  public var findings: [Registry_V1_RegistrationFinding] = []
+  public var findings: [Registry_V1_RegistrationFinding] {
+    get {_storage._findings}
+    set {_uniqueStorage()._findings = newValue}
+  }
 
   /// INVALID_TEMPLATE: what is wrong with which template.
   public var templateProblem: Registry_V1_TemplateProblem {
-    get {_templateProblem ?? Registry_V1_TemplateProblem()}
-    set {_templateProblem = newValue}
+    get {_storage._templateProblem ?? Registry_V1_TemplateProblem()}
+    set {_uniqueStorage()._templateProblem = newValue}
   }
   /// Returns true if `templateProblem` has been explicitly set.
-  public var hasTemplateProblem: Bool {self._templateProblem != nil}
+  public var hasTemplateProblem: Bool {_storage._templateProblem != nil}
   /// Clears the value of `templateProblem`. Subsequent reads from it will return its default value.
-  public mutating func clearTemplateProblem() {self._templateProblem = nil}
+  public mutating func clearTemplateProblem() {_uniqueStorage()._templateProblem = nil}
+
+  /// QUALITY_TOO_LOW: the registry's minimum and the face's assessment (absent when the face carried
+  /// no or incomplete capture metadata; `missing` names what was missing).
+  public var qualityTooLow: Registry_V1_QualityTooLow {
+    get {_storage._qualityTooLow ?? Registry_V1_QualityTooLow()}
+    set {_uniqueStorage()._qualityTooLow = newValue}
+  }
+  /// Returns true if `qualityTooLow` has been explicitly set.
+  public var hasQualityTooLow: Bool {_storage._qualityTooLow != nil}
+  /// Clears the value of `qualityTooLow`. Subsequent reads from it will return its default value.
+  public mutating func clearQualityTooLow() {_uniqueStorage()._qualityTooLow = nil}
+
+  /// LIVENESS_FAILED: the verdict.
+  public var liveness: Registry_V1_LivenessVerdict {
+    get {_storage._liveness ?? Registry_V1_LivenessVerdict()}
+    set {_uniqueStorage()._liveness = newValue}
+  }
+  /// Returns true if `liveness` has been explicitly set.
+  public var hasLiveness: Bool {_storage._liveness != nil}
+  /// Clears the value of `liveness`. Subsequent reads from it will return its default value.
+  public mutating func clearLiveness() {_uniqueStorage()._liveness = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _decisive: Registry_V1_RegistrationFinding? = nil
-  fileprivate var _templateProblem: Registry_V1_TemplateProblem? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+public nonisolated struct Registry_V1_QualityTooLow: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var algorithm: UInt32 = 0
+
+  public var minimum: Float = 0
+
+  public var assessment: Registry_V1_QualityAssessment {
+    get {_assessment ?? Registry_V1_QualityAssessment()}
+    set {_assessment = newValue}
+  }
+  /// Returns true if `assessment` has been explicitly set.
+  public var hasAssessment: Bool {self._assessment != nil}
+  /// Clears the value of `assessment`. Subsequent reads from it will return its default value.
+  public mutating func clearAssessment() {self._assessment = nil}
+
+  public var missing: [String] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _assessment: Registry_V1_QualityAssessment? = nil
 }
 
 /// What the register checks found in one registry.
@@ -794,7 +908,8 @@ public nonisolated struct Registry_V1_TemplateProblem: Sendable {
   public init() {}
 }
 
-/// The templates of one capture, at most one per algorithm.
+/// The templates of one capture, at most one per algorithm, and optionally what the client measured
+/// about the capture: the quality inputs and depth frames for liveness (DESIGN §9).
 public nonisolated struct Registry_V1_Face: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -802,7 +917,279 @@ public nonisolated struct Registry_V1_Face: Sendable {
 
   public var templates: [Registry_V1_Template] = []
 
+  public var capture: Registry_V1_CaptureMetadata {
+    get {_capture ?? Registry_V1_CaptureMetadata()}
+    set {_capture = newValue}
+  }
+  /// Returns true if `capture` has been explicitly set.
+  public var hasCapture: Bool {self._capture != nil}
+  /// Clears the value of `capture`. Subsequent reads from it will return its default value.
+  public mutating func clearCapture() {self._capture = nil}
+
+  /// capture order
+  public var depthFrames: [Registry_V1_DepthFrame] = []
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _capture: Registry_V1_CaptureMetadata? = nil
+}
+
+/// A face box in image pixels, origin top-left.
+public nonisolated struct Registry_V1_FaceBox: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var x: Float = 0
+
+  public var y: Float = 0
+
+  public var width: Float = 0
+
+  public var height: Float = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The detector's report on a capture: the quality score's inputs. The score needs confidence, face box
+/// (or face_pixel_size) with the image size, and yaw/pitch/roll; sharpness and brightness are optional.
+public nonisolated struct Registry_V1_CaptureMetadata: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// 0...1
+  public var detectorConfidence: Float {
+    get {_detectorConfidence ?? 0}
+    set {_detectorConfidence = newValue}
+  }
+  /// Returns true if `detectorConfidence` has been explicitly set.
+  public var hasDetectorConfidence: Bool {self._detectorConfidence != nil}
+  /// Clears the value of `detectorConfidence`. Subsequent reads from it will return its default value.
+  public mutating func clearDetectorConfidence() {self._detectorConfidence = nil}
+
+  public var faceBox: Registry_V1_FaceBox {
+    get {_faceBox ?? Registry_V1_FaceBox()}
+    set {_faceBox = newValue}
+  }
+  /// Returns true if `faceBox` has been explicitly set.
+  public var hasFaceBox: Bool {self._faceBox != nil}
+  /// Clears the value of `faceBox`. Subsequent reads from it will return its default value.
+  public mutating func clearFaceBox() {self._faceBox = nil}
+
+  public var imageWidth: UInt32 {
+    get {_imageWidth ?? 0}
+    set {_imageWidth = newValue}
+  }
+  /// Returns true if `imageWidth` has been explicitly set.
+  public var hasImageWidth: Bool {self._imageWidth != nil}
+  /// Clears the value of `imageWidth`. Subsequent reads from it will return its default value.
+  public mutating func clearImageWidth() {self._imageWidth = nil}
+
+  public var imageHeight: UInt32 {
+    get {_imageHeight ?? 0}
+    set {_imageHeight = newValue}
+  }
+  /// Returns true if `imageHeight` has been explicitly set.
+  public var hasImageHeight: Bool {self._imageHeight != nil}
+  /// Clears the value of `imageHeight`. Subsequent reads from it will return its default value.
+  public mutating func clearImageHeight() {self._imageHeight = nil}
+
+  /// degrees, 0 = frontal
+  public var yaw: Float {
+    get {_yaw ?? 0}
+    set {_yaw = newValue}
+  }
+  /// Returns true if `yaw` has been explicitly set.
+  public var hasYaw: Bool {self._yaw != nil}
+  /// Clears the value of `yaw`. Subsequent reads from it will return its default value.
+  public mutating func clearYaw() {self._yaw = nil}
+
+  public var pitch: Float {
+    get {_pitch ?? 0}
+    set {_pitch = newValue}
+  }
+  /// Returns true if `pitch` has been explicitly set.
+  public var hasPitch: Bool {self._pitch != nil}
+  /// Clears the value of `pitch`. Subsequent reads from it will return its default value.
+  public mutating func clearPitch() {self._pitch = nil}
+
+  public var roll: Float {
+    get {_roll ?? 0}
+    set {_roll = newValue}
+  }
+  /// Returns true if `roll` has been explicitly set.
+  public var hasRoll: Bool {self._roll != nil}
+  /// Clears the value of `roll`. Subsequent reads from it will return its default value.
+  public mutating func clearRoll() {self._roll = nil}
+
+  /// the face's shorter side in pixels (else from face_box)
+  public var facePixelSize: Float {
+    get {_facePixelSize ?? 0}
+    set {_facePixelSize = newValue}
+  }
+  /// Returns true if `facePixelSize` has been explicitly set.
+  public var hasFacePixelSize: Bool {self._facePixelSize != nil}
+  /// Clears the value of `facePixelSize`. Subsequent reads from it will return its default value.
+  public mutating func clearFacePixelSize() {self._facePixelSize = nil}
+
+  /// variance of the Laplacian of the face region
+  public var sharpness: Float {
+    get {_sharpness ?? 0}
+    set {_sharpness = newValue}
+  }
+  /// Returns true if `sharpness` has been explicitly set.
+  public var hasSharpness: Bool {self._sharpness != nil}
+  /// Clears the value of `sharpness`. Subsequent reads from it will return its default value.
+  public mutating func clearSharpness() {self._sharpness = nil}
+
+  /// 0...255
+  public var brightnessMean: Float {
+    get {_brightnessMean ?? 0}
+    set {_brightnessMean = newValue}
+  }
+  /// Returns true if `brightnessMean` has been explicitly set.
+  public var hasBrightnessMean: Bool {self._brightnessMean != nil}
+  /// Clears the value of `brightnessMean`. Subsequent reads from it will return its default value.
+  public mutating func clearBrightnessMean() {self._brightnessMean = nil}
+
+  public var brightnessStdDev: Float {
+    get {_brightnessStdDev ?? 0}
+    set {_brightnessStdDev = newValue}
+  }
+  /// Returns true if `brightnessStdDev` has been explicitly set.
+  public var hasBrightnessStdDev: Bool {self._brightnessStdDev != nil}
+  /// Clears the value of `brightnessStdDev`. Subsequent reads from it will return its default value.
+  public mutating func clearBrightnessStdDev() {self._brightnessStdDev = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _detectorConfidence: Float? = nil
+  fileprivate var _faceBox: Registry_V1_FaceBox? = nil
+  fileprivate var _imageWidth: UInt32? = nil
+  fileprivate var _imageHeight: UInt32? = nil
+  fileprivate var _yaw: Float? = nil
+  fileprivate var _pitch: Float? = nil
+  fileprivate var _roll: Float? = nil
+  fileprivate var _facePixelSize: Float? = nil
+  fileprivate var _sharpness: Float? = nil
+  fileprivate var _brightnessMean: Float? = nil
+  fileprivate var _brightnessStdDev: Float? = nil
+}
+
+/// One depth frame: a 10 x 10 grid (row-major, row 0 at the top) of depths in metres over the face;
+/// a sample that is not finite or not positive counts as invalid.
+public nonisolated struct Registry_V1_DepthFrame: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var depths: [Float] = []
+
+  public var timestampMillis: Int64 = 0
+
+  public var faceBox: Registry_V1_FaceBox {
+    get {_faceBox ?? Registry_V1_FaceBox()}
+    set {_faceBox = newValue}
+  }
+  /// Returns true if `faceBox` has been explicitly set.
+  public var hasFaceBox: Bool {self._faceBox != nil}
+  /// Clears the value of `faceBox`. Subsequent reads from it will return its default value.
+  public mutating func clearFaceBox() {self._faceBox = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _faceBox: Registry_V1_FaceBox? = nil
+}
+
+public nonisolated struct Registry_V1_QualityAssessment: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var score: Float = 0
+
+  /// excellent (>= 0.8), good (>= 0.6), fair (>= 0.4), poor
+  public var rating: String = String()
+
+  public var components: [Registry_V1_QualityAssessment.Component] = []
+
+  public var weakest: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public nonisolated struct Component: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    /// confidence, size, angle, resolution, sharpness, lighting
+    public var name: String = String()
+
+    /// normalised 0...1
+    public var value: Float = 0
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+  }
+
+  public init() {}
+}
+
+public nonisolated struct Registry_V1_LivenessVerdict: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var live: Bool = false
+
+  public var validSamples: UInt32 = 0
+
+  /// "fixed", "personalised" or "fixedFallback"
+  public var thresholds: String = String()
+
+  public var checks: [Registry_V1_LivenessVerdict.Check] = []
+
+  public var failed: [String] = []
+
+  public var reason: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public nonisolated struct Check: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    /// realisticDepth, centerVariation, edgeVariation, depthProfile, depthVariation,
+    public var check: String = String()
+
+    /// depthDistribution, gradientPattern, temporalConsistency, microMovement
+    public var mandatory: Bool = false
+
+    public var value: Float = 0
+
+    /// the threshold as text, e.g. "≥ 0.005 m"
+    public var threshold: String = String()
+
+    public var passed: Bool = false
+
+    /// the comparison with the measured values
+    public var condition: String = String()
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+  }
 
   public init() {}
 }
@@ -862,6 +1249,7 @@ public nonisolated struct Registry_V1_StoredTemplate: Sendable {
 
   public var source: Registry_V1_TemplateSource = .unspecified
 
+  /// the capture quality score, when the face carried metadata
   public var quality: Float {
     get {_quality ?? 0}
     set {_quality = newValue}
@@ -881,42 +1269,62 @@ public nonisolated struct Registry_V1_StoredTemplate: Sendable {
   /// Clears the value of `template`. Subsequent reads from it will return its default value.
   public mutating func clearTemplate() {self._template = nil}
 
+  /// symmetry/coverage score of a landmark template
+  public var landmarkQuality: Float {
+    get {_landmarkQuality ?? 0}
+    set {_landmarkQuality = newValue}
+  }
+  /// Returns true if `landmarkQuality` has been explicitly set.
+  public var hasLandmarkQuality: Bool {self._landmarkQuality != nil}
+  /// Clears the value of `landmarkQuality`. Subsequent reads from it will return its default value.
+  public mutating func clearLandmarkQuality() {self._landmarkQuality = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _quality: Float? = nil
   fileprivate var _template: Registry_V1_Template? = nil
+  fileprivate var _landmarkQuality: Float? = nil
 }
 
-public nonisolated struct Registry_V1_RegisterRequest: Sendable {
+public nonisolated struct Registry_V1_RegisterRequest: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   /// empty: "default"
-  public var gallery: String = String()
+  public var gallery: String {
+    get {_storage._gallery}
+    set {_uniqueStorage()._gallery = newValue}
+  }
 
   /// 1-256 UTF-8 bytes, no control characters
-  public var identifier: String = String()
+  public var identifier: String {
+    get {_storage._identifier}
+    set {_uniqueStorage()._identifier = newValue}
+  }
 
   public var face: Registry_V1_Face {
-    get {_face ?? Registry_V1_Face()}
-    set {_face = newValue}
+    get {_storage._face ?? Registry_V1_Face()}
+    set {_uniqueStorage()._face = newValue}
   }
   /// Returns true if `face` has been explicitly set.
-  public var hasFace: Bool {self._face != nil}
+  public var hasFace: Bool {_storage._face != nil}
   /// Clears the value of `face`. Subsequent reads from it will return its default value.
-  public mutating func clearFace() {self._face = nil}
+  public mutating func clearFace() {_uniqueStorage()._face = nil}
 
   /// store despite a similar face or a mismatch; the result lists the findings
-  public var force: Bool = false
+  public var force: Bool {
+    get {_storage._force}
+    set {_uniqueStorage()._force = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _face: Registry_V1_Face? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct Registry_V1_RegisterResult: Sendable {
@@ -930,57 +1338,84 @@ public nonisolated struct Registry_V1_RegisterResult: Sendable {
   /// non-empty only when force overrode them
   public var findings: [Registry_V1_RegistrationFinding] = []
 
+  /// when the face carried capture metadata
+  public var quality: Registry_V1_QualityAssessment {
+    get {_quality ?? Registry_V1_QualityAssessment()}
+    set {_quality = newValue}
+  }
+  /// Returns true if `quality` has been explicitly set.
+  public var hasQuality: Bool {self._quality != nil}
+  /// Clears the value of `quality`. Subsequent reads from it will return its default value.
+  public mutating func clearQuality() {self._quality = nil}
+
+  /// when the face carried depth frames
+  public var liveness: Registry_V1_LivenessVerdict {
+    get {_liveness ?? Registry_V1_LivenessVerdict()}
+    set {_liveness = newValue}
+  }
+  /// Returns true if `liveness` has been explicitly set.
+  public var hasLiveness: Bool {self._liveness != nil}
+  /// Clears the value of `liveness`. Subsequent reads from it will return its default value.
+  public mutating func clearLiveness() {self._liveness = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _quality: Registry_V1_QualityAssessment? = nil
+  fileprivate var _liveness: Registry_V1_LivenessVerdict? = nil
 }
 
-public nonisolated struct Registry_V1_IdentifyRequest: Sendable {
+public nonisolated struct Registry_V1_IdentifyRequest: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var gallery: String = String()
+  public var gallery: String {
+    get {_storage._gallery}
+    set {_uniqueStorage()._gallery = newValue}
+  }
 
   public var face: Registry_V1_Face {
-    get {_face ?? Registry_V1_Face()}
-    set {_face = newValue}
+    get {_storage._face ?? Registry_V1_Face()}
+    set {_uniqueStorage()._face = newValue}
   }
   /// Returns true if `face` has been explicitly set.
-  public var hasFace: Bool {self._face != nil}
+  public var hasFace: Bool {_storage._face != nil}
   /// Clears the value of `face`. Subsequent reads from it will return its default value.
-  public mutating func clearFace() {self._face = nil}
+  public mutating func clearFace() {_uniqueStorage()._face = nil}
 
   /// default true
   public var safe: Bool {
-    get {_safe ?? false}
-    set {_safe = newValue}
+    get {_storage._safe ?? false}
+    set {_uniqueStorage()._safe = newValue}
   }
   /// Returns true if `safe` has been explicitly set.
-  public var hasSafe: Bool {self._safe != nil}
+  public var hasSafe: Bool {_storage._safe != nil}
   /// Clears the value of `safe`. Subsequent reads from it will return its default value.
-  public mutating func clearSafe() {self._safe = nil}
+  public mutating func clearSafe() {_uniqueStorage()._safe = nil}
 
   /// default true
   public var autoEnrol: Bool {
-    get {_autoEnrol ?? false}
-    set {_autoEnrol = newValue}
+    get {_storage._autoEnrol ?? false}
+    set {_uniqueStorage()._autoEnrol = newValue}
   }
   /// Returns true if `autoEnrol` has been explicitly set.
-  public var hasAutoEnrol: Bool {self._autoEnrol != nil}
+  public var hasAutoEnrol: Bool {_storage._autoEnrol != nil}
   /// Clears the value of `autoEnrol`. Subsequent reads from it will return its default value.
-  public mutating func clearAutoEnrol() {self._autoEnrol = nil}
+  public mutating func clearAutoEnrol() {_uniqueStorage()._autoEnrol = nil}
 
   /// 0: all results
-  public var limit: UInt32 = 0
+  public var limit: UInt32 {
+    get {_storage._limit}
+    set {_uniqueStorage()._limit = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _face: Registry_V1_Face? = nil
-  fileprivate var _safe: Bool? = nil
-  fileprivate var _autoEnrol: Bool? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct Registry_V1_Match: Sendable {
@@ -1046,6 +1481,9 @@ public nonisolated struct Registry_V1_AutoEnrolmentOutcome: Sendable {
 
     /// message; the identification or authentication still stands
     case failed // = 6
+
+    /// score (NaN: no capture metadata), threshold = the minimum
+    case qualityTooLow // = 7
     case UNRECOGNIZED(Int)
 
     public init() {
@@ -1061,6 +1499,7 @@ public nonisolated struct Registry_V1_AutoEnrolmentOutcome: Sendable {
       case 4: self = .scoreBelowThreshold
       case 5: self = .refused
       case 6: self = .failed
+      case 7: self = .qualityTooLow
       default: self = .UNRECOGNIZED(rawValue)
       }
     }
@@ -1074,6 +1513,7 @@ public nonisolated struct Registry_V1_AutoEnrolmentOutcome: Sendable {
       case .scoreBelowThreshold: return 4
       case .refused: return 5
       case .failed: return 6
+      case .qualityTooLow: return 7
       case .UNRECOGNIZED(let i): return i
       }
     }
@@ -1087,6 +1527,7 @@ public nonisolated struct Registry_V1_AutoEnrolmentOutcome: Sendable {
       .scoreBelowThreshold,
       .refused,
       .failed,
+      .qualityTooLow,
     ]
 
   }
@@ -1109,45 +1550,62 @@ public nonisolated struct Registry_V1_IdentifyResult: Sendable {
 
   public var autoEnrolment: [Registry_V1_AutoEnrolmentOutcome] = []
 
+  /// when the face carried depth frames (fixed thresholds)
+  public var liveness: Registry_V1_LivenessVerdict {
+    get {_liveness ?? Registry_V1_LivenessVerdict()}
+    set {_liveness = newValue}
+  }
+  /// Returns true if `liveness` has been explicitly set.
+  public var hasLiveness: Bool {self._liveness != nil}
+  /// Clears the value of `liveness`. Subsequent reads from it will return its default value.
+  public mutating func clearLiveness() {self._liveness = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _liveness: Registry_V1_LivenessVerdict? = nil
 }
 
-public nonisolated struct Registry_V1_AuthenticateRequest: Sendable {
+public nonisolated struct Registry_V1_AuthenticateRequest: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var gallery: String = String()
+  public var gallery: String {
+    get {_storage._gallery}
+    set {_uniqueStorage()._gallery = newValue}
+  }
 
-  public var identifier: String = String()
+  public var identifier: String {
+    get {_storage._identifier}
+    set {_uniqueStorage()._identifier = newValue}
+  }
 
   public var face: Registry_V1_Face {
-    get {_face ?? Registry_V1_Face()}
-    set {_face = newValue}
+    get {_storage._face ?? Registry_V1_Face()}
+    set {_uniqueStorage()._face = newValue}
   }
   /// Returns true if `face` has been explicitly set.
-  public var hasFace: Bool {self._face != nil}
+  public var hasFace: Bool {_storage._face != nil}
   /// Clears the value of `face`. Subsequent reads from it will return its default value.
-  public mutating func clearFace() {self._face = nil}
+  public mutating func clearFace() {_uniqueStorage()._face = nil}
 
   /// default true
   public var autoEnrol: Bool {
-    get {_autoEnrol ?? false}
-    set {_autoEnrol = newValue}
+    get {_storage._autoEnrol ?? false}
+    set {_uniqueStorage()._autoEnrol = newValue}
   }
   /// Returns true if `autoEnrol` has been explicitly set.
-  public var hasAutoEnrol: Bool {self._autoEnrol != nil}
+  public var hasAutoEnrol: Bool {_storage._autoEnrol != nil}
   /// Clears the value of `autoEnrol`. Subsequent reads from it will return its default value.
-  public mutating func clearAutoEnrol() {self._autoEnrol = nil}
+  public mutating func clearAutoEnrol() {_uniqueStorage()._autoEnrol = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _face: Registry_V1_Face? = nil
-  fileprivate var _autoEnrol: Bool? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct Registry_V1_AuthenticateResult: Sendable {
@@ -1166,9 +1624,21 @@ public nonisolated struct Registry_V1_AuthenticateResult: Sendable {
 
   public var autoEnrolment: [Registry_V1_AutoEnrolmentOutcome] = []
 
+  /// when the face carried depth frames (the identifier's profile if any)
+  public var liveness: Registry_V1_LivenessVerdict {
+    get {_liveness ?? Registry_V1_LivenessVerdict()}
+    set {_liveness = newValue}
+  }
+  /// Returns true if `liveness` has been explicitly set.
+  public var hasLiveness: Bool {self._liveness != nil}
+  /// Clears the value of `liveness`. Subsequent reads from it will return its default value.
+  public mutating func clearLiveness() {self._liveness = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _liveness: Registry_V1_LivenessVerdict? = nil
 }
 
 public nonisolated struct Registry_V1_Thresholds: Sendable {
@@ -1276,12 +1746,51 @@ public nonisolated struct Registry_V1_Registry: Sendable {
 
   public var identifierCount: UInt64 = 0
 
+  /// capture quality required to register
+  public var minimumQuality: Float {
+    get {_minimumQuality ?? 0}
+    set {_minimumQuality = newValue}
+  }
+  /// Returns true if `minimumQuality` has been explicitly set.
+  public var hasMinimumQuality: Bool {self._minimumQuality != nil}
+  /// Clears the value of `minimumQuality`. Subsequent reads from it will return its default value.
+  public mutating func clearMinimumQuality() {self._minimumQuality = nil}
+
+  /// capture quality required to auto-enrol
+  public var minimumAutoEnrolmentQuality: Float {
+    get {_minimumAutoEnrolmentQuality ?? 0}
+    set {_minimumAutoEnrolmentQuality = newValue}
+  }
+  /// Returns true if `minimumAutoEnrolmentQuality` has been explicitly set.
+  public var hasMinimumAutoEnrolmentQuality: Bool {self._minimumAutoEnrolmentQuality != nil}
+  /// Clears the value of `minimumAutoEnrolmentQuality`. Subsequent reads from it will return its default value.
+  public mutating func clearMinimumAutoEnrolmentQuality() {self._minimumAutoEnrolmentQuality = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _algorithm: Registry_V1_Algorithm? = nil
   fileprivate var _thresholds: Registry_V1_Thresholds? = nil
+  fileprivate var _minimumQuality: Float? = nil
+  fileprivate var _minimumAutoEnrolmentQuality: Float? = nil
+}
+
+/// Which operations of a gallery require a live face.
+public nonisolated struct Registry_V1_LivenessPolicy: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var authenticate: Bool = false
+
+  public var identify: Bool = false
+
+  public var register: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 public nonisolated struct Registry_V1_Gallery: Sendable {
@@ -1296,9 +1805,23 @@ public nonisolated struct Registry_V1_Gallery: Sendable {
 
   public var identifierCount: UInt64 = 0
 
+  public var liveness: Registry_V1_LivenessPolicy {
+    get {_liveness ?? Registry_V1_LivenessPolicy()}
+    set {_liveness = newValue}
+  }
+  /// Returns true if `liveness` has been explicitly set.
+  public var hasLiveness: Bool {self._liveness != nil}
+  /// Clears the value of `liveness`. Subsequent reads from it will return its default value.
+  public mutating func clearLiveness() {self._liveness = nil}
+
+  /// k of new liveness profiles (mean +- k * std)
+  public var livenessK: Float = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _liveness: Registry_V1_LivenessPolicy? = nil
 }
 
 public nonisolated struct Registry_V1_ListGalleriesRequest: Sendable {
@@ -1501,6 +2024,26 @@ public nonisolated struct Registry_V1_DefineGalleryRequest: Sendable {
   /// priority order
   public var registries: [Registry_V1_DefineGalleryRequest.RegistrySpec] = []
 
+  /// absent: no operation requires liveness
+  public var liveness: Registry_V1_LivenessPolicy {
+    get {_liveness ?? Registry_V1_LivenessPolicy()}
+    set {_liveness = newValue}
+  }
+  /// Returns true if `liveness` has been explicitly set.
+  public var hasLiveness: Bool {self._liveness != nil}
+  /// Clears the value of `liveness`. Subsequent reads from it will return its default value.
+  public mutating func clearLiveness() {self._liveness = nil}
+
+  /// default 2.0
+  public var livenessK: Float {
+    get {_livenessK ?? 0}
+    set {_livenessK = newValue}
+  }
+  /// Returns true if `livenessK` has been explicitly set.
+  public var hasLivenessK: Bool {self._livenessK != nil}
+  /// Clears the value of `livenessK`. Subsequent reads from it will return its default value.
+  public mutating func clearLivenessK() {self._livenessK = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated struct RegistrySpec: Sendable {
@@ -1520,14 +2063,37 @@ public nonisolated struct Registry_V1_DefineGalleryRequest: Sendable {
     /// Clears the value of `thresholds`. Subsequent reads from it will return its default value.
     public mutating func clearThresholds() {self._thresholds = nil}
 
+    public var minimumQuality: Float {
+      get {_minimumQuality ?? 0}
+      set {_minimumQuality = newValue}
+    }
+    /// Returns true if `minimumQuality` has been explicitly set.
+    public var hasMinimumQuality: Bool {self._minimumQuality != nil}
+    /// Clears the value of `minimumQuality`. Subsequent reads from it will return its default value.
+    public mutating func clearMinimumQuality() {self._minimumQuality = nil}
+
+    public var minimumAutoEnrolmentQuality: Float {
+      get {_minimumAutoEnrolmentQuality ?? 0}
+      set {_minimumAutoEnrolmentQuality = newValue}
+    }
+    /// Returns true if `minimumAutoEnrolmentQuality` has been explicitly set.
+    public var hasMinimumAutoEnrolmentQuality: Bool {self._minimumAutoEnrolmentQuality != nil}
+    /// Clears the value of `minimumAutoEnrolmentQuality`. Subsequent reads from it will return its default value.
+    public mutating func clearMinimumAutoEnrolmentQuality() {self._minimumAutoEnrolmentQuality = nil}
+
     public var unknownFields = SwiftProtobuf.UnknownStorage()
 
     public init() {}
 
     fileprivate var _thresholds: Registry_V1_Thresholds? = nil
+    fileprivate var _minimumQuality: Float? = nil
+    fileprivate var _minimumAutoEnrolmentQuality: Float? = nil
   }
 
   public init() {}
+
+  fileprivate var _liveness: Registry_V1_LivenessPolicy? = nil
+  fileprivate var _livenessK: Float? = nil
 }
 
 public nonisolated struct Registry_V1_MigrationStatusRequest: Sendable {
@@ -1741,6 +2307,150 @@ public nonisolated struct Registry_V1_VerifyResult: Sendable {
   public init() {}
 }
 
+public nonisolated struct Registry_V1_EnrolLivenessProfileRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var gallery: String = String()
+
+  /// must be registered in the gallery
+  public var identifier: String = String()
+
+  /// every pose, at least 5 frames each
+  public var poses: [Registry_V1_EnrolLivenessProfileRequest.Pose] = []
+
+  /// default: the gallery's liveness_k
+  public var k: Float {
+    get {_k ?? 0}
+    set {_k = newValue}
+  }
+  /// Returns true if `k` has been explicitly set.
+  public var hasK: Bool {self._k != nil}
+  /// Clears the value of `k`. Subsequent reads from it will return its default value.
+  public mutating func clearK() {self._k = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public nonisolated struct Pose: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    /// center, left, right, up, down, closer, further
+    public var pose: String = String()
+
+    public var frames: [Registry_V1_DepthFrame] = []
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+  }
+
+  public init() {}
+
+  fileprivate var _k: Float? = nil
+}
+
+public nonisolated struct Registry_V1_GetLivenessProfileRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var gallery: String = String()
+
+  public var identifier: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Registry_V1_DeleteLivenessProfileRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var gallery: String = String()
+
+  public var identifier: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Registry_V1_LivenessProfile: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var ranges: [Registry_V1_LivenessProfile.Range] = []
+
+  public var realisticDepthLower: Float = 0
+
+  public var realisticDepthUpper: Float = 0
+
+  public var k: Float = 0
+
+  public var frames: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public nonisolated struct Range: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    /// mean, stdDev, range, edgeStdDev, centerStdDev, gradientMean, gradientStdDev
+    public var statistic: String = String()
+
+    public var lower: Float = 0
+
+    public var upper: Float = 0
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+  }
+
+  public init() {}
+}
+
+public nonisolated struct Registry_V1_LivenessProfileResult: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// absent: the identifier has no profile
+  public var profile: Registry_V1_LivenessProfile {
+    get {_profile ?? Registry_V1_LivenessProfile()}
+    set {_profile = newValue}
+  }
+  /// Returns true if `profile` has been explicitly set.
+  public var hasProfile: Bool {self._profile != nil}
+  /// Clears the value of `profile`. Subsequent reads from it will return its default value.
+  public mutating func clearProfile() {self._profile = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _profile: Registry_V1_LivenessProfile? = nil
+}
+
+public nonisolated struct Registry_V1_DeleteLivenessProfileResult: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var deleted: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "registry.v1"
@@ -1755,7 +2465,7 @@ nonisolated extension Registry_V1_TemplateSource: SwiftProtobuf._ProtoNameProvid
 
 nonisolated extension Registry_V1_Request: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Request"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}hello\0\u{2}\u{8}register\0\u{1}identify\0\u{1}authenticate\0\u{4}\u{8}list_galleries\0\u{3}list_algorithms\0\u{3}list_identifiers\0\u{3}get_templates\0\u{3}delete_template\0\u{3}delete_identifier\0\u{3}delete_gallery\0\u{3}define_gallery\0\u{3}migration_status\0\u{1}stats\0\u{1}export\0\u{1}import\0\u{1}backup\0\u{1}verify\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}hello\0\u{2}\u{8}register\0\u{1}identify\0\u{1}authenticate\0\u{4}\u{8}list_galleries\0\u{3}list_algorithms\0\u{3}list_identifiers\0\u{3}get_templates\0\u{3}delete_template\0\u{3}delete_identifier\0\u{3}delete_gallery\0\u{3}define_gallery\0\u{3}migration_status\0\u{1}stats\0\u{1}export\0\u{1}import\0\u{1}backup\0\u{1}verify\0\u{4}\u{7}enrol_liveness_profile\0\u{3}get_liveness_profile\0\u{3}delete_liveness_profile\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1998,6 +2708,45 @@ nonisolated extension Registry_V1_Request: SwiftProtobuf.Message, SwiftProtobuf.
           self.operation = .verify(v)
         }
       }()
+      case 40: try {
+        var v: Registry_V1_EnrolLivenessProfileRequest?
+        var hadOneofValue = false
+        if let current = self.operation {
+          hadOneofValue = true
+          if case .enrolLivenessProfile(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.operation = .enrolLivenessProfile(v)
+        }
+      }()
+      case 41: try {
+        var v: Registry_V1_GetLivenessProfileRequest?
+        var hadOneofValue = false
+        if let current = self.operation {
+          hadOneofValue = true
+          if case .getLivenessProfile(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.operation = .getLivenessProfile(v)
+        }
+      }()
+      case 42: try {
+        var v: Registry_V1_DeleteLivenessProfileRequest?
+        var hadOneofValue = false
+        if let current = self.operation {
+          hadOneofValue = true
+          if case .deleteLivenessProfile(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.operation = .deleteLivenessProfile(v)
+        }
+      }()
       default: break
       }
     }
@@ -2084,6 +2833,18 @@ nonisolated extension Registry_V1_Request: SwiftProtobuf.Message, SwiftProtobuf.
       guard case .verify(let v)? = self.operation else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 33)
     }()
+    case .enrolLivenessProfile?: try {
+      guard case .enrolLivenessProfile(let v)? = self.operation else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
+    }()
+    case .getLivenessProfile?: try {
+      guard case .getLivenessProfile(let v)? = self.operation else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 41)
+    }()
+    case .deleteLivenessProfile?: try {
+      guard case .deleteLivenessProfile(let v)? = self.operation else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 42)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -2099,7 +2860,7 @@ nonisolated extension Registry_V1_Request: SwiftProtobuf.Message, SwiftProtobuf.
 
 nonisolated extension Registry_V1_Response: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Response"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}error\0\u{1}hello\0\u{2}\u{7}register\0\u{1}identify\0\u{1}authenticate\0\u{4}\u{8}list_galleries\0\u{3}list_algorithms\0\u{3}list_identifiers\0\u{3}get_templates\0\u{3}delete_template\0\u{3}delete_identifier\0\u{3}delete_gallery\0\u{3}define_gallery\0\u{3}migration_status\0\u{1}stats\0\u{1}export\0\u{1}import\0\u{1}backup\0\u{1}verify\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}error\0\u{1}hello\0\u{2}\u{7}register\0\u{1}identify\0\u{1}authenticate\0\u{4}\u{8}list_galleries\0\u{3}list_algorithms\0\u{3}list_identifiers\0\u{3}get_templates\0\u{3}delete_template\0\u{3}delete_identifier\0\u{3}delete_gallery\0\u{3}define_gallery\0\u{3}migration_status\0\u{1}stats\0\u{1}export\0\u{1}import\0\u{1}backup\0\u{1}verify\0\u{4}\u{7}enrol_liveness_profile\0\u{3}get_liveness_profile\0\u{3}delete_liveness_profile\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2355,6 +3116,45 @@ nonisolated extension Registry_V1_Response: SwiftProtobuf.Message, SwiftProtobuf
           self.result = .verify(v)
         }
       }()
+      case 40: try {
+        var v: Registry_V1_LivenessProfileResult?
+        var hadOneofValue = false
+        if let current = self.result {
+          hadOneofValue = true
+          if case .enrolLivenessProfile(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.result = .enrolLivenessProfile(v)
+        }
+      }()
+      case 41: try {
+        var v: Registry_V1_LivenessProfileResult?
+        var hadOneofValue = false
+        if let current = self.result {
+          hadOneofValue = true
+          if case .getLivenessProfile(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.result = .getLivenessProfile(v)
+        }
+      }()
+      case 42: try {
+        var v: Registry_V1_DeleteLivenessProfileResult?
+        var hadOneofValue = false
+        if let current = self.result {
+          hadOneofValue = true
+          if case .deleteLivenessProfile(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.result = .deleteLivenessProfile(v)
+        }
+      }()
       default: break
       }
     }
@@ -2444,6 +3244,18 @@ nonisolated extension Registry_V1_Response: SwiftProtobuf.Message, SwiftProtobuf
     case .verify?: try {
       guard case .verify(let v)? = self.result else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 33)
+    }()
+    case .enrolLivenessProfile?: try {
+      guard case .enrolLivenessProfile(let v)? = self.result else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 40)
+    }()
+    case .getLivenessProfile?: try {
+      guard case .getLivenessProfile(let v)? = self.result else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 41)
+    }()
+    case .deleteLivenessProfile?: try {
+      guard case .deleteLivenessProfile(let v)? = self.result else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 42)
     }()
     case nil: break
     }
@@ -2540,7 +3352,119 @@ nonisolated extension Registry_V1_HelloResult: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Registry_V1_Error: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Error"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}decisive\0\u{1}findings\0\u{3}template_problem\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}code\0\u{1}message\0\u{1}decisive\0\u{1}findings\0\u{3}template_problem\0\u{3}quality_too_low\0\u{1}liveness\0")
+
+  fileprivate class _StorageClass {
+    var _code: Registry_V1_ErrorCode = .unspecified
+    var _message: String = String()
+    var _decisive: Registry_V1_RegistrationFinding? = nil
+    var _findings: [Registry_V1_RegistrationFinding] = []
+    var _templateProblem: Registry_V1_TemplateProblem? = nil
+    var _qualityTooLow: Registry_V1_QualityTooLow? = nil
+    var _liveness: Registry_V1_LivenessVerdict? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _code = source._code
+      _message = source._message
+      _decisive = source._decisive
+      _findings = source._findings
+      _templateProblem = source._templateProblem
+      _qualityTooLow = source._qualityTooLow
+      _liveness = source._liveness
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularEnumField(value: &_storage._code) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._message) }()
+        case 3: try { try decoder.decodeSingularMessageField(value: &_storage._decisive) }()
+        case 4: try { try decoder.decodeRepeatedMessageField(value: &_storage._findings) }()
+        case 5: try { try decoder.decodeSingularMessageField(value: &_storage._templateProblem) }()
+        case 6: try { try decoder.decodeSingularMessageField(value: &_storage._qualityTooLow) }()
+        case 7: try { try decoder.decodeSingularMessageField(value: &_storage._liveness) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._code != .unspecified {
+        try visitor.visitSingularEnumField(value: _storage._code, fieldNumber: 1)
+      }
+      if !_storage._message.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._message, fieldNumber: 2)
+      }
+      try { if let v = _storage._decisive {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+      } }()
+      if !_storage._findings.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._findings, fieldNumber: 4)
+      }
+      try { if let v = _storage._templateProblem {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+      } }()
+      try { if let v = _storage._qualityTooLow {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+      } }()
+      try { if let v = _storage._liveness {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+      } }()
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_Error, rhs: Registry_V1_Error) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._code != rhs_storage._code {return false}
+        if _storage._message != rhs_storage._message {return false}
+        if _storage._decisive != rhs_storage._decisive {return false}
+        if _storage._findings != rhs_storage._findings {return false}
+        if _storage._templateProblem != rhs_storage._templateProblem {return false}
+        if _storage._qualityTooLow != rhs_storage._qualityTooLow {return false}
+        if _storage._liveness != rhs_storage._liveness {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_QualityTooLow: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".QualityTooLow"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}algorithm\0\u{1}minimum\0\u{1}assessment\0\u{1}missing\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2548,11 +3472,10 @@ nonisolated extension Registry_V1_Error: SwiftProtobuf.Message, SwiftProtobuf._M
       // allocates stack space for every case branch when no optimizations are
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
-      case 1: try { try decoder.decodeSingularEnumField(value: &self.code) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.message) }()
-      case 3: try { try decoder.decodeSingularMessageField(value: &self._decisive) }()
-      case 4: try { try decoder.decodeRepeatedMessageField(value: &self.findings) }()
-      case 5: try { try decoder.decodeSingularMessageField(value: &self._templateProblem) }()
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.algorithm) }()
+      case 2: try { try decoder.decodeSingularFloatField(value: &self.minimum) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._assessment) }()
+      case 4: try { try decoder.decodeRepeatedStringField(value: &self.missing) }()
       default: break
       }
     }
@@ -2563,30 +3486,26 @@ nonisolated extension Registry_V1_Error: SwiftProtobuf.Message, SwiftProtobuf._M
     // allocates stack space for every if/case branch local when no optimizations
     // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
     // https://github.com/apple/swift-protobuf/issues/1182
-    if self.code != .unspecified {
-      try visitor.visitSingularEnumField(value: self.code, fieldNumber: 1)
+    if self.algorithm != 0 {
+      try visitor.visitSingularUInt32Field(value: self.algorithm, fieldNumber: 1)
     }
-    if !self.message.isEmpty {
-      try visitor.visitSingularStringField(value: self.message, fieldNumber: 2)
+    if self.minimum.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.minimum, fieldNumber: 2)
     }
-    try { if let v = self._decisive {
+    try { if let v = self._assessment {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
     } }()
-    if !self.findings.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.findings, fieldNumber: 4)
+    if !self.missing.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.missing, fieldNumber: 4)
     }
-    try { if let v = self._templateProblem {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
-    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  public static func ==(lhs: Registry_V1_Error, rhs: Registry_V1_Error) -> Bool {
-    if lhs.code != rhs.code {return false}
-    if lhs.message != rhs.message {return false}
-    if lhs._decisive != rhs._decisive {return false}
-    if lhs.findings != rhs.findings {return false}
-    if lhs._templateProblem != rhs._templateProblem {return false}
+  public static func ==(lhs: Registry_V1_QualityTooLow, rhs: Registry_V1_QualityTooLow) -> Bool {
+    if lhs.algorithm != rhs.algorithm {return false}
+    if lhs.minimum != rhs.minimum {return false}
+    if lhs._assessment != rhs._assessment {return false}
+    if lhs.missing != rhs.missing {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2795,7 +3714,7 @@ nonisolated extension Registry_V1_TemplateProblem.Kind: SwiftProtobuf._ProtoName
 
 nonisolated extension Registry_V1_Face: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Face"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}templates\0\u{c}\u{2}\u{12}")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}templates\0\u{1}capture\0\u{3}depth_frames\0\u{c}\u{4}\u{10}")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2804,20 +3723,397 @@ nonisolated extension Registry_V1_Face: SwiftProtobuf.Message, SwiftProtobuf._Me
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedMessageField(value: &self.templates) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._capture) }()
+      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.depthFrames) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if !self.templates.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.templates, fieldNumber: 1)
+    }
+    try { if let v = self._capture {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    if !self.depthFrames.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.depthFrames, fieldNumber: 3)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Registry_V1_Face, rhs: Registry_V1_Face) -> Bool {
     if lhs.templates != rhs.templates {return false}
+    if lhs._capture != rhs._capture {return false}
+    if lhs.depthFrames != rhs.depthFrames {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_FaceBox: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".FaceBox"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}x\0\u{1}y\0\u{1}width\0\u{1}height\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularFloatField(value: &self.x) }()
+      case 2: try { try decoder.decodeSingularFloatField(value: &self.y) }()
+      case 3: try { try decoder.decodeSingularFloatField(value: &self.width) }()
+      case 4: try { try decoder.decodeSingularFloatField(value: &self.height) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.x.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.x, fieldNumber: 1)
+    }
+    if self.y.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.y, fieldNumber: 2)
+    }
+    if self.width.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.width, fieldNumber: 3)
+    }
+    if self.height.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.height, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_FaceBox, rhs: Registry_V1_FaceBox) -> Bool {
+    if lhs.x != rhs.x {return false}
+    if lhs.y != rhs.y {return false}
+    if lhs.width != rhs.width {return false}
+    if lhs.height != rhs.height {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_CaptureMetadata: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CaptureMetadata"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}detector_confidence\0\u{3}face_box\0\u{3}image_width\0\u{3}image_height\0\u{1}yaw\0\u{1}pitch\0\u{1}roll\0\u{3}face_pixel_size\0\u{1}sharpness\0\u{3}brightness_mean\0\u{3}brightness_std_dev\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularFloatField(value: &self._detectorConfidence) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._faceBox) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self._imageWidth) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self._imageHeight) }()
+      case 5: try { try decoder.decodeSingularFloatField(value: &self._yaw) }()
+      case 6: try { try decoder.decodeSingularFloatField(value: &self._pitch) }()
+      case 7: try { try decoder.decodeSingularFloatField(value: &self._roll) }()
+      case 8: try { try decoder.decodeSingularFloatField(value: &self._facePixelSize) }()
+      case 9: try { try decoder.decodeSingularFloatField(value: &self._sharpness) }()
+      case 10: try { try decoder.decodeSingularFloatField(value: &self._brightnessMean) }()
+      case 11: try { try decoder.decodeSingularFloatField(value: &self._brightnessStdDev) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._detectorConfidence {
+      try visitor.visitSingularFloatField(value: v, fieldNumber: 1)
+    } }()
+    try { if let v = self._faceBox {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    try { if let v = self._imageWidth {
+      try visitor.visitSingularUInt32Field(value: v, fieldNumber: 3)
+    } }()
+    try { if let v = self._imageHeight {
+      try visitor.visitSingularUInt32Field(value: v, fieldNumber: 4)
+    } }()
+    try { if let v = self._yaw {
+      try visitor.visitSingularFloatField(value: v, fieldNumber: 5)
+    } }()
+    try { if let v = self._pitch {
+      try visitor.visitSingularFloatField(value: v, fieldNumber: 6)
+    } }()
+    try { if let v = self._roll {
+      try visitor.visitSingularFloatField(value: v, fieldNumber: 7)
+    } }()
+    try { if let v = self._facePixelSize {
+      try visitor.visitSingularFloatField(value: v, fieldNumber: 8)
+    } }()
+    try { if let v = self._sharpness {
+      try visitor.visitSingularFloatField(value: v, fieldNumber: 9)
+    } }()
+    try { if let v = self._brightnessMean {
+      try visitor.visitSingularFloatField(value: v, fieldNumber: 10)
+    } }()
+    try { if let v = self._brightnessStdDev {
+      try visitor.visitSingularFloatField(value: v, fieldNumber: 11)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_CaptureMetadata, rhs: Registry_V1_CaptureMetadata) -> Bool {
+    if lhs._detectorConfidence != rhs._detectorConfidence {return false}
+    if lhs._faceBox != rhs._faceBox {return false}
+    if lhs._imageWidth != rhs._imageWidth {return false}
+    if lhs._imageHeight != rhs._imageHeight {return false}
+    if lhs._yaw != rhs._yaw {return false}
+    if lhs._pitch != rhs._pitch {return false}
+    if lhs._roll != rhs._roll {return false}
+    if lhs._facePixelSize != rhs._facePixelSize {return false}
+    if lhs._sharpness != rhs._sharpness {return false}
+    if lhs._brightnessMean != rhs._brightnessMean {return false}
+    if lhs._brightnessStdDev != rhs._brightnessStdDev {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_DepthFrame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DepthFrame"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}depths\0\u{3}timestamp_millis\0\u{3}face_box\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedFloatField(value: &self.depths) }()
+      case 2: try { try decoder.decodeSingularInt64Field(value: &self.timestampMillis) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._faceBox) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.depths.isEmpty {
+      try visitor.visitPackedFloatField(value: self.depths, fieldNumber: 1)
+    }
+    if self.timestampMillis != 0 {
+      try visitor.visitSingularInt64Field(value: self.timestampMillis, fieldNumber: 2)
+    }
+    try { if let v = self._faceBox {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_DepthFrame, rhs: Registry_V1_DepthFrame) -> Bool {
+    if lhs.depths != rhs.depths {return false}
+    if lhs.timestampMillis != rhs.timestampMillis {return false}
+    if lhs._faceBox != rhs._faceBox {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_QualityAssessment: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".QualityAssessment"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}score\0\u{1}rating\0\u{1}components\0\u{1}weakest\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularFloatField(value: &self.score) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.rating) }()
+      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.components) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.weakest) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.score.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.score, fieldNumber: 1)
+    }
+    if !self.rating.isEmpty {
+      try visitor.visitSingularStringField(value: self.rating, fieldNumber: 2)
+    }
+    if !self.components.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.components, fieldNumber: 3)
+    }
+    if !self.weakest.isEmpty {
+      try visitor.visitSingularStringField(value: self.weakest, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_QualityAssessment, rhs: Registry_V1_QualityAssessment) -> Bool {
+    if lhs.score != rhs.score {return false}
+    if lhs.rating != rhs.rating {return false}
+    if lhs.components != rhs.components {return false}
+    if lhs.weakest != rhs.weakest {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_QualityAssessment.Component: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Registry_V1_QualityAssessment.protoMessageName + ".Component"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}value\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 2: try { try decoder.decodeSingularFloatField(value: &self.value) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 1)
+    }
+    if self.value.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.value, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_QualityAssessment.Component, rhs: Registry_V1_QualityAssessment.Component) -> Bool {
+    if lhs.name != rhs.name {return false}
+    if lhs.value != rhs.value {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_LivenessVerdict: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LivenessVerdict"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}live\0\u{3}valid_samples\0\u{1}thresholds\0\u{1}checks\0\u{1}failed\0\u{1}reason\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBoolField(value: &self.live) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.validSamples) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.thresholds) }()
+      case 4: try { try decoder.decodeRepeatedMessageField(value: &self.checks) }()
+      case 5: try { try decoder.decodeRepeatedStringField(value: &self.failed) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.reason) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.live != false {
+      try visitor.visitSingularBoolField(value: self.live, fieldNumber: 1)
+    }
+    if self.validSamples != 0 {
+      try visitor.visitSingularUInt32Field(value: self.validSamples, fieldNumber: 2)
+    }
+    if !self.thresholds.isEmpty {
+      try visitor.visitSingularStringField(value: self.thresholds, fieldNumber: 3)
+    }
+    if !self.checks.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.checks, fieldNumber: 4)
+    }
+    if !self.failed.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.failed, fieldNumber: 5)
+    }
+    if !self.reason.isEmpty {
+      try visitor.visitSingularStringField(value: self.reason, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_LivenessVerdict, rhs: Registry_V1_LivenessVerdict) -> Bool {
+    if lhs.live != rhs.live {return false}
+    if lhs.validSamples != rhs.validSamples {return false}
+    if lhs.thresholds != rhs.thresholds {return false}
+    if lhs.checks != rhs.checks {return false}
+    if lhs.failed != rhs.failed {return false}
+    if lhs.reason != rhs.reason {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_LivenessVerdict.Check: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Registry_V1_LivenessVerdict.protoMessageName + ".Check"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}check\0\u{1}mandatory\0\u{1}value\0\u{1}threshold\0\u{1}passed\0\u{1}condition\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.check) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.mandatory) }()
+      case 3: try { try decoder.decodeSingularFloatField(value: &self.value) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.threshold) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.passed) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.condition) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.check.isEmpty {
+      try visitor.visitSingularStringField(value: self.check, fieldNumber: 1)
+    }
+    if self.mandatory != false {
+      try visitor.visitSingularBoolField(value: self.mandatory, fieldNumber: 2)
+    }
+    if self.value.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.value, fieldNumber: 3)
+    }
+    if !self.threshold.isEmpty {
+      try visitor.visitSingularStringField(value: self.threshold, fieldNumber: 4)
+    }
+    if self.passed != false {
+      try visitor.visitSingularBoolField(value: self.passed, fieldNumber: 5)
+    }
+    if !self.condition.isEmpty {
+      try visitor.visitSingularStringField(value: self.condition, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_LivenessVerdict.Check, rhs: Registry_V1_LivenessVerdict.Check) -> Bool {
+    if lhs.check != rhs.check {return false}
+    if lhs.mandatory != rhs.mandatory {return false}
+    if lhs.value != rhs.value {return false}
+    if lhs.threshold != rhs.threshold {return false}
+    if lhs.passed != rhs.passed {return false}
+    if lhs.condition != rhs.condition {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2910,7 +4206,7 @@ nonisolated extension Registry_V1_Landmark: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Registry_V1_StoredTemplate: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StoredTemplate"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}identifier\0\u{1}algorithm\0\u{3}registered_at_micros\0\u{1}source\0\u{1}quality\0\u{1}template\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}identifier\0\u{1}algorithm\0\u{3}registered_at_micros\0\u{1}source\0\u{1}quality\0\u{1}template\0\u{3}landmark_quality\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2925,6 +4221,7 @@ nonisolated extension Registry_V1_StoredTemplate: SwiftProtobuf.Message, SwiftPr
       case 5: try { try decoder.decodeSingularEnumField(value: &self.source) }()
       case 6: try { try decoder.decodeSingularFloatField(value: &self._quality) }()
       case 7: try { try decoder.decodeSingularMessageField(value: &self._template) }()
+      case 8: try { try decoder.decodeSingularFloatField(value: &self._landmarkQuality) }()
       default: break
       }
     }
@@ -2956,6 +4253,9 @@ nonisolated extension Registry_V1_StoredTemplate: SwiftProtobuf.Message, SwiftPr
     try { if let v = self._template {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
     } }()
+    try { if let v = self._landmarkQuality {
+      try visitor.visitSingularFloatField(value: v, fieldNumber: 8)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2967,6 +4267,7 @@ nonisolated extension Registry_V1_StoredTemplate: SwiftProtobuf.Message, SwiftPr
     if lhs.source != rhs.source {return false}
     if lhs._quality != rhs._quality {return false}
     if lhs._template != rhs._template {return false}
+    if lhs._landmarkQuality != rhs._landmarkQuality {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2976,46 +4277,88 @@ nonisolated extension Registry_V1_RegisterRequest: SwiftProtobuf.Message, SwiftP
   public static let protoMessageName: String = _protobuf_package + ".RegisterRequest"
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gallery\0\u{1}identifier\0\u{1}face\0\u{1}force\0")
 
+  fileprivate class _StorageClass {
+    var _gallery: String = String()
+    var _identifier: String = String()
+    var _face: Registry_V1_Face? = nil
+    var _force: Bool = false
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _gallery = source._gallery
+      _identifier = source._identifier
+      _face = source._face
+      _force = source._force
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.gallery) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.identifier) }()
-      case 3: try { try decoder.decodeSingularMessageField(value: &self._face) }()
-      case 4: try { try decoder.decodeSingularBoolField(value: &self.force) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._gallery) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._identifier) }()
+        case 3: try { try decoder.decodeSingularMessageField(value: &_storage._face) }()
+        case 4: try { try decoder.decodeSingularBoolField(value: &_storage._force) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if !self.gallery.isEmpty {
-      try visitor.visitSingularStringField(value: self.gallery, fieldNumber: 1)
-    }
-    if !self.identifier.isEmpty {
-      try visitor.visitSingularStringField(value: self.identifier, fieldNumber: 2)
-    }
-    try { if let v = self._face {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
-    } }()
-    if self.force != false {
-      try visitor.visitSingularBoolField(value: self.force, fieldNumber: 4)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._gallery.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._gallery, fieldNumber: 1)
+      }
+      if !_storage._identifier.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._identifier, fieldNumber: 2)
+      }
+      try { if let v = _storage._face {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+      } }()
+      if _storage._force != false {
+        try visitor.visitSingularBoolField(value: _storage._force, fieldNumber: 4)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Registry_V1_RegisterRequest, rhs: Registry_V1_RegisterRequest) -> Bool {
-    if lhs.gallery != rhs.gallery {return false}
-    if lhs.identifier != rhs.identifier {return false}
-    if lhs._face != rhs._face {return false}
-    if lhs.force != rhs.force {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._gallery != rhs_storage._gallery {return false}
+        if _storage._identifier != rhs_storage._identifier {return false}
+        if _storage._face != rhs_storage._face {return false}
+        if _storage._force != rhs_storage._force {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3023,7 +4366,7 @@ nonisolated extension Registry_V1_RegisterRequest: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension Registry_V1_RegisterResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".RegisterResult"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}stored\0\u{1}findings\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}stored\0\u{1}findings\0\u{1}quality\0\u{1}liveness\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3033,44 +4376,8 @@ nonisolated extension Registry_V1_RegisterResult: SwiftProtobuf.Message, SwiftPr
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedMessageField(value: &self.stored) }()
       case 2: try { try decoder.decodeRepeatedMessageField(value: &self.findings) }()
-      default: break
-      }
-    }
-  }
-
-  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.stored.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.stored, fieldNumber: 1)
-    }
-    if !self.findings.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.findings, fieldNumber: 2)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  public static func ==(lhs: Registry_V1_RegisterResult, rhs: Registry_V1_RegisterResult) -> Bool {
-    if lhs.stored != rhs.stored {return false}
-    if lhs.findings != rhs.findings {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension Registry_V1_IdentifyRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  public static let protoMessageName: String = _protobuf_package + ".IdentifyRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gallery\0\u{1}face\0\u{1}safe\0\u{3}auto_enrol\0\u{1}limit\0")
-
-  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.gallery) }()
-      case 2: try { try decoder.decodeSingularMessageField(value: &self._face) }()
-      case 3: try { try decoder.decodeSingularBoolField(value: &self._safe) }()
-      case 4: try { try decoder.decodeSingularBoolField(value: &self._autoEnrol) }()
-      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.limit) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._quality) }()
+      case 4: try { try decoder.decodeSingularMessageField(value: &self._liveness) }()
       default: break
       }
     }
@@ -3081,30 +4388,124 @@ nonisolated extension Registry_V1_IdentifyRequest: SwiftProtobuf.Message, SwiftP
     // allocates stack space for every if/case branch local when no optimizations
     // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
     // https://github.com/apple/swift-protobuf/issues/1182
-    if !self.gallery.isEmpty {
-      try visitor.visitSingularStringField(value: self.gallery, fieldNumber: 1)
+    if !self.stored.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.stored, fieldNumber: 1)
     }
-    try { if let v = self._face {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    if !self.findings.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.findings, fieldNumber: 2)
+    }
+    try { if let v = self._quality {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
     } }()
-    try { if let v = self._safe {
-      try visitor.visitSingularBoolField(value: v, fieldNumber: 3)
+    try { if let v = self._liveness {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
     } }()
-    try { if let v = self._autoEnrol {
-      try visitor.visitSingularBoolField(value: v, fieldNumber: 4)
-    } }()
-    if self.limit != 0 {
-      try visitor.visitSingularUInt32Field(value: self.limit, fieldNumber: 5)
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_RegisterResult, rhs: Registry_V1_RegisterResult) -> Bool {
+    if lhs.stored != rhs.stored {return false}
+    if lhs.findings != rhs.findings {return false}
+    if lhs._quality != rhs._quality {return false}
+    if lhs._liveness != rhs._liveness {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_IdentifyRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".IdentifyRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gallery\0\u{1}face\0\u{1}safe\0\u{3}auto_enrol\0\u{1}limit\0")
+
+  fileprivate class _StorageClass {
+    var _gallery: String = String()
+    var _face: Registry_V1_Face? = nil
+    var _safe: Bool? = nil
+    var _autoEnrol: Bool? = nil
+    var _limit: UInt32 = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _gallery = source._gallery
+      _face = source._face
+      _safe = source._safe
+      _autoEnrol = source._autoEnrol
+      _limit = source._limit
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._gallery) }()
+        case 2: try { try decoder.decodeSingularMessageField(value: &_storage._face) }()
+        case 3: try { try decoder.decodeSingularBoolField(value: &_storage._safe) }()
+        case 4: try { try decoder.decodeSingularBoolField(value: &_storage._autoEnrol) }()
+        case 5: try { try decoder.decodeSingularUInt32Field(value: &_storage._limit) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._gallery.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._gallery, fieldNumber: 1)
+      }
+      try { if let v = _storage._face {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+      } }()
+      try { if let v = _storage._safe {
+        try visitor.visitSingularBoolField(value: v, fieldNumber: 3)
+      } }()
+      try { if let v = _storage._autoEnrol {
+        try visitor.visitSingularBoolField(value: v, fieldNumber: 4)
+      } }()
+      if _storage._limit != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._limit, fieldNumber: 5)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Registry_V1_IdentifyRequest, rhs: Registry_V1_IdentifyRequest) -> Bool {
-    if lhs.gallery != rhs.gallery {return false}
-    if lhs._face != rhs._face {return false}
-    if lhs._safe != rhs._safe {return false}
-    if lhs._autoEnrol != rhs._autoEnrol {return false}
-    if lhs.limit != rhs.limit {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._gallery != rhs_storage._gallery {return false}
+        if _storage._face != rhs_storage._face {return false}
+        if _storage._safe != rhs_storage._safe {return false}
+        if _storage._autoEnrol != rhs_storage._autoEnrol {return false}
+        if _storage._limit != rhs_storage._limit {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3215,12 +4616,12 @@ nonisolated extension Registry_V1_AutoEnrolmentOutcome: SwiftProtobuf.Message, S
 }
 
 nonisolated extension Registry_V1_AutoEnrolmentOutcome.Status: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0STATUS_UNSPECIFIED\0\u{1}STATUS_ENROLLED\0\u{1}STATUS_ALREADY_REGISTERED\0\u{1}STATUS_NO_TEMPLATE\0\u{1}STATUS_SCORE_BELOW_THRESHOLD\0\u{1}STATUS_REFUSED\0\u{1}STATUS_FAILED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0STATUS_UNSPECIFIED\0\u{1}STATUS_ENROLLED\0\u{1}STATUS_ALREADY_REGISTERED\0\u{1}STATUS_NO_TEMPLATE\0\u{1}STATUS_SCORE_BELOW_THRESHOLD\0\u{1}STATUS_REFUSED\0\u{1}STATUS_FAILED\0\u{1}STATUS_QUALITY_TOO_LOW\0")
 }
 
 nonisolated extension Registry_V1_IdentifyResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".IdentifyResult"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}algorithm\0\u{1}matches\0\u{3}auto_enrolment\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}algorithm\0\u{1}matches\0\u{3}auto_enrolment\0\u{1}liveness\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3231,47 +4632,7 @@ nonisolated extension Registry_V1_IdentifyResult: SwiftProtobuf.Message, SwiftPr
       case 1: try { try decoder.decodeSingularUInt32Field(value: &self.algorithm) }()
       case 2: try { try decoder.decodeRepeatedMessageField(value: &self.matches) }()
       case 3: try { try decoder.decodeRepeatedMessageField(value: &self.autoEnrolment) }()
-      default: break
-      }
-    }
-  }
-
-  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if self.algorithm != 0 {
-      try visitor.visitSingularUInt32Field(value: self.algorithm, fieldNumber: 1)
-    }
-    if !self.matches.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.matches, fieldNumber: 2)
-    }
-    if !self.autoEnrolment.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.autoEnrolment, fieldNumber: 3)
-    }
-    try unknownFields.traverse(visitor: &visitor)
-  }
-
-  public static func ==(lhs: Registry_V1_IdentifyResult, rhs: Registry_V1_IdentifyResult) -> Bool {
-    if lhs.algorithm != rhs.algorithm {return false}
-    if lhs.matches != rhs.matches {return false}
-    if lhs.autoEnrolment != rhs.autoEnrolment {return false}
-    if lhs.unknownFields != rhs.unknownFields {return false}
-    return true
-  }
-}
-
-nonisolated extension Registry_V1_AuthenticateRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
-  public static let protoMessageName: String = _protobuf_package + ".AuthenticateRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gallery\0\u{1}identifier\0\u{1}face\0\u{3}auto_enrol\0")
-
-  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.gallery) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.identifier) }()
-      case 3: try { try decoder.decodeSingularMessageField(value: &self._face) }()
-      case 4: try { try decoder.decodeSingularBoolField(value: &self._autoEnrol) }()
+      case 4: try { try decoder.decodeSingularMessageField(value: &self._liveness) }()
       default: break
       }
     }
@@ -3282,26 +4643,117 @@ nonisolated extension Registry_V1_AuthenticateRequest: SwiftProtobuf.Message, Sw
     // allocates stack space for every if/case branch local when no optimizations
     // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
     // https://github.com/apple/swift-protobuf/issues/1182
-    if !self.gallery.isEmpty {
-      try visitor.visitSingularStringField(value: self.gallery, fieldNumber: 1)
+    if self.algorithm != 0 {
+      try visitor.visitSingularUInt32Field(value: self.algorithm, fieldNumber: 1)
     }
-    if !self.identifier.isEmpty {
-      try visitor.visitSingularStringField(value: self.identifier, fieldNumber: 2)
+    if !self.matches.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.matches, fieldNumber: 2)
     }
-    try { if let v = self._face {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
-    } }()
-    try { if let v = self._autoEnrol {
-      try visitor.visitSingularBoolField(value: v, fieldNumber: 4)
+    if !self.autoEnrolment.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.autoEnrolment, fieldNumber: 3)
+    }
+    try { if let v = self._liveness {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
     } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
+  public static func ==(lhs: Registry_V1_IdentifyResult, rhs: Registry_V1_IdentifyResult) -> Bool {
+    if lhs.algorithm != rhs.algorithm {return false}
+    if lhs.matches != rhs.matches {return false}
+    if lhs.autoEnrolment != rhs.autoEnrolment {return false}
+    if lhs._liveness != rhs._liveness {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_AuthenticateRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AuthenticateRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gallery\0\u{1}identifier\0\u{1}face\0\u{3}auto_enrol\0")
+
+  fileprivate class _StorageClass {
+    var _gallery: String = String()
+    var _identifier: String = String()
+    var _face: Registry_V1_Face? = nil
+    var _autoEnrol: Bool? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _gallery = source._gallery
+      _identifier = source._identifier
+      _face = source._face
+      _autoEnrol = source._autoEnrol
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._gallery) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._identifier) }()
+        case 3: try { try decoder.decodeSingularMessageField(value: &_storage._face) }()
+        case 4: try { try decoder.decodeSingularBoolField(value: &_storage._autoEnrol) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._gallery.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._gallery, fieldNumber: 1)
+      }
+      if !_storage._identifier.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._identifier, fieldNumber: 2)
+      }
+      try { if let v = _storage._face {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+      } }()
+      try { if let v = _storage._autoEnrol {
+        try visitor.visitSingularBoolField(value: v, fieldNumber: 4)
+      } }()
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
   public static func ==(lhs: Registry_V1_AuthenticateRequest, rhs: Registry_V1_AuthenticateRequest) -> Bool {
-    if lhs.gallery != rhs.gallery {return false}
-    if lhs.identifier != rhs.identifier {return false}
-    if lhs._face != rhs._face {return false}
-    if lhs._autoEnrol != rhs._autoEnrol {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._gallery != rhs_storage._gallery {return false}
+        if _storage._identifier != rhs_storage._identifier {return false}
+        if _storage._face != rhs_storage._face {return false}
+        if _storage._autoEnrol != rhs_storage._autoEnrol {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3309,7 +4761,7 @@ nonisolated extension Registry_V1_AuthenticateRequest: SwiftProtobuf.Message, Sw
 
 nonisolated extension Registry_V1_AuthenticateResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AuthenticateResult"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}authenticated\0\u{1}score\0\u{3}template_id\0\u{1}algorithm\0\u{3}auto_enrolment\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}authenticated\0\u{1}score\0\u{3}template_id\0\u{1}algorithm\0\u{3}auto_enrolment\0\u{1}liveness\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3322,12 +4774,17 @@ nonisolated extension Registry_V1_AuthenticateResult: SwiftProtobuf.Message, Swi
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.templateID) }()
       case 4: try { try decoder.decodeSingularUInt32Field(value: &self.algorithm) }()
       case 5: try { try decoder.decodeRepeatedMessageField(value: &self.autoEnrolment) }()
+      case 6: try { try decoder.decodeSingularMessageField(value: &self._liveness) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if self.authenticated != false {
       try visitor.visitSingularBoolField(value: self.authenticated, fieldNumber: 1)
     }
@@ -3343,6 +4800,9 @@ nonisolated extension Registry_V1_AuthenticateResult: SwiftProtobuf.Message, Swi
     if !self.autoEnrolment.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.autoEnrolment, fieldNumber: 5)
     }
+    try { if let v = self._liveness {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 6)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3352,6 +4812,7 @@ nonisolated extension Registry_V1_AuthenticateResult: SwiftProtobuf.Message, Swi
     if lhs.templateID != rhs.templateID {return false}
     if lhs.algorithm != rhs.algorithm {return false}
     if lhs.autoEnrolment != rhs.autoEnrolment {return false}
+    if lhs._liveness != rhs._liveness {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3458,7 +4919,7 @@ nonisolated extension Registry_V1_Algorithm.Kind: SwiftProtobuf._ProtoNameProvid
 
 nonisolated extension Registry_V1_Registry: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Registry"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}algorithm\0\u{1}thresholds\0\u{3}template_count\0\u{3}identifier_count\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}algorithm\0\u{1}thresholds\0\u{3}template_count\0\u{3}identifier_count\0\u{3}minimum_quality\0\u{3}minimum_auto_enrolment_quality\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3470,6 +4931,8 @@ nonisolated extension Registry_V1_Registry: SwiftProtobuf.Message, SwiftProtobuf
       case 2: try { try decoder.decodeSingularMessageField(value: &self._thresholds) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.templateCount) }()
       case 4: try { try decoder.decodeSingularUInt64Field(value: &self.identifierCount) }()
+      case 5: try { try decoder.decodeSingularFloatField(value: &self._minimumQuality) }()
+      case 6: try { try decoder.decodeSingularFloatField(value: &self._minimumAutoEnrolmentQuality) }()
       default: break
       }
     }
@@ -3492,6 +4955,12 @@ nonisolated extension Registry_V1_Registry: SwiftProtobuf.Message, SwiftProtobuf
     if self.identifierCount != 0 {
       try visitor.visitSingularUInt64Field(value: self.identifierCount, fieldNumber: 4)
     }
+    try { if let v = self._minimumQuality {
+      try visitor.visitSingularFloatField(value: v, fieldNumber: 5)
+    } }()
+    try { if let v = self._minimumAutoEnrolmentQuality {
+      try visitor.visitSingularFloatField(value: v, fieldNumber: 6)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3500,6 +4969,48 @@ nonisolated extension Registry_V1_Registry: SwiftProtobuf.Message, SwiftProtobuf
     if lhs._thresholds != rhs._thresholds {return false}
     if lhs.templateCount != rhs.templateCount {return false}
     if lhs.identifierCount != rhs.identifierCount {return false}
+    if lhs._minimumQuality != rhs._minimumQuality {return false}
+    if lhs._minimumAutoEnrolmentQuality != rhs._minimumAutoEnrolmentQuality {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_LivenessPolicy: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LivenessPolicy"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}authenticate\0\u{1}identify\0\u{1}register\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBoolField(value: &self.authenticate) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.identify) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.register) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.authenticate != false {
+      try visitor.visitSingularBoolField(value: self.authenticate, fieldNumber: 1)
+    }
+    if self.identify != false {
+      try visitor.visitSingularBoolField(value: self.identify, fieldNumber: 2)
+    }
+    if self.register != false {
+      try visitor.visitSingularBoolField(value: self.register, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_LivenessPolicy, rhs: Registry_V1_LivenessPolicy) -> Bool {
+    if lhs.authenticate != rhs.authenticate {return false}
+    if lhs.identify != rhs.identify {return false}
+    if lhs.register != rhs.register {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3507,7 +5018,7 @@ nonisolated extension Registry_V1_Registry: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Registry_V1_Gallery: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Gallery"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}registries\0\u{3}identifier_count\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}registries\0\u{3}identifier_count\0\u{1}liveness\0\u{3}liveness_k\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3518,12 +5029,18 @@ nonisolated extension Registry_V1_Gallery: SwiftProtobuf.Message, SwiftProtobuf.
       case 1: try { try decoder.decodeSingularStringField(value: &self.name) }()
       case 2: try { try decoder.decodeRepeatedMessageField(value: &self.registries) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.identifierCount) }()
+      case 4: try { try decoder.decodeSingularMessageField(value: &self._liveness) }()
+      case 5: try { try decoder.decodeSingularFloatField(value: &self.livenessK) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if !self.name.isEmpty {
       try visitor.visitSingularStringField(value: self.name, fieldNumber: 1)
     }
@@ -3533,6 +5050,12 @@ nonisolated extension Registry_V1_Gallery: SwiftProtobuf.Message, SwiftProtobuf.
     if self.identifierCount != 0 {
       try visitor.visitSingularUInt64Field(value: self.identifierCount, fieldNumber: 3)
     }
+    try { if let v = self._liveness {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+    } }()
+    if self.livenessK.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.livenessK, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3540,6 +5063,8 @@ nonisolated extension Registry_V1_Gallery: SwiftProtobuf.Message, SwiftProtobuf.
     if lhs.name != rhs.name {return false}
     if lhs.registries != rhs.registries {return false}
     if lhs.identifierCount != rhs.identifierCount {return false}
+    if lhs._liveness != rhs._liveness {return false}
+    if lhs.livenessK != rhs.livenessK {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3984,7 +5509,7 @@ nonisolated extension Registry_V1_DeleteGalleryResult: SwiftProtobuf.Message, Sw
 
 nonisolated extension Registry_V1_DefineGalleryRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DefineGalleryRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gallery\0\u{1}registries\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gallery\0\u{1}registries\0\u{1}liveness\0\u{3}liveness_k\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3994,24 +5519,38 @@ nonisolated extension Registry_V1_DefineGalleryRequest: SwiftProtobuf.Message, S
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.gallery) }()
       case 2: try { try decoder.decodeRepeatedMessageField(value: &self.registries) }()
+      case 3: try { try decoder.decodeSingularMessageField(value: &self._liveness) }()
+      case 4: try { try decoder.decodeSingularFloatField(value: &self._livenessK) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if !self.gallery.isEmpty {
       try visitor.visitSingularStringField(value: self.gallery, fieldNumber: 1)
     }
     if !self.registries.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.registries, fieldNumber: 2)
     }
+    try { if let v = self._liveness {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    } }()
+    try { if let v = self._livenessK {
+      try visitor.visitSingularFloatField(value: v, fieldNumber: 4)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Registry_V1_DefineGalleryRequest, rhs: Registry_V1_DefineGalleryRequest) -> Bool {
     if lhs.gallery != rhs.gallery {return false}
     if lhs.registries != rhs.registries {return false}
+    if lhs._liveness != rhs._liveness {return false}
+    if lhs._livenessK != rhs._livenessK {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -4019,7 +5558,7 @@ nonisolated extension Registry_V1_DefineGalleryRequest: SwiftProtobuf.Message, S
 
 nonisolated extension Registry_V1_DefineGalleryRequest.RegistrySpec: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = Registry_V1_DefineGalleryRequest.protoMessageName + ".RegistrySpec"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}algorithm\0\u{1}thresholds\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}algorithm\0\u{1}thresholds\0\u{3}minimum_quality\0\u{3}minimum_auto_enrolment_quality\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4029,6 +5568,8 @@ nonisolated extension Registry_V1_DefineGalleryRequest.RegistrySpec: SwiftProtob
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt32Field(value: &self.algorithm) }()
       case 2: try { try decoder.decodeSingularMessageField(value: &self._thresholds) }()
+      case 3: try { try decoder.decodeSingularFloatField(value: &self._minimumQuality) }()
+      case 4: try { try decoder.decodeSingularFloatField(value: &self._minimumAutoEnrolmentQuality) }()
       default: break
       }
     }
@@ -4045,12 +5586,20 @@ nonisolated extension Registry_V1_DefineGalleryRequest.RegistrySpec: SwiftProtob
     try { if let v = self._thresholds {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
     } }()
+    try { if let v = self._minimumQuality {
+      try visitor.visitSingularFloatField(value: v, fieldNumber: 3)
+    } }()
+    try { if let v = self._minimumAutoEnrolmentQuality {
+      try visitor.visitSingularFloatField(value: v, fieldNumber: 4)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Registry_V1_DefineGalleryRequest.RegistrySpec, rhs: Registry_V1_DefineGalleryRequest.RegistrySpec) -> Bool {
     if lhs.algorithm != rhs.algorithm {return false}
     if lhs._thresholds != rhs._thresholds {return false}
+    if lhs._minimumQuality != rhs._minimumQuality {return false}
+    if lhs._minimumAutoEnrolmentQuality != rhs._minimumAutoEnrolmentQuality {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -4528,6 +6077,314 @@ nonisolated extension Registry_V1_VerifyResult: SwiftProtobuf.Message, SwiftProt
   public static func ==(lhs: Registry_V1_VerifyResult, rhs: Registry_V1_VerifyResult) -> Bool {
     if lhs.templatesChecked != rhs.templatesChecked {return false}
     if lhs.problems != rhs.problems {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_EnrolLivenessProfileRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".EnrolLivenessProfileRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gallery\0\u{1}identifier\0\u{1}poses\0\u{1}k\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.gallery) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.identifier) }()
+      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.poses) }()
+      case 4: try { try decoder.decodeSingularFloatField(value: &self._k) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.gallery.isEmpty {
+      try visitor.visitSingularStringField(value: self.gallery, fieldNumber: 1)
+    }
+    if !self.identifier.isEmpty {
+      try visitor.visitSingularStringField(value: self.identifier, fieldNumber: 2)
+    }
+    if !self.poses.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.poses, fieldNumber: 3)
+    }
+    try { if let v = self._k {
+      try visitor.visitSingularFloatField(value: v, fieldNumber: 4)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_EnrolLivenessProfileRequest, rhs: Registry_V1_EnrolLivenessProfileRequest) -> Bool {
+    if lhs.gallery != rhs.gallery {return false}
+    if lhs.identifier != rhs.identifier {return false}
+    if lhs.poses != rhs.poses {return false}
+    if lhs._k != rhs._k {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_EnrolLivenessProfileRequest.Pose: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Registry_V1_EnrolLivenessProfileRequest.protoMessageName + ".Pose"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}pose\0\u{1}frames\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.pose) }()
+      case 2: try { try decoder.decodeRepeatedMessageField(value: &self.frames) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.pose.isEmpty {
+      try visitor.visitSingularStringField(value: self.pose, fieldNumber: 1)
+    }
+    if !self.frames.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.frames, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_EnrolLivenessProfileRequest.Pose, rhs: Registry_V1_EnrolLivenessProfileRequest.Pose) -> Bool {
+    if lhs.pose != rhs.pose {return false}
+    if lhs.frames != rhs.frames {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_GetLivenessProfileRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".GetLivenessProfileRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gallery\0\u{1}identifier\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.gallery) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.identifier) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.gallery.isEmpty {
+      try visitor.visitSingularStringField(value: self.gallery, fieldNumber: 1)
+    }
+    if !self.identifier.isEmpty {
+      try visitor.visitSingularStringField(value: self.identifier, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_GetLivenessProfileRequest, rhs: Registry_V1_GetLivenessProfileRequest) -> Bool {
+    if lhs.gallery != rhs.gallery {return false}
+    if lhs.identifier != rhs.identifier {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_DeleteLivenessProfileRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DeleteLivenessProfileRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gallery\0\u{1}identifier\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.gallery) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.identifier) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.gallery.isEmpty {
+      try visitor.visitSingularStringField(value: self.gallery, fieldNumber: 1)
+    }
+    if !self.identifier.isEmpty {
+      try visitor.visitSingularStringField(value: self.identifier, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_DeleteLivenessProfileRequest, rhs: Registry_V1_DeleteLivenessProfileRequest) -> Bool {
+    if lhs.gallery != rhs.gallery {return false}
+    if lhs.identifier != rhs.identifier {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_LivenessProfile: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LivenessProfile"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}ranges\0\u{3}realistic_depth_lower\0\u{3}realistic_depth_upper\0\u{1}k\0\u{1}frames\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.ranges) }()
+      case 2: try { try decoder.decodeSingularFloatField(value: &self.realisticDepthLower) }()
+      case 3: try { try decoder.decodeSingularFloatField(value: &self.realisticDepthUpper) }()
+      case 4: try { try decoder.decodeSingularFloatField(value: &self.k) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.frames) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.ranges.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.ranges, fieldNumber: 1)
+    }
+    if self.realisticDepthLower.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.realisticDepthLower, fieldNumber: 2)
+    }
+    if self.realisticDepthUpper.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.realisticDepthUpper, fieldNumber: 3)
+    }
+    if self.k.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.k, fieldNumber: 4)
+    }
+    if self.frames != 0 {
+      try visitor.visitSingularUInt32Field(value: self.frames, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_LivenessProfile, rhs: Registry_V1_LivenessProfile) -> Bool {
+    if lhs.ranges != rhs.ranges {return false}
+    if lhs.realisticDepthLower != rhs.realisticDepthLower {return false}
+    if lhs.realisticDepthUpper != rhs.realisticDepthUpper {return false}
+    if lhs.k != rhs.k {return false}
+    if lhs.frames != rhs.frames {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_LivenessProfile.Range: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Registry_V1_LivenessProfile.protoMessageName + ".Range"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}statistic\0\u{1}lower\0\u{1}upper\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.statistic) }()
+      case 2: try { try decoder.decodeSingularFloatField(value: &self.lower) }()
+      case 3: try { try decoder.decodeSingularFloatField(value: &self.upper) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.statistic.isEmpty {
+      try visitor.visitSingularStringField(value: self.statistic, fieldNumber: 1)
+    }
+    if self.lower.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.lower, fieldNumber: 2)
+    }
+    if self.upper.bitPattern != 0 {
+      try visitor.visitSingularFloatField(value: self.upper, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_LivenessProfile.Range, rhs: Registry_V1_LivenessProfile.Range) -> Bool {
+    if lhs.statistic != rhs.statistic {return false}
+    if lhs.lower != rhs.lower {return false}
+    if lhs.upper != rhs.upper {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_LivenessProfileResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LivenessProfileResult"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}profile\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._profile) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._profile {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_LivenessProfileResult, rhs: Registry_V1_LivenessProfileResult) -> Bool {
+    if lhs._profile != rhs._profile {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_DeleteLivenessProfileResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DeleteLivenessProfileResult"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}deleted\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBoolField(value: &self.deleted) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.deleted != false {
+      try visitor.visitSingularBoolField(value: self.deleted, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_DeleteLivenessProfileResult, rhs: Registry_V1_DeleteLivenessProfileResult) -> Bool {
+    if lhs.deleted != rhs.deleted {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
