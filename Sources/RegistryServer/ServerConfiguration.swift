@@ -12,8 +12,9 @@ import RegistryCore
 ///               "idleTimeoutSeconds": 300, "maximumRequestsInFlight": 64 },
 ///   "algorithms": [ { "version": 5000, "name": "model512", "dimension": 512,
 ///                     "scoreFunction": "cosine", "threshold": 0.5 } ],
-///   "galleries": [ { "name": "default", "registries": [
-///       { "algorithm": "arcface", "authentication": 0.6, "identification": 0.6, "autoEnrolment": 0.6 } ] } ]
+///   "galleries": [ { "name": "default", "livenessRequiredFor": ["authenticate"], "livenessK": 2.0,
+///       "registries": [ { "algorithm": "arcface", "authentication": 0.6, "identification": 0.6,
+///                         "autoEnrolment": 0.6, "minimumQuality": 0.6, "minimumAutoEnrolmentQuality": 0.6 } ] } ]
 /// }
 /// ```
 ///
@@ -60,6 +61,9 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         public var authentication: Float?
         public var identification: Float?
         public var autoEnrolment: Float?
+        /// Capture quality (0...1) required to register / to auto-enrol into this registry.
+        public var minimumQuality: Float?
+        public var minimumAutoEnrolmentQuality: Float?
 
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -71,12 +75,18 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
             self.authentication = try container.decodeIfPresent(Float.self, forKey: .authentication)
             self.identification = try container.decodeIfPresent(Float.self, forKey: .identification)
             self.autoEnrolment = try container.decodeIfPresent(Float.self, forKey: .autoEnrolment)
+            self.minimumQuality = try container.decodeIfPresent(Float.self, forKey: .minimumQuality)
+            self.minimumAutoEnrolmentQuality = try container.decodeIfPresent(Float.self, forKey: .minimumAutoEnrolmentQuality)
         }
     }
 
     public struct GalleryEntry: Sendable, Codable, Equatable {
         public var name: String
         public var registries: [RegistryEntry]
+        /// Operations that require a live face: any of "authenticate", "identify", "register".
+        public var livenessRequiredFor: [String]?
+        /// k of the gallery's liveness profiles (mean ± k·std); default 2.0.
+        public var livenessK: Float?
     }
 
     public var socketPath: String = "run/registryd.sock"
@@ -155,9 +165,23 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
                 let thresholds = Thresholds(
                     authentication: entry.authentication ?? defaults.authentication, identification: identification,
                     autoEnrolment: entry.autoEnrolment ?? identification)
-                registries.append(RegistryConfiguration(algorithm: algorithm.version, thresholds: thresholds))
+                registries.append(RegistryConfiguration(
+                    algorithm: algorithm.version, thresholds: thresholds, minimumQuality: entry.minimumQuality,
+                    minimumAutoEnrolmentQuality: entry.minimumAutoEnrolmentQuality))
             }
-            galleries.append(GalleryConfiguration(name: gallery.name, registries: registries))
+            var liveness = LivenessPolicy.none
+            for operation in gallery.livenessRequiredFor ?? [] {
+                switch operation {
+                case "authenticate": liveness.authenticate = true
+                case "identify": liveness.identify = true
+                case "register": liveness.register = true
+                default:
+                    throw ConfigurationError(
+                        "gallery \(gallery.name): livenessRequiredFor takes authenticate, identify and register, not '\(operation)'")
+                }
+            }
+            galleries.append(GalleryConfiguration(
+                name: gallery.name, registries: registries, liveness: liveness, livenessK: gallery.livenessK ?? 2.0))
         }
         var engine = EngineConfiguration(algorithms: algorithms)
         if let configuredDefault = galleries.first(where: { $0.name == GalleryConfiguration.defaultName }) {
