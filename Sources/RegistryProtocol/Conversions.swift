@@ -375,12 +375,13 @@ extension Registry_V1_LivenessPolicy {
         self.authenticate = policy.authenticate
         self.identify = policy.identify
         self.register = policy.register
+        self.strict = policy.strict
     }
 }
 
 extension LivenessPolicy {
     public init(_ message: Registry_V1_LivenessPolicy) {
-        self.init(authenticate: message.authenticate, identify: message.identify, register: message.register)
+        self.init(authenticate: message.authenticate, identify: message.identify, register: message.register, strict: message.strict)
     }
 }
 

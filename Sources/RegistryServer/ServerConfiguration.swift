@@ -87,6 +87,8 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         public var livenessRequiredFor: [String]?
         /// k of the gallery's liveness profiles (mean ± k·std); default 2.0.
         public var livenessK: Float?
+        /// Also require the non-planar and micro-movement liveness checks (default false).
+        public var livenessStrict: Bool?
     }
 
     public var socketPath: String = "run/registryd.sock"
@@ -169,7 +171,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
                     algorithm: algorithm.version, thresholds: thresholds, minimumQuality: entry.minimumQuality,
                     minimumAutoEnrolmentQuality: entry.minimumAutoEnrolmentQuality))
             }
-            var liveness = LivenessPolicy.none
+            var liveness = LivenessPolicy(strict: gallery.livenessStrict ?? false)
             for operation in gallery.livenessRequiredFor ?? [] {
                 switch operation {
                 case "authenticate": liveness.authenticate = true

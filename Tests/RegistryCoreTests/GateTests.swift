@@ -264,3 +264,38 @@ let poorCapture = CaptureMetadata(
         #expect(result.matches.map(\.identifier) == ["lena"])
     }
 }
+
+@Suite struct StrictLivenessTests {
+    /// The same live-looking frame repeated: a static mask.
+    func staticMask() -> [DepthFrame] {
+        let frame = liveFrames(count: 1)[0]
+        return (0..<4).map { DepthFrame(depths: frame.depths, timestampMillis: Int64($0) * 600) }
+    }
+
+    @Test func aStaticMaskPassesTheSeedsRulesButNotStrictMode() async throws {
+        try await withEngine { engine in
+            for strict in [false, true] {
+                let name = strict ? "strict" : "lenient"
+                try await engine.defineGallery(GalleryConfiguration(
+                    name: name, registries: [RegistryConfiguration(algorithm: 24)],
+                    liveness: LivenessPolicy(authenticate: true, strict: strict)))
+                _ = try await engine.register(gallery: name, identifier: "alice", face: Face(arcface()))
+            }
+            // The seed's rule: 4 mandatory + 3 of 5 optional; the mask fails only microMovement.
+            let lenient = try await engine.authenticate(
+                gallery: "lenient", identifier: "alice", face: Face(templates: [arcface()], depthFrames: self.staticMask()))
+            #expect(lenient.liveness?.live == true)
+            #expect(lenient.liveness?.failed == [.microMovement])
+            let refused = await expectRegistryError(.livenessFailed) {
+                _ = try await engine.authenticate(
+                    gallery: "strict", identifier: "alice", face: Face(templates: [arcface()], depthFrames: self.staticMask()))
+            }
+            #expect(refused?.message.contains("strict liveness requires microMovement") == true)
+            // A live face passes both.
+            let live = try await engine.authenticate(
+                gallery: "strict", identifier: "alice", face: Face(templates: [arcface()], depthFrames: liveFrames()))
+            #expect(live.liveness?.live == true)
+            #expect(try engine.gallery("strict").liveness.strict)
+        }
+    }
+}

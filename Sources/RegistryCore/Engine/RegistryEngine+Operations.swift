@@ -73,7 +73,7 @@ extension RegistryEngine {
         let liveness = try self.indexLock.withReadLock { () throws(RegistryError) -> LivenessVerdict? in
             let gallery = try self.currentGallery(name, id: galleryId)
             let verdict = try Self.livenessGate(
-                face, required: gallery.liveness.register, profile: gallery.profiles[identifier])
+                face, required: gallery.liveness.register, strict: gallery.liveness.strict, profile: gallery.profiles[identifier])
             for registry in gallery.registries where templates[registry.algorithm.version] != nil {
                 guard let minimum = registry.minimumQuality, !(quality.map { $0.score >= minimum } ?? false) else { continue }
                 throw RegistryError.qualityTooLow(
@@ -216,7 +216,7 @@ extension RegistryEngine {
         let (decided, matches) = try self.indexLock.withReadLock { () throws(RegistryError) -> (RegistryIndex?, [IdentifyMatch]) in
             let gallery = try self.currentGallery(name, id: galleryId)
             // The person is not known yet, so the fixed thresholds apply.
-            liveness = try Self.livenessGate(face, required: gallery.liveness.identify, profile: nil)
+            liveness = try Self.livenessGate(face, required: gallery.liveness.identify, strict: gallery.liveness.strict, profile: nil)
             let candidates = gallery.registries.filter { templates[$0.algorithm.version] != nil }
             if safe {
                 guard let registry = candidates.first(where: { $0.identifierCount == gallery.identifierCount }) else {
@@ -270,7 +270,8 @@ extension RegistryEngine {
                 throw RegistryError(.identifierNotRegistered, "'\(identifier)' is not registered in gallery '\(name)'")
             }
             // With the identifier's own profile when it enrolled one.
-            liveness = try Self.livenessGate(face, required: gallery.liveness.authenticate, profile: gallery.profiles[identifier])
+            liveness = try Self.livenessGate(
+                face, required: gallery.liveness.authenticate, strict: gallery.liveness.strict, profile: gallery.profiles[identifier])
             for registry in gallery.registries where registry.holds(ordinal) {
                 guard let template = templates[registry.algorithm.version],
                     let hit = Matching.best(of: ordinal, in: registry, query: template)
@@ -380,9 +381,17 @@ extension RegistryEngine {
 
     /// The liveness verdict of a face's depth frames (nil when it has none and none is required);
     /// throws `LIVENESS_FAILED` when the gallery requires liveness and the verdict is not live.
-    static func livenessGate(_ face: Face, required: Bool, profile: LivenessProfile?) throws(RegistryError) -> LivenessVerdict? {
+    /// In strict mode a verdict live by the 3-of-5 rule but planar or motionless is not live.
+    static func livenessGate(
+        _ face: Face, required: Bool, strict: Bool, profile: LivenessProfile?
+    ) throws(RegistryError) -> LivenessVerdict? {
         guard required || !face.depthFrames.isEmpty else { return nil }
-        let verdict = DepthLiveness.evaluate(face.depthFrames, profile: profile)
+        var verdict = DepthLiveness.evaluate(face.depthFrames, profile: profile)
+        let strictFailures = verdict.failed.filter { $0 == .depthDistribution || $0 == .microMovement }
+        if strict && verdict.live && !strictFailures.isEmpty {
+            verdict.live = false
+            verdict.reason = "strict liveness requires \(strictFailures.map(\.rawValue).joined(separator: " and ")) to pass"
+        }
         if required && !verdict.live { throw RegistryError.livenessFailed(verdict) }
         return verdict
     }

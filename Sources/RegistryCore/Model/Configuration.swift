@@ -57,11 +57,16 @@ public struct LivenessPolicy: Sendable, Hashable {
     public var authenticate: Bool
     public var identify: Bool
     public var register: Bool
+    /// Also require two of seeds/004's optional checks: a non-planar surface (`depthDistribution`)
+    /// and micro-movement across frames (`microMovement`). The seed's 3-of-5 rule alone accepts a
+    /// photo held at about 26° or more and a static mask; strict mode refuses both.
+    public var strict: Bool
 
-    public init(authenticate: Bool = false, identify: Bool = false, register: Bool = false) {
+    public init(authenticate: Bool = false, identify: Bool = false, register: Bool = false, strict: Bool = false) {
         self.authenticate = authenticate
         self.identify = identify
         self.register = register
+        self.strict = strict
     }
 
     /// No operation requires liveness.

@@ -108,7 +108,7 @@ struct TemplateRecord: Sendable, Equatable {
 ///
 /// Schema 2 layout: id u32, registry count u16, per registry (id u32, algorithm u32, thresholds 3 × f32,
 /// minimum quality f32, minimum auto-enrolment quality f32; NaN: none), liveness policy u8 (bit 0
-/// authenticate, 1 identify, 2 register), liveness k f32. Schema 1 stopped after the thresholds.
+/// authenticate, 1 identify, 2 register, 3 strict), liveness k f32. Schema 1 stopped after the thresholds.
 struct GalleryRecord: Sendable, Equatable {
     struct Registry: Sendable, Equatable {
         var id: UInt32
@@ -140,6 +140,7 @@ struct GalleryRecord: Sendable, Equatable {
         if self.liveness.authenticate { policy |= 1 }
         if self.liveness.identify { policy |= 2 }
         if self.liveness.register { policy |= 4 }
+        if self.liveness.strict { policy |= 8 }
         writer.append(policy)
         writer.append(self.livenessK)
         return writer.bytes
@@ -177,7 +178,8 @@ struct GalleryRecord: Sendable, Equatable {
             }
             if version >= 2 {
                 let policy: UInt8 = try reader.read()
-                self.liveness = LivenessPolicy(authenticate: policy & 1 != 0, identify: policy & 2 != 0, register: policy & 4 != 0)
+                self.liveness = LivenessPolicy(
+                    authenticate: policy & 1 != 0, identify: policy & 2 != 0, register: policy & 4 != 0, strict: policy & 8 != 0)
                 self.livenessK = try reader.read(Float.self)
             }
         } catch {

@@ -1788,6 +1788,10 @@ public nonisolated struct Registry_V1_LivenessPolicy: Sendable {
 
   public var register: Bool = false
 
+  /// Also require the non-planar (depthDistribution) and micro-movement checks, which the 3-of-5 rule
+  /// leaves optional: without them a photo held at ~26 degrees or a static mask can pass.
+  public var strict: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -4978,7 +4982,7 @@ nonisolated extension Registry_V1_Registry: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Registry_V1_LivenessPolicy: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".LivenessPolicy"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}authenticate\0\u{1}identify\0\u{1}register\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}authenticate\0\u{1}identify\0\u{1}register\0\u{1}strict\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4989,6 +4993,7 @@ nonisolated extension Registry_V1_LivenessPolicy: SwiftProtobuf.Message, SwiftPr
       case 1: try { try decoder.decodeSingularBoolField(value: &self.authenticate) }()
       case 2: try { try decoder.decodeSingularBoolField(value: &self.identify) }()
       case 3: try { try decoder.decodeSingularBoolField(value: &self.register) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.strict) }()
       default: break
       }
     }
@@ -5004,6 +5009,9 @@ nonisolated extension Registry_V1_LivenessPolicy: SwiftProtobuf.Message, SwiftPr
     if self.register != false {
       try visitor.visitSingularBoolField(value: self.register, fieldNumber: 3)
     }
+    if self.strict != false {
+      try visitor.visitSingularBoolField(value: self.strict, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -5011,6 +5019,7 @@ nonisolated extension Registry_V1_LivenessPolicy: SwiftProtobuf.Message, SwiftPr
     if lhs.authenticate != rhs.authenticate {return false}
     if lhs.identify != rhs.identify {return false}
     if lhs.register != rhs.register {return false}
+    if lhs.strict != rhs.strict {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
