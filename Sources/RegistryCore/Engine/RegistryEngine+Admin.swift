@@ -282,8 +282,8 @@ extension RegistryEngine {
 
     /// Enrols (or re-enrols) an identifier's liveness profile from depth frames captured over the
     /// enrolment poses (seeds/003), with the gallery's k unless `k` is given.
-    /// - Throws: ``RegistryError``: `identifierNotRegistered`; `livenessFailed`-free `malformedRequest`
-    ///   naming the pose and the problem when the frames are too few or fail the fixed checks.
+    /// - Throws: ``RegistryError``: `identifierNotRegistered`; `malformedRequest` naming the pose and
+    ///   the problem when the frames are too few or fail the fixed checks.
     @discardableResult
     public func enrolLivenessProfile(
         gallery name: String = GalleryConfiguration.defaultName,
