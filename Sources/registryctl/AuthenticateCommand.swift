@@ -11,6 +11,11 @@ struct AuthenticateCommand: AsyncParsableCommand {
             Exits 1 when the face is not authenticated, 2 when the identifier is not registered. \
             Unless --no-auto-enrol, an authenticated face is auto-enrolled in the registries that lack \
             the identifier; the report says per registry what happened.
+
+            When the face carries depth frames (a face object, see registryctl --help) the reply \
+            shows the liveness verdict, with the identifier's personalised thresholds when it enrolled \
+            a liveness profile (registryctl profile enrol). A gallery that requires liveness for \
+            authenticate refuses a face that is not live (LIVENESS_FAILED, exit 3).
             """)
 
     @OptionGroup var options: GlobalOptions
@@ -19,7 +24,7 @@ struct AuthenticateCommand: AsyncParsableCommand {
     @Argument(help: "The identifier the face claims to be.")
     var identifier: String
 
-    @Argument(help: ArgumentHelp("Template JSON files; their templates form one face.", valueName: "file"))
+    @Argument(help: ArgumentHelp("Template or face JSON files; together they form one face.", valueName: "file"))
     var files: [String]
 
     @Flag(name: .customLong("no-auto-enrol"), help: "Do not auto-enrol the face in other registries.")
@@ -38,10 +43,13 @@ struct AuthenticateCommand: AsyncParsableCommand {
         /// The registry that decided.
         var algorithm: UInt32
         var autoEnrolment: [AutoEnrolmentJSON]
+        /// The liveness verdict (when the face carried depth frames).
+        var liveness: LivenessVerdictJSON?
         private var outcomes: [AutoEnrolmentOutcome]
+        private var verdict: LivenessVerdict?
 
         private enum CodingKeys: String, CodingKey {
-            case gallery, identifier, authenticated, score, templateId, algorithm, autoEnrolment
+            case gallery, identifier, authenticated, score, templateId, algorithm, autoEnrolment, liveness
         }
 
         init(gallery: String, identifier: String, authentication: Authentication) {
@@ -53,6 +61,8 @@ struct AuthenticateCommand: AsyncParsableCommand {
             self.algorithm = authentication.algorithm
             self.outcomes = authentication.autoEnrolment
             self.autoEnrolment = authentication.autoEnrolment.map(AutoEnrolmentJSON.init)
+            self.verdict = authentication.liveness
+            self.liveness = authentication.liveness.map(LivenessVerdictJSON.init)
         }
 
         var exitStatus: ExitStatus { self.authenticated ? .success : .noMatch }
@@ -64,7 +74,8 @@ struct AuthenticateCommand: AsyncParsableCommand {
             table.append(["score", Format.score(self.score)])
             table.append(["template", "\(self.templateId)"])
             table.append(["algorithm", names(self.algorithm)])
-            return (table.lines() + AutoEnrolmentJSON.lines(self.outcomes, names)).joined(separator: "\n")
+            let liveness = self.verdict.map(LivenessVerdictJSON.lines) ?? []
+            return (table.lines() + liveness + AutoEnrolmentJSON.lines(self.outcomes, names)).joined(separator: "\n")
         }
 
         static var namesAlgorithms: Bool { true }

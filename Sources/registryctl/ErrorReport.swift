@@ -11,6 +11,10 @@ struct ErrorReport: Encodable {
         var findings: [FindingJSON]?
         /// INVALID_TEMPLATE: what is wrong with which template.
         var templateProblem: TemplateProblemJSON?
+        /// QUALITY_TOO_LOW: the registry's minimum and the assessment, or what capture inputs were missing.
+        var quality: QualityTooLowJSON?
+        /// LIVENESS_FAILED: the verdict, every check with the failed ones.
+        var liveness: LivenessVerdictJSON?
         /// A bad input or output file.
         var file: String?
         /// The exit status this error gives.
@@ -41,8 +45,15 @@ struct ErrorReport: Encodable {
                 }
             case .invalidTemplate(let algorithm, let problem):
                 self.error.templateProblem = TemplateProblemJSON(algorithm: algorithm, problem: problem)
-            case .qualityTooLow, .livenessFailed:
-                break  // the message says what failed
+            case .qualityTooLow(let algorithm, let minimum, let assessment, let missing):
+                self.error.quality = QualityTooLowJSON(algorithm: algorithm, minimum: minimum, assessment: assessment, missing: missing)
+                self.detailLines = { names in
+                    QualityTooLowJSON.lines(algorithm: algorithm, minimum: minimum, assessment: assessment, missing: missing, names)
+                        .map { "  " + $0 }
+                }
+            case .livenessFailed(let verdict):
+                self.error.liveness = LivenessVerdictJSON(verdict)
+                self.detailLines = { _ in LivenessVerdictJSON.failedLines(verdict).map { "  " + $0 } }
             }
         case let error as RegistryClientError:
             let code =
@@ -63,7 +74,7 @@ struct ErrorReport: Encodable {
         }
     }
 
-    var needsAlgorithmNames: Bool { self.error.findings != nil }
+    var needsAlgorithmNames: Bool { self.error.findings != nil || self.error.quality != nil }
 
     /// `registryctl: CODE: message` and the details, one per line.
     func text(_ names: AlgorithmNames) -> [String] {

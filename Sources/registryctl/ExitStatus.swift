@@ -7,8 +7,8 @@ import RegistryCore
 /// | --- | --- |
 /// | 0 | success |
 /// | 1 | no match: identify found nobody, authenticate did not authenticate |
-/// | 2 | not registered: `IDENTIFIER_NOT_REGISTERED`, or a delete found nothing to delete |
-/// | 3 | refused or failed: any other error the daemon returned (similar face, mismatch, invalid template, unknown gallery, …), verify found problems, or the output file could not be written |
+/// | 2 | not registered: `IDENTIFIER_NOT_REGISTERED`, a delete found nothing to delete, or the identifier has no liveness profile |
+/// | 3 | refused or failed: any other error the daemon returned (similar face, mismatch, invalid template, unknown gallery, capture quality too low, liveness failed, …), verify found problems, or the output file could not be written |
 /// | 4 | the daemon is unreachable or the connection was lost |
 /// | 64 | usage error (bad arguments or options) |
 /// | 65 | bad input file (unreadable, malformed JSON or protobuf stream) |
@@ -50,16 +50,17 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
           0   success
           1   no match: identify found nobody, authenticate did not
               authenticate
-          2   not registered: IDENTIFIER_NOT_REGISTERED, or a delete found
-              nothing to delete
+          2   not registered: IDENTIFIER_NOT_REGISTERED, a delete found
+              nothing to delete, or the identifier has no liveness profile
           3   refused or failed: any other error the daemon returned
               (SIMILAR_FACE_REGISTERED, FACE_MISMATCH, INVALID_TEMPLATE,
-              UNKNOWN_GALLERY, ...), verify found problems, or the output
-              file could not be written
+              UNKNOWN_GALLERY, QUALITY_TOO_LOW, LIVENESS_FAILED, ...),
+              verify found problems, or the output file could not be
+              written
           4   registryd is unreachable or the connection was lost
           64  usage error (bad arguments or options)
           65  bad input file (unreadable, malformed template JSON or
-              protobuf stream)
+              protobuf stream, a depth frame without 100 samples)
         """
 }
 
@@ -73,5 +74,10 @@ struct CommandFailure: Error, CustomStringConvertible {
 
     static func templateNotFound(_ id: UInt64, gallery: String) -> CommandFailure {
         CommandFailure(code: "TEMPLATE_NOT_FOUND", message: "template \(id) does not exist in gallery '\(gallery)'", status: .notRegistered)
+    }
+
+    static func profileNotFound(_ identifier: String, gallery: String) -> CommandFailure {
+        CommandFailure(
+            code: "PROFILE_NOT_FOUND", message: "'\(identifier)' has no liveness profile in gallery '\(gallery)'", status: .notRegistered)
     }
 }

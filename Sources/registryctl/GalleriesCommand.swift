@@ -7,7 +7,13 @@ struct GalleriesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "galleries",
         abstract: "List the galleries, each with its registries in priority order.",
-        discussion: "Per registry: the algorithm, its thresholds (authentication, identification, auto-enrolment) and its template and identifier counts.")
+        discussion: """
+            Per gallery: whether liveness is required for authenticate, identify and register, and \
+            the k of its liveness profiles. Per registry: the algorithm, its thresholds \
+            (authentication, identification, auto-enrolment), the minimum capture quality for \
+            registration and for auto-enrolment ("-": no gate), and its template and identifier \
+            counts.
+            """)
 
     @OptionGroup var options: GlobalOptions
 

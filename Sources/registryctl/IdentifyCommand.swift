@@ -10,12 +10,16 @@ struct IdentifyCommand: AsyncParsableCommand {
         discussion: """
             Exits 1 when nobody matches. Unless --no-auto-enrol, the top match is auto-enrolled in the \
             registries that lack it; the report says per registry what happened.
+
+            When the face carries depth frames (a face object, see registryctl --help) the reply \
+            shows the liveness verdict (fixed thresholds). A gallery that requires liveness for \
+            identify refuses a face that is not live (LIVENESS_FAILED, exit 3).
             """)
 
     @OptionGroup var options: GlobalOptions
     @OptionGroup var gallery: GalleryOptions
 
-    @Argument(help: ArgumentHelp("Template JSON files; their templates form one face.", valueName: "file"))
+    @Argument(help: ArgumentHelp("Template or face JSON files; together they form one face.", valueName: "file"))
     var files: [String]
 
     @Flag(help: "Try the registries in priority order and take the first with results, even one that does not hold every identifier.")
@@ -45,9 +49,12 @@ struct IdentifyCommand: AsyncParsableCommand {
         var algorithm: UInt32?
         var matches: [Match]
         var autoEnrolment: [AutoEnrolmentJSON]
+        /// The liveness verdict (when the face carried depth frames).
+        var liveness: LivenessVerdictJSON?
         private var outcomes: [AutoEnrolmentOutcome]
+        private var verdict: LivenessVerdict?
 
-        private enum CodingKeys: String, CodingKey { case gallery, algorithm, matches, autoEnrolment }
+        private enum CodingKeys: String, CodingKey { case gallery, algorithm, matches, autoEnrolment, liveness }
 
         init(gallery: String, identification: Identification) {
             self.gallery = gallery
@@ -57,18 +64,22 @@ struct IdentifyCommand: AsyncParsableCommand {
             }
             self.outcomes = identification.autoEnrolment
             self.autoEnrolment = identification.autoEnrolment.map(AutoEnrolmentJSON.init)
+            self.verdict = identification.liveness
+            self.liveness = identification.liveness.map(LivenessVerdictJSON.init)
         }
 
         var exitStatus: ExitStatus { self.matches.isEmpty ? .noMatch : .success }
 
         func text(_ names: AlgorithmNames) -> String {
-            guard !self.matches.isEmpty else { return "no match in gallery \(self.gallery)" }
+            let liveness = self.verdict.map(LivenessVerdictJSON.lines) ?? []
+            guard !self.matches.isEmpty else { return (["no match in gallery \(self.gallery)"] + liveness).joined(separator: "\n") }
             var lines = ["\(Format.plural(self.matches.count, "match", "matches")) in gallery \(self.gallery):"]
             var table = Table(header: ["IDENTIFIER", "SCORE", "TEMPLATE", "ALGORITHM"])
             for match in self.matches {
                 table.append([match.identifier, Format.score(match.score), "\(match.templateId)", names(match.algorithm)])
             }
             lines += table.lines(indent: "  ")
+            lines += liveness
             lines += AutoEnrolmentJSON.lines(self.outcomes, names)
             return lines.joined(separator: "\n")
         }

@@ -179,7 +179,10 @@ struct StoredTemplateJSON: Codable, Hashable {
     var registeredAtMicros: Int64
     /// registered, auto_enrolled, imported, forced.
     var source: String
+    /// The capture quality score of the face it came from (when the face carried capture metadata).
     var quality: Float?
+    /// The landmark symmetry/coverage score (seeds/000), for landmark templates.
+    var landmarkQuality: Float?
     var template: TemplateDataJSON?
 
     init(_ stored: StoredTemplate) {
@@ -190,6 +193,7 @@ struct StoredTemplateJSON: Codable, Hashable {
         self.registeredAtMicros = stored.registeredAt
         self.source = Self.source(stored.source)
         self.quality = stored.quality
+        self.landmarkQuality = stored.landmarkQuality
         self.template = stored.template.map(TemplateDataJSON.init)
     }
 
@@ -244,6 +248,31 @@ struct RegistryJSON: Codable, Hashable {
     var thresholds: ThresholdsJSON
     var templates: Int
     var identifiers: Int
+    /// The capture quality a face must reach to be registered / auto-enrolled here (absent: no gate).
+    var minimumQuality: Float?
+    var minimumAutoEnrolmentQuality: Float?
+}
+
+struct LivenessPolicyJSON: Codable, Hashable {
+    var authenticate: Bool
+    var identify: Bool
+    var register: Bool
+    /// The non-planar and micro-movement checks are required too.
+    var strict: Bool
+
+    init(_ policy: LivenessPolicy) {
+        self.authenticate = policy.authenticate
+        self.identify = policy.identify
+        self.register = policy.register
+        self.strict = policy.strict
+    }
+
+    /// `authenticate, register`, or `none`.
+    static func text(_ policy: LivenessPolicy) -> String {
+        let operations = [("authenticate", policy.authenticate), ("identify", policy.identify), ("register", policy.register)]
+            .filter(\.1).map(\.0)
+        return operations.isEmpty ? "none" : operations.joined(separator: ", ")
+    }
 }
 
 struct GalleryJSON: Codable, Hashable {
@@ -251,6 +280,10 @@ struct GalleryJSON: Codable, Hashable {
     var identifiers: Int
     /// Priority order.
     var registries: [RegistryJSON]
+    /// Which operations require a live face.
+    var liveness: LivenessPolicyJSON
+    /// The k of the gallery's liveness profiles (mean ± k·std).
+    var livenessK: Float
 
     init(_ gallery: GalleryInfo) {
         self.name = gallery.name
@@ -258,20 +291,253 @@ struct GalleryJSON: Codable, Hashable {
         self.registries = gallery.registries.map {
             RegistryJSON(
                 algorithm: AlgorithmJSON($0.algorithm), thresholds: ThresholdsJSON($0.thresholds),
-                templates: $0.templateCount, identifiers: $0.identifierCount)
+                templates: $0.templateCount, identifiers: $0.identifierCount, minimumQuality: $0.minimumQuality,
+                minimumAutoEnrolmentQuality: $0.minimumAutoEnrolmentQuality)
         }
+        self.liveness = LivenessPolicyJSON(gallery.liveness)
+        self.livenessK = gallery.livenessK
     }
 
-    /// The gallery as text: a heading and its registries in priority order.
+    /// The gallery as text: a heading with its liveness policy, and its registries in priority order
+    /// with their thresholds and quality gates ("-": none).
     static func lines(_ gallery: GalleryInfo) -> [String] {
-        var lines = ["gallery \(gallery.name): \(Format.plural(gallery.identifierCount, "identifier"))"]
-        var table = Table(header: ["#", "ALGORITHM", "AUTH", "IDENT", "AUTO", "TEMPLATES", "IDENTIFIERS"])
+        let operations = LivenessPolicyJSON.text(gallery.liveness)
+        let liveness =
+            operations == "none"
+            ? "liveness not required" : "\(gallery.liveness.strict ? "strict " : "")liveness required for \(operations)"
+        var lines = [
+            "gallery \(gallery.name): \(Format.plural(gallery.identifierCount, "identifier")); \(liveness); "
+                + "liveness profile k \(Format.threshold(gallery.livenessK))"
+        ]
+        var table = Table(header: [
+            "#", "ALGORITHM", "AUTH", "IDENT", "AUTO", "MIN QUALITY", "MIN AUTO QUALITY", "TEMPLATES", "IDENTIFIERS",
+        ])
         for (index, registry) in gallery.registries.enumerated() {
             table.append([
                 "\(index + 1)", "\(registry.algorithm.name) (\(registry.algorithm.version))",
                 Format.threshold(registry.thresholds.authentication), Format.threshold(registry.thresholds.identification),
-                Format.threshold(registry.thresholds.autoEnrolment), "\(registry.templateCount)", "\(registry.identifierCount)",
+                Format.threshold(registry.thresholds.autoEnrolment), registry.minimumQuality.map(Format.threshold) ?? "-",
+                registry.minimumAutoEnrolmentQuality.map(Format.threshold) ?? "-", "\(registry.templateCount)",
+                "\(registry.identifierCount)",
             ])
+        }
+        lines += table.lines(indent: "  ")
+        return lines
+    }
+}
+
+// MARK: Capture gates (DESIGN §9)
+
+/// A capture quality assessment (seeds/002).
+struct QualityJSON: Codable, Hashable {
+    var score: Float
+    /// excellent, good, fair, poor.
+    var rating: String
+    /// The component with the lowest value.
+    var weakest: String
+    /// Each present component's normalised value, 0...1, by name (confidence, size, angle, resolution,
+    /// sharpness, lighting).
+    var components: [String: Float]
+
+    init(_ assessment: QualityAssessment) {
+        self.score = assessment.score
+        self.rating = assessment.rating.rawValue
+        self.weakest = assessment.weakest.rawValue
+        self.components = Dictionary(uniqueKeysWithValues: assessment.components.map { ($0.key.rawValue, $0.value) })
+    }
+
+    /// `0.9812 (excellent), weakest component: angle`.
+    static func summary(_ assessment: QualityAssessment) -> String {
+        "\(Format.score(assessment.score)) (\(assessment.rating.rawValue)), weakest component: \(assessment.weakest.rawValue)"
+    }
+
+    /// The components present, in weight order, with their values and weights.
+    static func componentLines(_ assessment: QualityAssessment, indent: String) -> [String] {
+        var table = Table(header: ["COMPONENT", "VALUE", "WEIGHT"])
+        for component in QualityComponent.allCases {
+            guard let value = assessment.components[component] else { continue }
+            table.append([component.rawValue, Format.score(value), Format.fixed(Double(component.weight), digits: 2)])
+        }
+        return table.lines(indent: indent)
+    }
+}
+
+/// One liveness check's outcome.
+struct LivenessCheckJSON: Codable, Hashable {
+    /// The check's name as the protocol and the daemon's messages give it: realisticDepth,
+    /// centerVariation, edgeVariation, depthProfile, depthVariation, depthDistribution, gradientPattern,
+    /// temporalConsistency, microMovement.
+    var check: String
+    var mandatory: Bool
+    var passed: Bool
+    /// The value that decided the check, metres (absent when it is not finite: a temporal check that
+    /// could not measure anything).
+    var value: Float?
+    /// The comparison with the measured values, e.g. `centerStdDev 0.0012 m < 0.005 m`.
+    var condition: String
+    /// The threshold, e.g. `≥ 0.005 m`.
+    var threshold: String
+
+    init(_ result: LivenessCheckResult) {
+        self.check = result.check.rawValue
+        self.mandatory = result.mandatory
+        self.passed = result.passed
+        self.value = result.value.isFinite ? result.value : nil
+        self.condition = result.condition
+        self.threshold = result.threshold
+    }
+}
+
+/// A liveness verdict (seeds/003-004).
+struct LivenessVerdictJSON: Codable, Hashable {
+    var live: Bool
+    /// Which thresholds decided: fixed, personalised, fixed_fallback.
+    var thresholds: String
+    /// Valid samples in the last frame.
+    var validSamples: Int
+    /// Every check, in report order (empty when there were too few valid samples to run them).
+    var checks: [LivenessCheckJSON]
+    /// The failed checks' names.
+    var failed: [String]
+    /// Why the face is not live (absent when live).
+    var reason: String?
+
+    init(_ verdict: LivenessVerdict) {
+        self.live = verdict.live
+        self.thresholds = Self.thresholds(verdict.thresholds)
+        self.validSamples = verdict.validSamples
+        self.checks = verdict.checks.map(LivenessCheckJSON.init)
+        self.failed = verdict.failed.map(\.rawValue)
+        self.reason = verdict.reason
+    }
+
+    static func thresholds(_ source: LivenessThresholdSource) -> String {
+        switch source {
+        case .fixed: "fixed"
+        case .personalised: "personalised"
+        case .fixedFallback: "fixed_fallback"
+        }
+    }
+
+    /// The thresholds for people: `fixed`, `personalised`, `fixed fallback (...)`.
+    static func thresholdsText(_ source: LivenessThresholdSource) -> String {
+        switch source {
+        case .fixed: "fixed"
+        case .personalised: "personalised (the identifier's liveness profile)"
+        case .fixedFallback: "fixed fallback (the personalised thresholds were not met)"
+        }
+    }
+
+    /// The verdict as text: live yes/no, the thresholds, the valid samples, the reason, and every check
+    /// with its result, condition and threshold.
+    static func lines(_ verdict: LivenessVerdict) -> [String] {
+        var summary = Table()
+        summary.append(["live", verdict.live ? "yes" : "no"])
+        summary.append(["thresholds", Self.thresholdsText(verdict.thresholds)])
+        summary.append(["valid samples", "\(verdict.validSamples) of \(DepthFrame.gridSize * DepthFrame.gridSize)"])
+        if let reason = verdict.reason { summary.append(["reason", reason]) }
+        var lines = ["liveness:"] + summary.lines(indent: "  ")
+        guard !verdict.checks.isEmpty else { return lines }
+        var checks = Table(header: ["CHECK", "KIND", "RESULT", "CONDITION", "THRESHOLD"])
+        for result in verdict.checks {
+            checks.append([
+                result.check.rawValue, result.mandatory ? "mandatory" : "optional", result.passed ? "passed" : "FAILED",
+                result.condition, result.threshold,
+            ])
+        }
+        lines += checks.lines(indent: "  ")
+        return lines
+    }
+
+    /// The failed checks for an error report: `centerVariation (mandatory): centerStdDev 0.0004 m < 0.005 m`.
+    static func failedLines(_ verdict: LivenessVerdict) -> [String] {
+        var lines = ["thresholds: \(Self.thresholdsText(verdict.thresholds)); valid samples: \(verdict.validSamples)"]
+        for result in verdict.checks where !result.passed {
+            lines.append("failed \(result.check.rawValue) (\(result.mandatory ? "mandatory" : "optional")): \(result.condition)")
+        }
+        if let reason = verdict.reason { lines.append("reason: \(reason)") }
+        return lines
+    }
+}
+
+/// QUALITY_TOO_LOW's details.
+struct QualityTooLowJSON: Codable, Hashable {
+    /// The registry that refused.
+    var algorithm: UInt32
+    var minimum: Float
+    /// Absent when the face carried no or incomplete capture metadata.
+    var assessment: QualityJSON?
+    /// The capture inputs that were missing (empty with an assessment, or without any metadata).
+    var missing: [String]
+
+    init(algorithm: UInt32, minimum: Float, assessment: QualityAssessment?, missing: [String]) {
+        self.algorithm = algorithm
+        self.minimum = minimum
+        self.assessment = assessment.map(QualityJSON.init)
+        self.missing = missing
+    }
+
+    static func lines(
+        algorithm: UInt32, minimum: Float, assessment: QualityAssessment?, missing: [String], _ names: AlgorithmNames
+    ) -> [String] {
+        var lines = ["minimum: \(Format.threshold(minimum)) (the \(names(algorithm)) registry)"]
+        if let assessment {
+            lines.append("assessment: \(QualityJSON.summary(assessment))")
+            lines += QualityJSON.componentLines(assessment, indent: "  ")
+        } else if missing.isEmpty {
+            lines.append("the face carries no capture metadata")
+        } else {
+            lines.append("missing capture inputs: \(missing.joined(separator: ", "))")
+        }
+        return lines
+    }
+}
+
+/// A range of a liveness profile.
+struct RangeJSON: Codable, Hashable {
+    var lower: Float
+    var upper: Float
+
+    init(_ range: ClosedRange<Float>) {
+        self.lower = range.lowerBound
+        self.upper = range.upperBound
+    }
+}
+
+/// An identifier's liveness profile: per statistic, the range mean ± k·std over its enrolment frames.
+struct LivenessProfileJSON: Codable, Hashable {
+    var k: Float
+    /// How many enrolment frames the ranges come from.
+    var frames: Int
+    /// The personalised distance rule, metres.
+    var realisticDepth: RangeJSON
+    /// By statistic: mean, stdDev, range, edgeStdDev, centerStdDev, gradientMean, gradientStdDev (metres).
+    var ranges: [String: RangeJSON]
+
+    init(_ profile: LivenessProfile) {
+        self.k = profile.k
+        self.frames = profile.frameCount
+        self.realisticDepth = RangeJSON(profile.realisticDepth)
+        self.ranges = Dictionary(uniqueKeysWithValues: Self.statistics(profile).map { ($0.name, RangeJSON($0.range)) })
+    }
+
+    /// The statistics' ranges in report order.
+    static func statistics(_ profile: LivenessProfile) -> [(name: String, range: ClosedRange<Float>)] {
+        [
+            ("mean", profile.mean), ("stdDev", profile.stdDev), ("range", profile.range), ("edgeStdDev", profile.edgeStdDev),
+            ("centerStdDev", profile.centerStdDev), ("gradientMean", profile.gradientMean),
+            ("gradientStdDev", profile.gradientStdDev),
+        ]
+    }
+
+    /// A heading and the ranges, metres.
+    static func lines(_ profile: LivenessProfile, heading: String) -> [String] {
+        var lines = ["\(heading): k \(Format.threshold(profile.k)), \(Format.plural(profile.frameCount, "enrolment frame"))"]
+        var table = Table(header: ["STATISTIC", "LOWER (m)", "UPPER (m)"])
+        table.append(["realisticDepth", Format.fixed(Double(profile.realisticDepth.lowerBound), digits: 5),
+            Format.fixed(Double(profile.realisticDepth.upperBound), digits: 5)])
+        for (name, range) in Self.statistics(profile) {
+            table.append([name, Format.fixed(Double(range.lowerBound), digits: 5), Format.fixed(Double(range.upperBound), digits: 5)])
         }
         lines += table.lines(indent: "  ")
         return lines

@@ -12,6 +12,12 @@ struct RegisterCommand: AsyncParsableCommand {
             (SIMILAR_FACE_REGISTERED) or a face that does not match the identifier's templates \
             (FACE_MISMATCH) is refused with the finding; --force stores it anyway and reports what \
             the checks found.
+
+            A file may hold a face object with capture metadata and depth frames (see registryctl \
+            --help): the reply then shows the capture quality assessment and the liveness verdict. A \
+            registry with a minimum capture quality refuses a face below it (QUALITY_TOO_LOW), a \
+            gallery that requires liveness for register refuses a face that is not live \
+            (LIVENESS_FAILED); both exit 3.
             """)
 
     @OptionGroup var options: GlobalOptions
@@ -20,7 +26,7 @@ struct RegisterCommand: AsyncParsableCommand {
     @Argument(help: "The identifier to register the face under.")
     var identifier: String
 
-    @Argument(help: ArgumentHelp("Template JSON files; their templates form one face.", valueName: "file"))
+    @Argument(help: ArgumentHelp("Template or face JSON files; together they form one face.", valueName: "file"))
     var files: [String]
 
     @Flag(help: "Store the face despite a similar face or a mismatch.")
@@ -36,9 +42,13 @@ struct RegisterCommand: AsyncParsableCommand {
         var stored: [StoredTemplateJSON]
         /// What the checks found (only when --force overrode them).
         var findings: [FindingJSON]
+        /// The capture quality assessment (when the face carried capture metadata).
+        var quality: QualityJSON?
+        /// The liveness verdict (when the face carried depth frames).
+        var liveness: LivenessVerdictJSON?
         private var registration: Registration
 
-        private enum CodingKeys: String, CodingKey { case gallery, identifier, stored, findings }
+        private enum CodingKeys: String, CodingKey { case gallery, identifier, stored, findings, quality, liveness }
 
         init(gallery: String, identifier: String, registration: Registration) {
             self.gallery = gallery
@@ -46,6 +56,8 @@ struct RegisterCommand: AsyncParsableCommand {
             self.registration = registration
             self.stored = registration.stored.map(StoredTemplateJSON.init)
             self.findings = registration.findings.map(FindingJSON.init)
+            self.quality = registration.quality.map(QualityJSON.init)
+            self.liveness = registration.liveness.map(LivenessVerdictJSON.init)
         }
 
         func text(_ names: AlgorithmNames) -> String {
@@ -59,6 +71,10 @@ struct RegisterCommand: AsyncParsableCommand {
                 lines.append("stored despite (--force):")
                 lines += self.registration.findings.map { "  " + FindingJSON.text($0, names) }
             }
+            if let quality = self.registration.quality {
+                lines.append("capture quality: \(QualityJSON.summary(quality))")
+            }
+            if let liveness = self.registration.liveness { lines += LivenessVerdictJSON.lines(liveness) }
             return lines.joined(separator: "\n")
         }
 

@@ -17,6 +17,15 @@ struct RegistryCtl: AsyncParsableCommand {
             [{"name": "LEFT_EYE", "x": 1, "y": 2, "z": 3}, ...]} ("type" may stand for "name", z is \
             optional). The templates of all files given form one face.
 
+            A file may instead hold a face object: {"templates": [...], "capture": {...}, \
+            "depthFrames": [...]}. "capture" is what the face detector reported (the quality \
+            inputs, each optional): detectorConfidence (0-1), faceBox {x, y, width, height} and \
+            imageWidth, imageHeight (pixels), yaw, pitch, roll (degrees), facePixelSize, sharpness \
+            (variance of the Laplacian), brightnessMean, brightnessStdDev (0-255). Each depth frame \
+            is {"depths": [100 numbers: a 10 x 10 grid, row-major, metres; null where not \
+            measured], "timestampMillis": N, "faceBox": {...}}. The files' depth frames are sent in \
+            order; at most one file may give a capture.
+
             \(ExitStatus.documentation)
             """,
         subcommands: [
@@ -32,6 +41,7 @@ struct RegistryCtl: AsyncParsableCommand {
             MigrationCommand.self,
             StatsCommand.self,
             GalleryCommand.self,
+            ProfileCommand.self,
             ExportCommand.self,
             ImportCommand.self,
             BackupCommand.self,

@@ -7,7 +7,11 @@ struct ShowCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
         abstract: "Show an identifier's templates: id, algorithm, registration time, source, quality.",
-        discussion: "Template data (biometric) is shown only with --data.")
+        discussion: """
+            CAPTURE QUALITY is the capture quality score of the face the template came from (when it \
+            carried capture metadata), LANDMARK QUALITY the symmetry/coverage score of a landmark \
+            template; "-" when there is none. Template data (biometric) is shown only with --data.
+            """)
 
     @OptionGroup var options: GlobalOptions
     @OptionGroup var gallery: GalleryOptions
@@ -25,11 +29,12 @@ struct ShowCommand: AsyncParsableCommand {
 
         func text(_ names: AlgorithmNames) -> String {
             var lines = ["\(Format.quoted(self.identifier)) in gallery \(self.gallery): \(Format.plural(self.templates.count, "template"))"]
-            var table = Table(header: ["ID", "ALGORITHM", "REGISTERED", "SOURCE", "QUALITY"])
+            var table = Table(header: ["ID", "ALGORITHM", "REGISTERED", "SOURCE", "CAPTURE QUALITY", "LANDMARK QUALITY"])
             for template in self.templates {
                 table.append([
                     "\(template.id)", names(template.algorithm), template.registeredAt, template.source,
                     template.quality.map { Format.fixed(Double($0), digits: 3) } ?? "-",
+                    template.landmarkQuality.map { Format.fixed(Double($0), digits: 3) } ?? "-",
                 ])
             }
             lines += table.lines(indent: "  ")

@@ -11,7 +11,8 @@ import RegistryCore
 /// A landmark may say `"type"` instead of `"name"` (the seed's `FaceLandmark{type,x,y,z}`), `z` is
 /// optional (0), and a landmark template without `"version"` is the landmark algorithm's (1000). An
 /// export record adds `"identifier"`. A file holds one object or an array of them; other keys are
-/// ignored.
+/// ignored. For register, identify and authenticate a file may instead hold a face object with capture
+/// metadata and depth frames (see FaceJSON.swift).
 public enum TemplateJSON {
     /// The landmark algorithm's version, assumed for landmark templates without `"version"`.
     static let landmarkVersion: UInt32 = Algorithm.landmarks.version
@@ -144,7 +145,7 @@ public enum TemplateJSON {
 
     // MARK: Reading
 
-    /// Reads the templates of one file (one object or an array).
+    /// Reads the templates of one file (one object, an array, or a face object's `"templates"`).
     /// - Throws: ``InputFileError`` naming the file and what is wrong, never a template value.
     public static func templates(in file: String) throws(InputFileError) -> [FaceTemplate] {
         try self.templates(from: try FileIO.read(file), file: file)
@@ -156,9 +157,9 @@ public enum TemplateJSON {
     ///   - file: the file's name, for messages.
     /// - Throws: ``InputFileError``.
     public static func templates(from bytes: [UInt8], file: String) throws(InputFileError) -> [FaceTemplate] {
-        let records = try self.records(from: bytes, file: file)
-        guard !records.isEmpty else { throw InputFileError(file: file, message: "holds no template (an empty array)") }
-        return records.map(\.template)
+        let templates = try self.faceFile(from: bytes, file: file).templates
+        guard !templates.isEmpty else { throw InputFileError(file: file, message: "holds no template") }
+        return templates
     }
 
     /// Parses export records: templates that carry their `"identifier"`.
@@ -176,13 +177,17 @@ public enum TemplateJSON {
         return items
     }
 
-    /// Reads the templates of all files as one face: a face carries at most one template per algorithm.
+    /// Reads all files as one face: their templates (at most one per algorithm), the capture metadata
+    /// (at most one file may give it) and the depth frames (in file order, then frame order).
     /// - Throws: ``InputFileError`` naming the file with the problem.
     public static func face(files: [String]) throws(InputFileError) -> Face {
         var templates: [FaceTemplate] = []
         var fileOf: [UInt32: String] = [:]
+        var capture: (metadata: CaptureMetadata, file: String)?
+        var frames: [DepthFrame] = []
         for file in files {
-            for template in try self.templates(in: file) {
+            let face = try self.faceFile(in: file)
+            for template in face.templates {
                 if let first = fileOf[template.algorithm] {
                     let also = first == file ? "" : " (the first is in \(first))"
                     throw InputFileError(
@@ -192,22 +197,28 @@ public enum TemplateJSON {
                 fileOf[template.algorithm] = file
                 templates.append(template)
             }
+            if let metadata = face.capture {
+                if let first = capture {
+                    throw InputFileError(
+                        file: file,
+                        message: "a second \"capture\" (the first is in \(first.file)): a face carries the metadata of one capture")
+                }
+                capture = (metadata, file)
+            }
+            frames += face.depthFrames
         }
-        return Face(templates: templates)
+        if templates.isEmpty, let last = files.last {
+            let others = files.count > 1 ? ", and neither do the other files" : ""
+            throw InputFileError(file: last, message: "holds no template\(others): a face needs at least one")
+        }
+        return Face(templates: templates, capture: capture?.metadata, depthFrames: frames)
     }
 
     static func records(from bytes: [UInt8], file: String) throws(InputFileError) -> [Record] {
-        guard bytes.contains(where: { !Self.isWhitespace($0) }) else {
-            throw InputFileError(file: file, message: "is empty")
-        }
-        do {
-            return try JSONDecoder().decode(Document.self, from: Data(bytes)).records
-        } catch {
-            throw InputFileError(file: file, message: Self.describe(error, in: bytes))
-        }
+        try self.decode(Document.self, from: bytes, file: file).records
     }
 
-    private static func isWhitespace(_ byte: UInt8) -> Bool {
+    static func isWhitespace(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
     }
 
@@ -256,12 +267,28 @@ public enum TemplateJSON {
     /// What the value at a path should be.
     private static func expectation(_ type: Any.Type?, path: [any CodingKey]) -> String {
         let key = path.last(where: { $0.intValue == nil })?.stringValue
+        let element = path.last?.intValue != nil
         switch key {
         case "version": return "an algorithm version (an integer 0...4294967295)"
-        case "data": return path.last?.intValue == nil ? "an array of numbers" : "a number"
-        case "x", "y", "z": return "a number"
-        case "landmarks": return path.last?.intValue == nil ? "an array of landmark objects" : "a landmark object"
+        case "data": return element ? "a number" : "an array of numbers"
+        case "x", "y", "z", "width", "height": return "a number"
+        case "landmarks": return element ? "a landmark object" : "an array of landmark objects"
         case "name", "type", "identifier": return "a string"
+        // Face objects and enrolment files.
+        case "templates": return element ? "a template object" : "an array of template objects"
+        case "capture": return "a capture metadata object"
+        case "detectorConfidence", "yaw", "pitch", "roll", "facePixelSize", "sharpness", "brightnessMean", "brightnessStdDev":
+            return "a number"
+        case "imageWidth", "imageHeight": return "an integer number of pixels (0...4294967295)"
+        case "faceBox": return #"a face box object {"x", "y", "width", "height"}"#
+        case "depthFrames": return element ? "a depth frame object" : "an array of depth frame objects"
+        case "depths":
+            return element
+                ? "a number (metres) or null (not measured)"
+                : "an array of \(DepthFrame.gridSize * DepthFrame.gridSize) numbers (a 10 × 10 grid, row-major)"
+        case "timestampMillis": return "an integer (milliseconds)"
+        case let pose? where EnrolmentPose(rawValue: pose) != nil:
+            return element ? "a depth frame object" : "an array of depth frame objects"
         default: break
         }
         switch type {

@@ -70,7 +70,8 @@ public struct RegistryError: Error, Sendable, CustomStringConvertible {
     static func qualityTooLow(_ algorithm: Algorithm, minimum: Float, assessment: QualityAssessment?, missing: [String]) -> RegistryError {
         let message: String
         if let assessment {
-            message = "capture quality \(assessment.score) (\(assessment.rating.rawValue)) is below the \(algorithm.name) registry's minimum \(minimum); weakest component: \(assessment.weakest.rawValue)"
+            let score = (assessment.score * 10_000).rounded() / 10_000
+            message = "capture quality \(score) (\(assessment.rating.rawValue)) is below the \(algorithm.name) registry's minimum \(minimum); weakest component: \(assessment.weakest.rawValue)"
         } else {
             let what = missing.isEmpty ? "no capture metadata" : "incomplete capture metadata (missing \(missing.joined(separator: ", ")))"
             message = "the \(algorithm.name) registry requires capture quality \(minimum) and the face carries \(what)"
