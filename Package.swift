@@ -35,6 +35,8 @@ let package = Package(
     targets: [
         // Debian's liblmdb-dev ships lmdb.pc; tools/ensure-deps installs it when missing.
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
+        // libsystemd's sd_notify and sd_listen_fds (socket activation, Type=notify, watchdog).
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // pthread readers-writer lock and condition variable, shared by the wrapper and the engine.
         .target(name: "Locks", swiftSettings: strictSettings),
         // A thin, safe Swift wrapper over the LMDB C API: environment, transactions, errors.
@@ -48,7 +50,7 @@ let package = Package(
         // The daemon as a library: configuration, the NIO Unix-socket server, request dispatch.
         .target(
             name: "RegistryServer",
-            dependencies: ["RegistryCore", "RegistryProtocol", nioCore, nioPosix, logging, serviceLifecycle, unixSignals],
+            dependencies: ["RegistryCore", "RegistryProtocol", "CSystemd", nioCore, nioPosix, logging, serviceLifecycle, unixSignals],
             swiftSettings: strictSettings),
         // The Swift client library apps, registryctl and the tests use.
         .target(name: "RegistryClient", dependencies: ["RegistryProtocol", "RegistryCore", nioCore, nioPosix], swiftSettings: strictSettings),

@@ -1,4 +1,5 @@
 import Logging
+import NIOPosix
 import RegistryCore
 import ServiceLifecycle
 import UnixSignals
@@ -21,8 +22,11 @@ public struct RegistryDaemon: Sendable {
     /// - Parameter onReady: called once the store is open and the socket accepts connections.
     public func run(onReady: @escaping @Sendable (RegistryEngine) -> Void = { _ in }) async throws {
         let (engineConfiguration, galleries) = try self.configuration.validated()
-        // Refuse early, before touching the store, when another daemon serves on the socket.
-        try UnixSocketPath.prepare(self.configuration.socketPath)
+        let activated = Systemd.activatedSocket()
+        if activated == nil {
+            // Refuse early, before touching the store, when another daemon serves on the socket.
+            try UnixSocketPath.prepare(self.configuration.socketPath)
+        }
         let engine = try RegistryEngine(path: self.configuration.dataDirectory, configuration: engineConfiguration)
         defer { engine.close() }
         for gallery in galleries {
@@ -38,13 +42,21 @@ public struct RegistryDaemon: Sendable {
             ])
 
         let dispatcher = RequestDispatcher(engine: engine, logger: self.logger)
-        let server = RegistryServer(configuration: self.configuration, dispatcher: dispatcher, logger: self.logger)
+        let server = RegistryServer(
+            configuration: self.configuration, dispatcher: dispatcher, logger: self.logger, activatedSocket: activated)
         let reloader = ReloadService(configurationPath: self.configurationPath, engine: engine, logger: self.logger)
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup),
+            .init(service: reloader, successTerminationBehavior: .gracefullyShutdownGroup),
+        ]
+        if let interval = Systemd.watchdogInterval() {
+            let watchdog = WatchdogService(
+                interval: interval, engine: engine, eventLoops: MultiThreadedEventLoopGroup.singleton, logger: self.logger)
+            services.append(.init(service: watchdog, successTerminationBehavior: .gracefullyShutdownGroup))
+        }
+        let templateCount = info.reduce(0) { $0 + $1.registries.reduce(0) { $0 + $1.templateCount } }
         var groupConfiguration = ServiceGroupConfiguration(
-            services: [
-                .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup),
-                .init(service: reloader, successTerminationBehavior: .gracefullyShutdownGroup),
-            ],
+            services: services,
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: self.logger)
         // Requests in flight get this long to finish after SIGTERM; then they are cancelled (a write
@@ -55,6 +67,8 @@ public struct RegistryDaemon: Sendable {
             tasks.addTask { try await group.run() }
             tasks.addTask {
                 for await _ in server.ready {
+                    // READY only now: the store is open, the index loaded and the socket accepting.
+                    Systemd.notify("READY=1\nSTATUS=serving \(templateCount) templates in \(info.count) galleries")
                     onReady(engine)
                     return
                 }

@@ -26,12 +26,17 @@ public final class RegistryServer: Service, Sendable {
     public let ready: AsyncStream<String>
     private let readyContinuation: AsyncStream<String>.Continuation
 
+    /// The listening socket inherited from systemd, if socket-activated.
+    private let activatedSocket: Int32?
+
     public init(
         configuration: ServerConfiguration,
         dispatcher: RequestDispatcher,
         logger: Logger,
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        activatedSocket: Int32? = nil
     ) {
+        self.activatedSocket = activatedSocket
         self.configuration = configuration
         self.dispatcher = dispatcher
         self.logger = logger
@@ -42,24 +47,33 @@ public final class RegistryServer: Service, Sendable {
     public func run() async throws {
         defer { self.readyContinuation.finish() }
         let path = self.configuration.socketPath
-        try UnixSocketPath.prepare(path)
         let limits = self.configuration.limits
-        let server = try await ServerBootstrap(group: self.group)
-            .serverChannelOption(.backlog, value: 256)
-            .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: false) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let operations = channel.pipeline.syncOperations
-                    try operations.addHandler(IdleStateHandler(readTimeout: .seconds(Int64(limits.idleTimeoutSeconds))))
-                    try operations.addHandler(IdleCloseHandler())
-                    try operations.addHandler(ByteToMessageHandler(FrameDecoder(maximumFrameLength: limits.maximumFrameBytes)))
-                    try operations.addHandler(MessageToByteHandler(FrameEncoder()))
-                    return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
-                }
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<ByteBuffer, ByteBuffer>> = { channel in
+            channel.eventLoop.makeCompletedFuture {
+                let operations = channel.pipeline.syncOperations
+                try operations.addHandler(IdleStateHandler(readTimeout: .seconds(Int64(limits.idleTimeoutSeconds))))
+                try operations.addHandler(IdleCloseHandler())
+                try operations.addHandler(ByteToMessageHandler(FrameDecoder(maximumFrameLength: limits.maximumFrameBytes)))
+                try operations.addHandler(MessageToByteHandler(FrameEncoder()))
+                return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
             }
-        // Group read-write (the socket's group is the access list); others nothing.
-        chmod(path, 0o660)
+        }
+        let bootstrap = ServerBootstrap(group: self.group).serverChannelOption(.backlog, value: 256)
+        let server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
+        let activated = self.activatedSocket
+        if let activated {
+            // systemd owns the socket file (its mode and group come from the .socket unit).
+            server = try await bootstrap.bind(activated, childChannelInitializer: initializer)
+        } else {
+            try UnixSocketPath.prepare(path)
+            server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: false, childChannelInitializer: initializer)
+        }
+        if activated == nil {
+            // Group read-write (the socket's group is the access list); others nothing.
+            chmod(path, 0o660)
+        }
         self.listening.withLock { $0 = server.channel }
-        self.logger.info("listening", metadata: ["socket": "\(path)"])
+        self.logger.info("listening", metadata: ["socket": "\(activated == nil ? path : "fd \(activated!) from systemd")"])
         self.readyContinuation.yield(path)
 
         try await withGracefulShutdownHandler {
@@ -73,14 +87,15 @@ public final class RegistryServer: Service, Sendable {
         } onGracefulShutdown: {
             self.beginShutdown()
         }
-        unlink(path)
-        self.logger.info("stopped serving", metadata: ["socket": "\(path)"])
+        if activated == nil { unlink(path) }
+        self.logger.info("stopped serving")
     }
 
     /// Stops accepting and stops reading on every connection; requests already read are answered.
     public func beginShutdown() {
         guard !self.stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         self.logger.info("shutting down: finishing requests in flight")
+        Systemd.notify("STOPPING=1\nSTATUS=finishing requests in flight")
         self.listening.withLock { $0?.close(promise: nil) }
         for channel in self.connections.withLock({ Array($0.values) }) {
             channel.close(mode: .input, promise: nil)

@@ -11,13 +11,16 @@ final class Daemon: @unchecked Sendable {
     let dataPath: String
     private(set) var pid: pid_t = 0
     private let extraArguments: [String]
+    private let environment: [String]
 
     /// Starts the daemon and waits until its socket answers.
-    init(arguments: [String] = []) throws {
+    /// - Parameter environment: extra `NAME=value` entries for the daemon's environment.
+    init(arguments: [String] = [], environment: [String] = []) throws {
         self.directory = try Self.temporaryDirectory()
         self.socketPath = self.directory + "/run/registryd.sock"
         self.dataPath = self.directory + "/data"
         self.extraArguments = arguments
+        self.environment = environment
         try self.start()
     }
 
@@ -27,6 +30,7 @@ final class Daemon: @unchecked Sendable {
         self.socketPath = other.socketPath
         self.dataPath = self.directory + "/data"
         self.extraArguments = []
+        self.environment = []
         try self.start()
     }
 
@@ -50,15 +54,7 @@ final class Daemon: @unchecked Sendable {
     func start() throws {
         guard let binary = executable("registryd") else { throw HarnessError("registryd binary not found next to the tests") }
         let arguments = [binary, "--socket", self.socketPath, "--data", self.dataPath, "--log-level", "warning"] + self.extraArguments
-        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 2, self.directory + "/registryd.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, binary, &actions, nil, argv, environ)
-        guard rc == 0 else { throw HarnessError("posix_spawn registryd: \(rc)") }
+        let pid = try spawn(arguments, environment: self.environment, log: self.directory + "/registryd.log")
         self.pid = pid
         for _ in 0..<400 {
             // Ready when the socket answers and this process opened its store (registryd checks the
@@ -99,6 +95,29 @@ final class Daemon: @unchecked Sendable {
         }
         return text
     }
+}
+
+/// Starts `arguments[0]` with the rest as arguments, this process's environment plus `environment`
+/// (`NAME=value`), and standard error appended to `log`.
+func spawn(_ arguments: [String], environment: [String] = [], log: String) throws -> pid_t {
+    let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var inherited: [String] = []
+    var entry = environ
+    while let pointer = entry.pointee {
+        inherited.append(String(cString: pointer))
+        entry += 1
+    }
+    let envp: [UnsafeMutablePointer<CChar>?] = (inherited + environment).map { strdup($0) } + [nil]
+    defer { envp.forEach { free($0) } }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 2, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+    var pid: pid_t = 0
+    let rc = posix_spawnp(&pid, arguments[0], &actions, nil, argv, envp)
+    guard rc == 0 else { throw HarnessError("posix_spawn \(arguments[0]): \(rc)") }
+    return pid
 }
 
 struct HarnessError: Error, CustomStringConvertible {

@@ -1,0 +1,4 @@
+#ifndef CSYSTEMD_SHIM_H
+#define CSYSTEMD_SHIM_H
+#include <systemd/sd-daemon.h>
+#endif

@@ -1,0 +1,101 @@
+import Glibc
+import RegistryClient
+import RegistryCore
+import RegistryProtocol
+import SwiftProtobuf
+import Testing
+
+/// systemd integration tested with systemd's own tools, without systemd as PID 1.
+@Suite struct SystemdTests {
+    /// A datagram socket standing in for systemd's notify socket.
+    final class NotifySocket {
+        let path: String
+        let fd: Int32
+
+        init(directory: String) throws {
+            self.path = directory + "/notify"
+            self.fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            let bytes = Array(self.path.utf8)
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in
+                raw.copyBytes(from: bytes)
+                raw[bytes.count] = 0
+            }
+            let rc = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(self.fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            guard rc == 0 else { throw HarnessError("cannot bind \(self.path)") }
+            var timeout = timeval(tv_sec: 5, tv_usec: 0)
+            setsockopt(self.fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        }
+
+        deinit { close(self.fd) }
+
+        /// The next notification, or nil after 5 s of silence.
+        func next() -> String? {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = recv(self.fd, &buffer, buffer.count, 0)
+            return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : nil
+        }
+
+        /// Notifications until one contains `text` (inclusive), or nil if it never comes.
+        func until(_ text: String) -> [String]? {
+            var seen: [String] = []
+            while let message = self.next() {
+                seen.append(message)
+                if message.contains(text) { return seen }
+            }
+            return nil
+        }
+    }
+
+    @Test func socketActivationServesTheInheritedSocket() async throws {
+        let directory = try Daemon.temporaryDirectory()
+        defer { _ = system("rm -rf '\(directory)'") }
+        let registryd = try #require(executable("registryd"))
+        let socketPath = directory + "/activated.sock"
+        // systemd-socket-activate binds and listens, and execs registryd with the socket as fd 3 on
+        // the first connection. registryd's own --socket path must stay unused.
+        let pid = try spawn(
+            ["systemd-socket-activate", "-l", socketPath, registryd, "--data", directory + "/data", "--socket", directory + "/unused.sock"],
+            log: directory + "/registryd.log")
+        defer {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+        }
+        for _ in 0..<200 where !RawConnection.canConnect(socketPath) { usleep(25_000) }
+        let client = try await RegistryClient.connect(socketPath: socketPath)
+        _ = try await client.register(identifier: "alice", face: Face(FaceTemplate(algorithm: 24, vector: axis(0))))
+        let identified = try await client.identify(face: Face(FaceTemplate(algorithm: 24, vector: axis(0))), autoEnrol: false)
+        #expect(identified.matches.map(\.identifier) == ["alice"])
+        await client.close()
+        #expect(access(directory + "/unused.sock", F_OK) != 0, "an activated daemon must not bind its own socket")
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        #expect(status == 0)
+    }
+
+    @Test func typeNotifyReadyWatchdogAndStopping() async throws {
+        let directory = try Daemon.temporaryDirectory()
+        defer { _ = system("rm -rf '\(directory)'") }
+        let notify = try NotifySocket(directory: directory)
+        let daemon = try Daemon(environment: ["NOTIFY_SOCKET=\(notify.path)", "WATCHDOG_USEC=200000"])
+        let ready = try #require(notify.until("READY=1"), "no READY=1")
+        #expect(ready.last?.contains("STATUS=serving 0 templates") == true)
+        // Keep-alives at half the 200 ms interval.
+        var watchdogs: [ContinuousClock.Instant] = []
+        while watchdogs.count < 3, let message = notify.next() {
+            if message == "WATCHDOG=1" { watchdogs.append(.now) }
+        }
+        #expect(watchdogs.count == 3)
+        if watchdogs.count == 3 {
+            let gap = watchdogs[2] - watchdogs[1]
+            #expect(gap > .milliseconds(50) && gap < .milliseconds(400), "keep-alive gap \(gap)")
+        }
+        #expect(daemon.stop(signal: SIGTERM) == 0)
+        #expect(notify.until("STOPPING=1") != nil, "no STOPPING=1 on SIGTERM")
+    }
+}
