@@ -40,6 +40,8 @@ public final class Environment: @unchecked Sendable {
     private static let openPaths = Mutex<Set<String>>([])
 
     let handle: OpaquePointer
+    /// Held with an exclusive flock while open (closing it releases the lock).
+    private let lockFile: Int32
     /// The canonical directory path.
     public let path: String
     private let options: Options
@@ -63,6 +65,15 @@ public final class Environment: @unchecked Sendable {
 
         let claimed = Self.openPaths.withLock { $0.insert(canonical).inserted }
         guard claimed else { throw LMDBError(code: EBUSY, operation: "open(\(canonical)): already open in this process") }
+        // LMDB allows several processes on one environment; the registry does not (each would keep its
+        // own index and miss the other's writes), so one process holds an exclusive lock on it.
+        let lockFile = open(canonical + "/exclusive.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard lockFile >= 0, flock(lockFile, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            if lockFile >= 0 { Glibc.close(lockFile) }
+            _ = Self.openPaths.withLock { $0.remove(canonical) }
+            throw LMDBError(code: code == EWOULDBLOCK ? EBUSY : code, operation: "open(\(canonical)): another process has it open")
+        }
 
         var env: OpaquePointer?
         do {
@@ -76,9 +87,11 @@ public final class Environment: @unchecked Sendable {
         } catch {
             // Free the half-made handle and release the path, as GRDB does for a failed open.
             if let env { mdb_env_close(env) }
+            Glibc.close(lockFile)
             _ = Self.openPaths.withLock { $0.remove(canonical) }
             throw error
         }
+        self.lockFile = lockFile
         self.handle = env!
         self.path = canonical
         self.options = options
@@ -98,21 +111,29 @@ public final class Environment: @unchecked Sendable {
         self.gate.withWriteLock {
             mdb_env_close(self.handle)
         }
+        Glibc.close(self.lockFile)
         _ = Self.openPaths.withLock { $0.remove(self.path) }
     }
 
     /// The database page size in bytes (the OS page size LMDB chose at creation).
     public var pageSize: Int {
-        var stat = MDB_stat()
-        mdb_env_stat(self.handle, &stat)
-        return Int(stat.ms_psize)
+        self.gate.withReadLock {
+            guard !self.closed.load(ordering: .relaxed) else { return 4096 }
+            var stat = MDB_stat()
+            mdb_env_stat(self.handle, &stat)
+            return Int(stat.ms_psize)
+        }
     }
 
     /// Bytes of the map in use: pages up to the last one written (free pages inside included).
     public var usedBytes: Int {
-        var info = MDB_envinfo()
-        mdb_env_info(self.handle, &info)
-        return (Int(info.me_last_pgno) + 1) * self.pageSize
+        let pages: Int = self.gate.withReadLock {
+            guard !self.closed.load(ordering: .relaxed) else { return 0 }
+            var info = MDB_envinfo()
+            mdb_env_info(self.handle, &info)
+            return Int(info.me_last_pgno) + 1
+        }
+        return pages * self.pageSize
     }
 
     /// The current map size in bytes.
@@ -197,6 +218,7 @@ public final class Environment: @unchecked Sendable {
             throw LMDBError(code: errno, operation: "mkdir(\(path))")
         }
         try self.gate.withReadLock { () throws(LMDBError) in
+            guard !self.closed.load(ordering: .relaxed) else { throw LMDBError.environmentClosed }
             try check(
                 mdb_env_copy2(self.handle, path, compact ? UInt32(MDB_CP_COMPACT) : 0),
                 "mdb_env_copy2(\(path))"
@@ -206,6 +228,9 @@ public final class Environment: @unchecked Sendable {
 
     /// Flushes buffers to disk (`mdb_env_sync` with force), for environments opened non-durable.
     public func sync() throws(LMDBError) {
-        try check(mdb_env_sync(self.handle, 1), "mdb_env_sync")
+        try self.gate.withReadLock { () throws(LMDBError) in
+            guard !self.closed.load(ordering: .relaxed) else { throw LMDBError.environmentClosed }
+            try check(mdb_env_sync(self.handle, 1), "mdb_env_sync")
+        }
     }
 }

@@ -7,10 +7,17 @@ import Glibc
 public final class ReadWriteLock: @unchecked Sendable {
     private let lock: UnsafeMutablePointer<pthread_rwlock_t>
 
+    /// A writer-preferring lock: once a writer waits, new readers wait behind it, so a steady stream
+    /// of readers (identifications) cannot starve the writer (the index update after a commit).
+    /// Consequently a thread must never take the read lock twice (it could deadlock behind a writer).
     public init() {
         self.lock = .allocate(capacity: 1)
         self.lock.initialize(to: pthread_rwlock_t())
-        precondition(pthread_rwlock_init(self.lock, nil) == 0, "pthread_rwlock_init failed")
+        var attributes = pthread_rwlockattr_t()
+        pthread_rwlockattr_init(&attributes)
+        pthread_rwlockattr_setkind_np(&attributes, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
+        precondition(pthread_rwlock_init(self.lock, &attributes) == 0, "pthread_rwlock_init failed")
+        pthread_rwlockattr_destroy(&attributes)
     }
 
     deinit {

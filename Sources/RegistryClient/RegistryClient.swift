@@ -46,9 +46,11 @@ public final class RegistryClient: Sendable {
 
     /// Connects to the daemon's Unix socket.
     /// - Throws: ``RegistryClientError/unreachable(socketPath:reason:)``.
+    /// - Parameter maximumFrameLength: the largest response accepted (responses such as export pages
+    ///   can be much larger than the daemon's request limit).
     public static func connect(
         socketPath: String,
-        maximumFrameLength: Int = 4 << 20,
+        maximumFrameLength: Int = 256 << 20,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> RegistryClient {
         let bootstrap = ClientBootstrap(group: group).channelInitializer { channel in
@@ -312,7 +314,8 @@ public final class RegistryClient: Sendable {
     }
 
     private static func unexpected(_ result: Registry_V1_Response.OneOf_Result) -> RegistryClientError {
-        .unexpectedResponse("\(result)".prefix(80).description)
+        // Only the case's name: the payload may hold templates.
+        .unexpectedResponse("a \(String(describing: result).prefix { $0 != "(" }) result")
     }
 }
 

@@ -193,6 +193,8 @@ extension Registry_V1_AutoEnrolmentOutcome {
             self.status = .qualityTooLow
             if let score { self.score = score } else { self.score = .nan }
             self.threshold = minimum
+        case .livenessRequired:
+            self.status = .livenessRequired
         }
     }
 }
@@ -212,6 +214,7 @@ extension AutoEnrolmentOutcome {
                 result = .failed(message: "refused without a finding")
             }
         case .qualityTooLow: result = .qualityTooLow(score: message.score.isNaN ? nil : message.score, minimum: message.threshold)
+        case .livenessRequired: result = .livenessRequired
         case .failed, .unspecified, .UNRECOGNIZED: result = .failed(message: message.message)
         }
         self.init(algorithm: message.algorithm, result: result)

@@ -100,7 +100,8 @@ struct ReloadService: Service {
                 }
                 self.logger.notice("SIGHUP: configuration reloaded", metadata: ["galleries": "\(galleries.count)"])
             } catch {
-                self.logger.error("SIGHUP: reload failed; the previous configuration stays", metadata: ["error": "\(error)"])
+                self.logger.error(
+                    "SIGHUP: reload failed; galleries before the failing one may have been applied", metadata: ["error": "\(error)"])
             }
         }
     }

@@ -66,11 +66,11 @@ public final class RegistryServer: Service, Sendable {
             server = try await bootstrap.bind(activated, childChannelInitializer: initializer)
         } else {
             try UnixSocketPath.prepare(path)
+            // Created group read-write, others nothing (the socket's group is the access list): set
+            // through the umask so there is no moment with looser permissions.
+            let previous = umask(0o117)
+            defer { umask(previous) }
             server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: false, childChannelInitializer: initializer)
-        }
-        if activated == nil {
-            // Group read-write (the socket's group is the access list); others nothing.
-            chmod(path, 0o660)
         }
         self.listening.withLock { $0 = server.channel }
         self.logger.info("listening", metadata: ["socket": "\(activated == nil ? path : "fd \(activated!) from systemd")"])
@@ -146,14 +146,14 @@ public final class RegistryServer: Service, Sendable {
             // The writer: responses in request order. It returns when the reader is done and every
             // reply is written, or early when a reply closes the connection.
             group.addTask {
+                // However the writer ends (the peer gone, cancellation), a reader waiting for a slot
+                // must not wait forever.
+                defer { slots.close() }
                 for await pending in replies {
                     let reply = await pending.value
                     try await outbound.write(reply.frame)
                     slots.release()
-                    if reply.closeConnection {
-                        slots.close()  // a reader waiting for a slot must not wait forever
-                        return .writer
-                    }
+                    if reply.closeConnection { return .writer }
                 }
                 return .writer
             }
@@ -161,11 +161,18 @@ public final class RegistryServer: Service, Sendable {
             group.addTask {
                 defer { queue.finish() }
                 do {
+                    var first = true
                     for try await frame in inbound {
                         await slots.acquire()
                         // Each request is its own task, awaited in order by the writer: requests of one
                         // connection run concurrently (and may share a group commit), replies stay ordered.
-                        queue.yield(Task { await dispatcher.respond(to: frame) })
+                        let task = Task { await dispatcher.respond(to: frame) }
+                        queue.yield(task)
+                        if first {
+                            // The first request may be a hello; nothing after a refused one may run.
+                            first = false
+                            if await task.value.closeConnection { break }
+                        }
                     }
                 } catch let error as FrameTooLargeError {
                     let reply = dispatcher.reply(id: 0, error: RegistryError(.frameTooLarge, error.description))

@@ -112,6 +112,8 @@ struct AutoEnrolmentJSON: Codable, Hashable {
             self.status = "quality_too_low"
             self.score = score
             self.threshold = minimum
+        case .livenessRequired:
+            self.status = "liveness_required"
         }
     }
 
@@ -130,6 +132,7 @@ struct AutoEnrolmentJSON: Codable, Hashable {
                 "skipped: capture quality \(Format.score(score)) is below the registry's minimum \(Format.threshold(minimum))"
             case .qualityTooLow(nil, let minimum):
                 "skipped: the registry requires capture quality \(Format.threshold(minimum)) and the face has no capture metadata"
+            case .livenessRequired: "skipped: the gallery requires a live face to register, and none was shown"
             }
         return "\(names(outcome.algorithm)): \(what)"
     }

@@ -299,3 +299,43 @@ let poorCapture = CaptureMetadata(
         }
     }
 }
+
+@Suite struct GateFollowUpTests {
+    @Test func autoEnrolmentInAGalleryThatRequiresLivenessToRegisterNeedsALiveFace() async throws {
+        try await withEngine { engine in
+            try await engine.defineGallery(GalleryConfiguration(
+                name: "g", registries: [RegistryConfiguration(algorithm: 24), RegistryConfiguration(algorithm: 16)],
+                liveness: LivenessPolicy(register: true)))
+            _ = try await engine.register(gallery: "g", identifier: "alice", face: Face(templates: [arcface()], depthFrames: liveFrames()))
+            // Identify is not gated, but enrolling a photo's template would be a registration without liveness.
+            let photo = try await engine.identify(gallery: "g", face: Face(templates: [arcface(), dlib()], depthFrames: photoFrames()))
+            #expect(photo.matches.map(\.identifier) == ["alice"])
+            #expect(photo.autoEnrolment == [AutoEnrolmentOutcome(algorithm: 16, result: .livenessRequired)])
+            let live = try await engine.identify(gallery: "g", face: Face(templates: [arcface(), dlib()], depthFrames: liveFrames()))
+            guard case .enrolled = live.autoEnrolment.first?.result else {
+                Issue.record("expected an enrolment, got \(live.autoEnrolment)")
+                return
+            }
+        }
+    }
+
+    @Test func deletingAnIdentifiersLastTemplateErasesItsProfile() async throws {
+        try await withEngine { engine in
+            let registration = try await engine.register(identifier: "alice", face: Face(arcface()))
+            var poses: [EnrolmentPose: [DepthFrame]] = [:]
+            for pose in EnrolmentPose.allCases { poses[pose] = liveFrames(count: 5, distance: pose == .closer ? 0.35 : 0.45) }
+            _ = try await engine.enrolLivenessProfile(identifier: "alice", frames: poses)
+            #expect(try await engine.deleteTemplate(id: registration.stored[0].id))
+            #expect(try engine.livenessProfile(identifier: "alice") == nil)
+        }
+    }
+
+    @Test func aLivenessKBeyondTheMaximumIsRefused() async throws {
+        try await withEngine { engine in
+            await expectRegistryError(.malformedRequest) {
+                _ = try await engine.defineGallery(GalleryConfiguration(
+                    name: "g", registries: [RegistryConfiguration(algorithm: 24)], livenessK: 1e37))
+            }
+        }
+    }
+}

@@ -112,6 +112,20 @@ import Testing
         try RegistryEngine(path: directory.path, configuration: EngineConfiguration(algorithms: [model512])).close()
     }
 
+    @Test func aStoreOpenInAnotherProcessCannotBeOpened() async throws {
+        try await withEngine { engine in
+            let probe = try #require(Self.executable("registry-crash-probe"))
+            var pid: pid_t = 0
+            let argv: [UnsafeMutablePointer<CChar>?] = [strdup(probe), strdup(engine.store.environment.path), strdup("1"), nil]
+            defer { argv.forEach { free($0) } }
+            #expect(posix_spawn(&pid, probe, nil, nil, argv, environ) == 0)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            // The probe must fail to open the store (it would otherwise print and wait to be killed).
+            #expect(status != 0, "a second process opened a store this process holds")
+        }
+    }
+
     @Test func aDirectoryOpenInThisProcessCannotBeOpenedTwice() async throws {
         try await withEngine { engine in
             #expect(throws: (any Error).self) { _ = try RegistryEngine(path: engine.store.environment.path) }

@@ -104,8 +104,10 @@ struct PreparedTemplate: Sendable {
     static func decodePayload(_ bytes: UnsafeRawBufferPointer, algorithm: Algorithm) -> FaceTemplate.Data {
         switch algorithm.kind {
         case .vector:
-            return .vector(Array(bytes.bindMemory(to: Float.self)))
+            // loadUnaligned, not bindMemory: the bytes belong to a [UInt8] or LMDB's map.
+            return .vector(stride(from: 0, to: bytes.count - 3, by: 4).map { bytes.loadUnaligned(fromByteOffset: $0, as: Float.self) })
         case .landmarks:
+            guard bytes.count >= 4 + 12 * LandmarkVocabulary.count else { return .landmarks([]) }
             let mask = bytes.loadUnaligned(as: UInt32.self)
             var landmarks: [Landmark] = []
             for slot in 0..<LandmarkVocabulary.count where mask & (1 << slot) != 0 {

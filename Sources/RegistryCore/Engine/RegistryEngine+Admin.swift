@@ -77,6 +77,11 @@ extension RegistryEngine {
             guard let record = try self.store.templateRecord(txn, id: id), record.galleryId == gallery.id else { return false }
             try self.store.deleteTemplate(txn, id: id)
             context.record(.remove(id: id, galleryId: gallery.id, registryId: record.registryId))
+            // The identifier's last template: it is erased, so is its liveness profile.
+            if try self.store.templateIds(txn, galleryId: gallery.id, identifier: record.identifier).isEmpty {
+                try self.store.deleteProfile(txn, galleryId: gallery.id, identifier: record.identifier)
+                context.record(.setProfile(galleryId: gallery.id, identifier: record.identifier, profile: nil))
+            }
             return true
         }
     }
@@ -220,11 +225,17 @@ extension RegistryEngine {
     /// Writes a compacted, consistent copy of the store into the new directory `path` while the
     /// registry keeps serving (LMDB's hot copy). Returns the copy's size in bytes.
     public func backup(to path: String) throws -> Int {
+        // A new directory only, and the copy readable by the daemon's user alone: it is the whole
+        // biometric store.
+        guard mkdir(path, 0o700) == 0 else {
+            throw RegistryError.malformedRequest("backup needs a new directory; cannot create \(path): \(String(cString: strerror(errno)))")
+        }
         do {
             try self.store.environment.copy(to: path, compact: true)
         } catch {
             throw RegistryError(.internal, "backup to \(path) failed: \(error)")
         }
+        chmod(path + "/data.mdb", 0o600)
         var info = stat()
         return stat(path + "/data.mdb", &info) == 0 ? Int(info.st_size) : 0
     }

@@ -213,7 +213,7 @@ extension RegistryEngine {
         if let limit, limit < 1 { throw RegistryError.malformedRequest("limit must be at least 1") }
         let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: nil, face: face)
         var liveness: LivenessVerdict?
-        let (decided, matches) = try self.indexLock.withReadLock { () throws(RegistryError) -> (RegistryIndex?, [IdentifyMatch]) in
+        let (decided, matches) = try self.indexLock.withReadLock { () throws(RegistryError) -> ((id: UInt32, algorithm: UInt32, autoEnrolment: Float)?, [IdentifyMatch]) in
             let gallery = try self.currentGallery(name, id: galleryId)
             // The person is not known yet, so the fixed thresholds apply.
             liveness = try Self.livenessGate(face, required: gallery.liveness.identify, strict: gallery.liveness.strict, profile: nil)
@@ -227,22 +227,23 @@ extension RegistryEngine {
                 let matches = Matching.identify(
                     registry, in: gallery, query: templates[registry.algorithm.version]!,
                     threshold: registry.thresholds.identification, limit: limit)
-                return (registry, matches)
+                return ((registry.id, registry.algorithm.version, registry.thresholds.autoEnrolment), matches)
             }
             for registry in candidates {
                 let matches = Matching.identify(
                     registry, in: gallery, query: templates[registry.algorithm.version]!,
                     threshold: registry.thresholds.identification, limit: limit)
-                if !matches.isEmpty { return (registry, matches) }
+                if !matches.isEmpty { return ((registry.id, registry.algorithm.version, registry.thresholds.autoEnrolment), matches) }
             }
-            return (candidates.first, [])
+            return (candidates.first.map { ($0.id, $0.algorithm.version, $0.thresholds.autoEnrolment) }, [])
         }
         var identification = Identification(
-            algorithm: decided?.algorithm.version, matches: matches, autoEnrolment: [], liveness: liveness)
+            algorithm: decided?.algorithm, matches: matches, autoEnrolment: [], liveness: liveness)
         if autoEnrol, let top = matches.first, let decided {
             identification.autoEnrolment = await self.autoEnrol(
                 gallery: name, galleryId: galleryId, identifier: top.identifier, templates: templates,
-                decidedBy: decided, score: top.score, quality: face.capture.flatMap(CaptureQuality.assess)?.score)
+                decidedBy: decided.id, threshold: decided.autoEnrolment, score: top.score,
+                quality: face.capture.flatMap(CaptureQuality.assess)?.score, live: liveness?.live)
         }
         return identification
     }
@@ -264,7 +265,7 @@ extension RegistryEngine {
     ) async throws -> Authentication {
         let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: identifier, face: face)
         var liveness: LivenessVerdict?
-        let (registry, hit) = try self.indexLock.withReadLock { () throws(RegistryError) -> (RegistryIndex, Matching.Hit) in
+        let (registry, hit, thresholds) = try self.indexLock.withReadLock { () throws(RegistryError) -> (RegistryIndex, Matching.Hit, Thresholds) in
             let gallery = try self.currentGallery(name, id: galleryId)
             guard gallery.contains(identifier), let ordinal = gallery.ordinal(of: identifier) else {
                 throw RegistryError(.identifierNotRegistered, "'\(identifier)' is not registered in gallery '\(name)'")
@@ -276,20 +277,21 @@ extension RegistryEngine {
                 guard let template = templates[registry.algorithm.version],
                     let hit = Matching.best(of: ordinal, in: registry, query: template)
                 else { continue }
-                return (registry, hit)
+                return (registry, hit, registry.thresholds)
             }
             throw RegistryError(
                 .incompatibleTemplates,
                 "the face carries no template for any registry of gallery '\(name)' that holds '\(identifier)'")
         }
-        let authenticated = hit.score >= registry.thresholds.authentication
+        let authenticated = hit.score >= thresholds.authentication
         var result = Authentication(
             authenticated: authenticated, score: hit.score, templateId: hit.templateId,
             algorithm: registry.algorithm.version, autoEnrolment: [], liveness: liveness)
         if autoEnrol && authenticated {
             result.autoEnrolment = await self.autoEnrol(
-                gallery: name, galleryId: galleryId, identifier: identifier, templates: templates, decidedBy: registry,
-                score: hit.score, quality: face.capture.flatMap(CaptureQuality.assess)?.score)
+                gallery: name, galleryId: galleryId, identifier: identifier, templates: templates, decidedBy: registry.id,
+                threshold: thresholds.autoEnrolment, score: hit.score, quality: face.capture.flatMap(CaptureQuality.assess)?.score,
+                live: liveness?.live)
         }
         return result
     }
@@ -305,20 +307,23 @@ extension RegistryEngine {
         galleryId: UInt32,
         identifier: String,
         templates: [UInt32: PreparedTemplate],
-        decidedBy decider: RegistryIndex,
+        decidedBy deciderId: UInt32,
+        threshold: Float,
         score: Float,
-        quality: Float?
+        quality: Float?,
+        live: Bool?
     ) async -> [AutoEnrolmentOutcome] {
-        let threshold = decider.thresholds.autoEnrolment
-        let deciderId = decider.id
         // Decide what needs no write from the committed index: most identifications enrol nothing,
         // and they should not wait for a commit.
         let plan: [(algorithm: UInt32, outcome: AutoEnrolmentOutcome.Result?)] = self.indexLock.withReadLock {
             guard let gallery = self.state[name], gallery.id == galleryId else { return [] }
             let ordinal = gallery.ordinal(of: identifier)
+            // A gallery that requires a live face to register requires one to auto-enrol too.
+            let liveEnough = !gallery.liveness.register || live == true
             return gallery.registries.filter { $0.id != deciderId }.map { registry in
                 let holds = ordinal.map { registry.holds($0) } ?? false
                 let version = registry.algorithm.version
+                if !holds && templates[version] != nil && !liveEnough { return (version, .livenessRequired) }
                 return (
                     version,
                     Self.autoEnrolmentShortcut(
@@ -333,6 +338,13 @@ extension RegistryEngine {
         do {
             return try await self.write { txn, context in
                 let gallery = try self.currentGallery(name, id: galleryId)
+                // Erased since it was recognised: auto-enrolment must not bring it back.
+                guard Matching.holdsAnywhere(gallery, identifier: identifier, batch: context.batch) else {
+                    return plan.map {
+                        AutoEnrolmentOutcome(
+                            algorithm: $0.algorithm, result: $0.outcome ?? .failed(message: "'\(identifier)' was deleted meanwhile"))
+                    }
+                }
                 var outcomes: [AutoEnrolmentOutcome] = []
                 for registry in gallery.registries where registry.id != deciderId {
                     let version = registry.algorithm.version
@@ -340,6 +352,7 @@ extension RegistryEngine {
                     var outcome = Self.autoEnrolmentShortcut(
                         holds: holds, hasTemplate: templates[version] != nil, score: score, threshold: threshold,
                         quality: quality, minimumQuality: registry.minimumAutoEnrolmentQuality)
+                    if outcome == nil && gallery.liveness.register && live != true { outcome = .livenessRequired }
                     if outcome == nil, let template = templates[version] {
                         let check = Matching.check(registry, in: gallery, identifier: identifier, query: template, batch: context.batch)
                         if let finding = check.finding(algorithm: version, thresholds: registry.thresholds) {

@@ -218,8 +218,9 @@ public final class RegistryEngine: @unchecked Sendable {
             throw RegistryError.malformedRequest(
                 "the \(dropped.algorithm) registry of gallery '\(configuration.name)' holds \(dropped.count) templates; delete them before removing it")
         }
-        guard configuration.livenessK > 0 && configuration.livenessK.isFinite else {
-            throw RegistryError.malformedRequest("gallery '\(configuration.name)' liveness k must be positive")
+        guard configuration.livenessK > 0 && configuration.livenessK <= LivenessProfile.maximumK else {
+            throw RegistryError.malformedRequest(
+                "gallery '\(configuration.name)' liveness k must be within (0, \(LivenessProfile.maximumK)]")
         }
         let id = try existing?.id ?? self.store.takeId(txn, Keys.nextGalleryId)
         let record = GalleryRecord(
@@ -320,9 +321,8 @@ public final class RegistryEngine: @unchecked Sendable {
                     scratch.withUnsafeBytes { bytes in
                         let mask = bytes.loadUnaligned(as: UInt32.self)
                         registry.setMask(mask, row: placement.row)
-                        LandmarkAlgorithm.normalise(
-                            mask: mask, raw: (bytes.baseAddress! + 4).assumingMemoryBound(to: Float.self),
-                            into: registry.mutableRow(placement.row))
+                        let raw = (0..<registry.stride).map { bytes.loadUnaligned(fromByteOffset: 4 + 4 * $0, as: Float.self) }
+                        LandmarkAlgorithm.normalise(mask: mask, raw: raw, into: registry.mutableRow(placement.row))
                     }
                     filled = expected
                 }

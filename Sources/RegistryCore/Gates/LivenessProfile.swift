@@ -26,7 +26,7 @@ public enum LivenessEnrolmentError: Error, Sendable, Hashable, CustomStringConve
     public var description: String {
         switch self {
         case .invalidK(let k):
-            "k must be a finite number > 0 (got \(k))"
+            "k must be within (0, \(LivenessProfile.maximumK)] (got \(k))"
         case .invalidMinimumFramesPerPose(let minimum):
             "the minimum number of frames per pose must be at least 1 (got \(minimum))"
         case .tooFewFrames(let pose, let count, let required):
@@ -80,6 +80,8 @@ public enum LivenessProfileDecodingError: Error, Sendable, Hashable, CustomStrin
 public struct LivenessProfile: Sendable, Hashable {
     /// The first byte of ``encoded()``.
     public static let formatVersion: UInt8 = 1
+    /// The largest k accepted: ranges of ±10 standard deviations accept nearly anything already.
+    public static let maximumK: Float = 10
     /// Added below the closest and above the furthest enrolled mean depth.
     public static let realisticDepthMargin: Float = 0.1
 
@@ -128,7 +130,9 @@ public struct LivenessProfile: Sendable, Hashable {
     public static func enrol(
         _ frames: [EnrolmentPose: [DepthFrame]], k: Float = 2.0, minimumFramesPerPose: Int = 5
     ) throws(LivenessEnrolmentError) -> LivenessProfile {
-        guard k.isFinite && k > 0 else { throw .invalidK(k) }
+        // Bounded so the ranges stay finite (a huge k would overflow them and the stored profile could
+        // not be read back).
+        guard k.isFinite && k > 0 && k <= Self.maximumK else { throw .invalidK(k) }
         guard minimumFramesPerPose >= 1 else { throw .invalidMinimumFramesPerPose(minimumFramesPerPose) }
         for pose in EnrolmentPose.allCases {
             let count = frames[pose]?.count ?? 0

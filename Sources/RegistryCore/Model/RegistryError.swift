@@ -1,3 +1,4 @@
+import Glibc
 import LMDB
 
 /// A refused or failed registry operation: a stable code (DESIGN §6), a human message, and the
@@ -95,6 +96,9 @@ public struct RegistryError: Error, Sendable, CustomStringConvertible {
         }
         if error.isMapFull {
             return RegistryError(.storageFull, "the store reached its maximum size (\(error))")
+        }
+        if error.code == ENOSPC || error.code == EDQUOT {
+            return RegistryError(.storageFull, "the disk holding the store is full (\(error))")
         }
         return RegistryError(.internal, "storage error: \(error)")
     }

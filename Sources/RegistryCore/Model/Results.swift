@@ -105,6 +105,8 @@ public struct AutoEnrolmentOutcome: Sendable, Hashable {
         /// The registry requires a capture quality the face does not reach (nil: the face carried
         /// no, or incomplete, capture metadata).
         case qualityTooLow(score: Float?, minimum: Float)
+        /// The gallery requires a live face to register, and the face was not shown to be live.
+        case livenessRequired
         /// Storing it failed; the identification or authentication still stands.
         case failed(message: String)
     }

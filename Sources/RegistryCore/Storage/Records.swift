@@ -1,4 +1,4 @@
-/// The on-disk records of schema version 1. Integers in values are little-endian; keys are big-endian
+/// The on-disk records of schema version 2 (see ``Store/migrations`` for version 1). Integers in values are little-endian; keys are big-endian
 /// so that LMDB's byte order is numeric order.
 ///
 /// ```

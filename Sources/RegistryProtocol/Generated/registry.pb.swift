@@ -1484,6 +1484,9 @@ public nonisolated struct Registry_V1_AutoEnrolmentOutcome: Sendable {
 
     /// score (NaN: no capture metadata), threshold = the minimum
     case qualityTooLow // = 7
+
+    /// the gallery requires a live face to register; none was shown
+    case livenessRequired // = 8
     case UNRECOGNIZED(Int)
 
     public init() {
@@ -1500,6 +1503,7 @@ public nonisolated struct Registry_V1_AutoEnrolmentOutcome: Sendable {
       case 5: self = .refused
       case 6: self = .failed
       case 7: self = .qualityTooLow
+      case 8: self = .livenessRequired
       default: self = .UNRECOGNIZED(rawValue)
       }
     }
@@ -1514,6 +1518,7 @@ public nonisolated struct Registry_V1_AutoEnrolmentOutcome: Sendable {
       case .refused: return 5
       case .failed: return 6
       case .qualityTooLow: return 7
+      case .livenessRequired: return 8
       case .UNRECOGNIZED(let i): return i
       }
     }
@@ -1528,6 +1533,7 @@ public nonisolated struct Registry_V1_AutoEnrolmentOutcome: Sendable {
       .refused,
       .failed,
       .qualityTooLow,
+      .livenessRequired,
     ]
 
   }
@@ -4620,7 +4626,7 @@ nonisolated extension Registry_V1_AutoEnrolmentOutcome: SwiftProtobuf.Message, S
 }
 
 nonisolated extension Registry_V1_AutoEnrolmentOutcome.Status: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0STATUS_UNSPECIFIED\0\u{1}STATUS_ENROLLED\0\u{1}STATUS_ALREADY_REGISTERED\0\u{1}STATUS_NO_TEMPLATE\0\u{1}STATUS_SCORE_BELOW_THRESHOLD\0\u{1}STATUS_REFUSED\0\u{1}STATUS_FAILED\0\u{1}STATUS_QUALITY_TOO_LOW\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0STATUS_UNSPECIFIED\0\u{1}STATUS_ENROLLED\0\u{1}STATUS_ALREADY_REGISTERED\0\u{1}STATUS_NO_TEMPLATE\0\u{1}STATUS_SCORE_BELOW_THRESHOLD\0\u{1}STATUS_REFUSED\0\u{1}STATUS_FAILED\0\u{1}STATUS_QUALITY_TOO_LOW\0\u{1}STATUS_LIVENESS_REQUIRED\0")
 }
 
 nonisolated extension Registry_V1_IdentifyResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
