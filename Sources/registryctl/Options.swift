@@ -6,11 +6,13 @@ import RegistryCore
 struct GlobalOptions: ParsableArguments {
     /// The socket used when neither `--socket` nor `REGISTRYD_SOCKET` says otherwise.
     static let defaultSocketPath = "./run/registryd.sock"
+    /// The system service's socket (systemd/registryd.socket), used when the default path has none.
+    static let systemSocketPath = "/run/registryd/registryd.sock"
 
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "The daemon's Unix socket (default: $REGISTRYD_SOCKET, else \(GlobalOptions.defaultSocketPath)).",
+            "The daemon's Unix socket (default: $REGISTRYD_SOCKET, else \(GlobalOptions.defaultSocketPath), else \(GlobalOptions.systemSocketPath)).",
             valueName: "path"))
     var socket: String?
 
@@ -25,6 +27,10 @@ struct GlobalOptions: ParsableArguments {
     static func socketPath(option: String?, environment: String?) -> String {
         if let option { return option }
         if let environment, !environment.isEmpty { return environment }
+        // A daemon started from the repository first, else the system service.
+        if access(Self.defaultSocketPath, F_OK) != 0 && access(Self.systemSocketPath, F_OK) == 0 {
+            return Self.systemSocketPath
+        }
         return Self.defaultSocketPath
     }
 }
