@@ -17,7 +17,14 @@ guard arguments.count == 3, let count = Int(arguments[2]), (1...128).contains(co
     exit(2)
 }
 
-let engine = try RegistryEngine(path: arguments[1])
+let engine: RegistryEngine
+do {
+    engine = try RegistryEngine(path: arguments[1])
+} catch {
+    let message = "registry-crash-probe: cannot open the store: \(error)\n"
+    _ = message.withCString { write(2, $0, strlen($0)) }
+    exit(3)
+}
 for index in 0..<count {
     var vector = [Float](repeating: 0, count: 128)
     vector[index] = 1
