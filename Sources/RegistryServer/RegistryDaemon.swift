@@ -41,10 +41,12 @@ public struct RegistryDaemon: Sendable {
                 "templates": "\(info.reduce(0) { $0 + $1.registries.reduce(0) { $0 + $1.templateCount } })",
             ])
 
-        let dispatcher = RequestDispatcher(engine: engine, logger: self.logger)
+        let policy = try AccessPolicy(self.configuration.access)
+        let dispatcher = RequestDispatcher(engine: engine, logger: self.logger, policy: policy)
         let server = RegistryServer(
             configuration: self.configuration, dispatcher: dispatcher, logger: self.logger, activatedSocket: activated)
-        let reloader = ReloadService(configurationPath: self.configurationPath, engine: engine, logger: self.logger)
+        let reloader = ReloadService(
+            configurationPath: self.configurationPath, engine: engine, dispatcher: dispatcher, logger: self.logger)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup),
             .init(service: reloader, successTerminationBehavior: .gracefullyShutdownGroup),
@@ -79,11 +81,13 @@ public struct RegistryDaemon: Sendable {
     }
 }
 
-/// Re-reads the configuration file on SIGHUP and applies its galleries' registry order and
-/// thresholds. Anything else in the file (socket, limits, algorithms) needs a restart.
+/// Re-reads the configuration file on SIGHUP and applies its galleries' registry order, thresholds
+/// and gates, and the access policy. Anything else in the file (socket, limits, algorithms) needs a
+/// restart.
 struct ReloadService: Service {
     let configurationPath: String?
     let engine: RegistryEngine
+    let dispatcher: RequestDispatcher
     let logger: Logger
 
     func run() async throws {
@@ -94,10 +98,13 @@ struct ReloadService: Service {
                 continue
             }
             do {
-                let (_, galleries) = try ServerConfiguration.load(path: path).validated()
+                let configuration = try ServerConfiguration.load(path: path)
+                let (_, galleries) = try configuration.validated()
+                let policy = try AccessPolicy(configuration.access)
                 for gallery in galleries {
                     try await self.engine.defineGallery(gallery)
                 }
+                self.dispatcher.update(policy: policy)
                 self.logger.notice("SIGHUP: configuration reloaded", metadata: ["galleries": "\(galleries.count)"])
             } catch {
                 self.logger.error(

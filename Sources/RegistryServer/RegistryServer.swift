@@ -124,7 +124,7 @@ public final class RegistryServer: Service, Sendable {
                     try await outbound.write(reply.frame)
                     return
                 }
-                try await self.exchange(inbound: inbound, outbound: outbound)
+                try await self.exchange(inbound: inbound, outbound: outbound, peer: await Self.peer(of: channel))
             }
         } catch {
             self.logger.debug("connection ended", metadata: ["error": "\(error)"])
@@ -135,7 +135,8 @@ public final class RegistryServer: Service, Sendable {
     /// connection breaks, or a reply asks to close it.
     private func exchange(
         inbound: NIOAsyncChannelInboundStream<ByteBuffer>,
-        outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
+        outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>,
+        peer: Peer?
     ) async throws {
         let slots = AsyncSemaphore(self.configuration.limits.maximumRequestsInFlight)
         let (replies, queue) = AsyncStream<Task<RequestDispatcher.Reply, Never>>.makeStream()
@@ -166,7 +167,7 @@ public final class RegistryServer: Service, Sendable {
                         await slots.acquire()
                         // Each request is its own task, awaited in order by the writer: requests of one
                         // connection run concurrently (and may share a group commit), replies stay ordered.
-                        let task = Task { await dispatcher.respond(to: frame) }
+                        let task = Task { await dispatcher.respond(to: frame, from: peer) }
                         queue.yield(task)
                         if first {
                             // The first request may be a hello; nothing after a refused one may run.
@@ -188,6 +189,17 @@ public final class RegistryServer: Service, Sendable {
                 _ = try await group.next()  // the reader is done: let the writer drain
             }
         }
+    }
+}
+
+extension RegistryServer {
+    /// The connected peer's credentials (SO_PEERCRED), read once per connection.
+    static func peer(of channel: any Channel) async -> Peer? {
+        guard let provider = channel as? any SocketOptionProvider else { return nil }
+        let credentials: PeerCredentials? = try? await provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED)
+        ).get()
+        return credentials.map(Peer.init(credentials:))
     }
 }
 

@@ -15,13 +15,16 @@ public final class RequestDispatcher: Sendable {
 
     let engine: RegistryEngine
     let logger: Logger
+    /// Who may do what; replaced on SIGHUP.
+    let policy: Mutex<AccessPolicy>
     let startedAt: ContinuousClock.Instant
     let connections = Atomic<Int>(0)
     let requestsServed = Atomic<Int>(0)
 
-    public init(engine: RegistryEngine, logger: Logger) {
+    public init(engine: RegistryEngine, logger: Logger, policy: AccessPolicy) {
         self.engine = engine
         self.logger = logger
+        self.policy = Mutex(policy)
         self.startedAt = .now
     }
 
@@ -31,8 +34,13 @@ public final class RequestDispatcher: Sendable {
         public var closeConnection: Bool
     }
 
-    /// Answers one frame's bytes.
-    public func respond(to frame: ByteBuffer) async -> Reply {
+    /// Replaces the access policy (SIGHUP).
+    public func update(policy: AccessPolicy) {
+        self.policy.withLock { $0 = policy }
+    }
+
+    /// Answers one frame's bytes from `peer` (nil: its credentials could not be read, so it has no rights).
+    public func respond(to frame: ByteBuffer, from peer: Peer?) async -> Reply {
         let request: Registry_V1_Request
         do {
             request = try Registry_V1_Request(serializedBytes: frame.readableBytesSpan)
@@ -51,6 +59,24 @@ public final class RequestDispatcher: Sendable {
                     "protocol version \(hello.protocolMajor) is not supported; this daemon speaks \(ProtocolVersion.major).\(ProtocolVersion.minor)"))
             reply.closeConnection = true
             return reply
+        }
+        if let operationClass = OperationClass.of(operation) {
+            let gallery = OperationClass.gallery(of: operation)
+            let allowed = peer.map { peer in self.policy.withLock { $0.allows(peer, operationClass, gallery: gallery) } } ?? false
+            guard allowed else {
+                // Names the missing right only: nothing about who is enrolled.
+                let who = peer.map { "uid \($0.uid)" } ?? "a peer without credentials"
+                let scope = gallery.isEmpty ? "on every gallery" : "in gallery '\(gallery)'"
+                self.logger.notice(
+                    "permission denied",
+                    metadata: [
+                        "uid": "\(peer.map { String($0.uid) } ?? "?")", "pid": "\(peer.map { String($0.pid) } ?? "?")",
+                        "operation": "\(Self.name(of: operation))", "right": "\(operationClass.rawValue)", "gallery": "\(gallery)",
+                    ])
+                return self.reply(
+                    id: request.id,
+                    error: RegistryError(.permissionDenied, "\(who) lacks the '\(operationClass.rawValue)' right \(scope)"))
+            }
         }
         var response = Registry_V1_Response()
         response.id = request.id

@@ -97,6 +97,10 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     public var limits = Limits()
     public var algorithms: [AlgorithmEntry] = []
     public var galleries: [GalleryEntry] = []
+    /// Per gallery name (or "*"), per operation class (identify, enrol, admin): the principals
+    /// allowed (`uid:N`, `gid:N`, `user:NAME`, `group:NAME`). Absent: the default policy (root, the
+    /// daemon's user and group registryd-admin everything; group registryd identify and enrol in default).
+    public var access: [String: [String: [String]]]?
 
     public init() {}
 
@@ -109,6 +113,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         self.limits = try container.decodeIfPresent(Limits.self, forKey: .limits) ?? defaults.limits
         self.algorithms = try container.decodeIfPresent([AlgorithmEntry].self, forKey: .algorithms) ?? []
         self.galleries = try container.decodeIfPresent([GalleryEntry].self, forKey: .galleries) ?? []
+        self.access = try container.decodeIfPresent([String: [String: [String]]].self, forKey: .access)
     }
 
     /// Reads a configuration file.
