@@ -184,3 +184,23 @@ import Testing
         #expect(try reopened.templates(identifier: "alice").count == 1)
     }
 }
+
+@Suite struct IdentifierBytesTests {
+    @Test func canonicallyEquivalentButDifferentlyEncodedIdentifiersAreTwoIdentities() async throws {
+        let composed = "Jos\u{E9}"  // é as one code point
+        let decomposed = "Jose\u{301}"  // e + combining acute accent
+        #expect(composed == decomposed)  // Swift says equal; the store's keys differ
+        try await withEngine { engine in
+            _ = try await engine.register(identifier: composed, face: Face(arcface()))
+            _ = try await engine.register(identifier: decomposed, face: Face(arcface(flips(0, 8))))
+            #expect(try engine.gallery("default").identifierCount == 2)
+            #expect(try await engine.deleteIdentifier(identifier: decomposed) == 1)
+            // Erasing one encoding leaves exactly the other, in the store and in the index.
+            #expect(try engine.gallery("default").identifierCount == 1)
+            let remaining = try engine.templates(identifier: composed)
+            #expect(remaining.count == 1 && remaining[0].identifier.utf8.elementsEqual(composed.utf8))
+            let result = try await engine.identify(face: Face(arcface(flips(0, 8))), autoEnrol: false)
+            #expect(result.matches.isEmpty, "the erased identity must not be found through the other's ordinal")
+        }
+    }
+}

@@ -109,7 +109,7 @@ enum Matching {
                 }
             }
             let hit = Hit(score: score, templateId: pending.id)
-            if pending.identifier == identifier {
+            if pending.identifier.sameIdentifier(as: identifier) {
                 if result.bestOwn.map({ hit.beats($0) }) ?? true { result.bestOwn = hit }
             } else if result.bestOther.map({ hit.beats($0.hit) }) ?? true {
                 result.bestOther = (pending.identifier, hit)
@@ -125,7 +125,7 @@ enum Matching {
         identifier: String,
         batch: BatchChanges
     ) -> Bool {
-        if batch.added(toRegistry: registry.id).contains(where: { $0.identifier == identifier }) { return true }
+        if batch.added(toRegistry: registry.id).contains(where: { $0.identifier.sameIdentifier(as: identifier) }) { return true }
         guard let ordinal = gallery.ordinal(of: identifier), let ids = registry.templatesOfIdentifier[ordinal] else {
             return false
         }

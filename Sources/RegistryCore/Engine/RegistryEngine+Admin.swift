@@ -330,7 +330,7 @@ extension RegistryEngine {
 
     /// An identifier's liveness profile, if it enrolled one.
     public func livenessProfile(gallery name: String = GalleryConfiguration.defaultName, identifier: String) throws(RegistryError) -> LivenessProfile? {
-        try self.indexLock.withReadLock { () throws(RegistryError) in try self.gallery(named: name).profiles[identifier] }
+        try self.indexLock.withReadLock { () throws(RegistryError) in try self.gallery(named: name).profile(of: identifier) }
     }
 
     /// Erases an identifier's liveness profile (its templates stay). Returns whether it had one.

@@ -73,7 +73,7 @@ extension RegistryEngine {
         let liveness = try self.indexLock.withReadLock { () throws(RegistryError) -> LivenessVerdict? in
             let gallery = try self.currentGallery(name, id: galleryId)
             let verdict = try Self.livenessGate(
-                face, required: gallery.liveness.register, strict: gallery.liveness.strict, profile: gallery.profiles[identifier])
+                face, required: gallery.liveness.register, strict: gallery.liveness.strict, profile: gallery.profile(of: identifier))
             for registry in gallery.registries where templates[registry.algorithm.version] != nil {
                 guard let minimum = registry.minimumQuality, !(quality.map { $0.score >= minimum } ?? false) else { continue }
                 throw RegistryError.qualityTooLow(
@@ -272,7 +272,7 @@ extension RegistryEngine {
             }
             // With the identifier's own profile when it enrolled one.
             liveness = try Self.livenessGate(
-                face, required: gallery.liveness.authenticate, strict: gallery.liveness.strict, profile: gallery.profiles[identifier])
+                face, required: gallery.liveness.authenticate, strict: gallery.liveness.strict, profile: gallery.profile(of: identifier))
             for registry in gallery.registries where registry.holds(ordinal) {
                 guard let template = templates[registry.algorithm.version],
                     let hit = Matching.best(of: ordinal, in: registry, query: template)

@@ -162,7 +162,7 @@ public final class RegistryEngine: @unchecked Sendable {
                 gallery.livenessK = record.livenessK
                 self.state[name] = gallery
             case .setProfile(let galleryId, let identifier, let profile):
-                self.gallery(id: galleryId)?.profiles[identifier] = profile
+                self.gallery(id: galleryId)?.setProfile(profile, of: identifier)
             case .deleteGallery(let name):
                 self.state[name] = nil
             }
@@ -272,7 +272,7 @@ public final class RegistryEngine: @unchecked Sendable {
             try txn.forEach(self.store.profiles) { key, value in
                 guard key.count > 4, let gallery = galleriesById[key.loadBigEndian(as: UInt32.self)] else { return .continue }
                 let identifier = String(decoding: UnsafeRawBufferPointer(rebasing: key[4...]), as: UTF8.self)
-                gallery.profiles[identifier] = try LivenessProfile(decoding: value)
+                gallery.setProfile(try LivenessProfile(decoding: value), of: identifier)
                 return .continue
             }
 

@@ -10,10 +10,17 @@ final class GalleryIndex {
     var liveness: LivenessPolicy = .none
     var livenessK: Float = 2.0
     /// Liveness profiles by identifier (small; kept here so authentication never reads LMDB).
-    var profiles: [String: LivenessProfile] = [:]
+    private var profilesByIdentifier: [IdentifierKey: LivenessProfile] = [:]
+
+    /// An identifier's liveness profile.
+    func profile(of identifier: String) -> LivenessProfile? { self.profilesByIdentifier[IdentifierKey(identifier)] }
+
+    func setProfile(_ profile: LivenessProfile?, of identifier: String) {
+        self.profilesByIdentifier[IdentifierKey(identifier)] = profile
+    }
 
     private(set) var names: [String] = []
-    private var ordinalOf: [String: UInt32] = [:]
+    private var ordinalOf: [IdentifierKey: UInt32] = [:]
     /// Templates per identifier ordinal across all registries; 0 = no longer in the gallery.
     private var templateCounts: [Int] = []
     /// Identifiers with at least one template in any registry.
@@ -30,11 +37,11 @@ final class GalleryIndex {
     func registry(algorithm: UInt32) -> RegistryIndex? { self.registries.first { $0.algorithm.version == algorithm } }
 
     /// The ordinal of an identifier that has (or had) templates here.
-    func ordinal(of identifier: String) -> UInt32? { self.ordinalOf[identifier] }
+    func ordinal(of identifier: String) -> UInt32? { self.ordinalOf[IdentifierKey(identifier)] }
 
     /// Whether any registry holds the identifier.
     func contains(_ identifier: String) -> Bool {
-        guard let ordinal = self.ordinalOf[identifier] else { return false }
+        guard let ordinal = self.ordinalOf[IdentifierKey(identifier)] else { return false }
         return self.templateCounts[Int(ordinal)] > 0
     }
 
@@ -49,11 +56,11 @@ final class GalleryIndex {
 
     /// Interns an identifier, returning its ordinal.
     func intern(_ identifier: String) -> UInt32 {
-        if let ordinal = self.ordinalOf[identifier] { return ordinal }
+        if let ordinal = self.ordinalOf[IdentifierKey(identifier)] { return ordinal }
         let ordinal = UInt32(self.names.count)
         self.names.append(identifier)
         self.templateCounts.append(0)
-        self.ordinalOf[identifier] = ordinal
+        self.ordinalOf[IdentifierKey(identifier)] = ordinal
         return ordinal
     }
 
