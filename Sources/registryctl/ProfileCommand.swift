@@ -1,4 +1,5 @@
 import ArgumentParser
+import RegistryCore
 
 /// `registryctl profile show|reset|enrol`: identifiers' liveness profiles (DESIGN §9).
 struct ProfileCommand: AsyncParsableCommand {
@@ -13,4 +14,27 @@ struct ProfileCommand: AsyncParsableCommand {
             ones are not met. A profile is erased with its identifier.
             """,
         subcommands: [ProfileShowCommand.self, ProfileResetCommand.self, ProfileEnrolCommand.self])
+}
+
+/// A liveness profile as printed by `profile show` and `profile enrol` (the heading differs).
+struct ProfileResult: CommandResult {
+    var gallery: String
+    var identifier: String
+    var profile: LivenessProfileJSON
+    private var value: LivenessProfile
+    private var heading: String
+
+    private enum CodingKeys: String, CodingKey { case gallery, identifier, profile }
+
+    init(gallery: String, identifier: String, profile: LivenessProfile, heading: String) {
+        self.gallery = gallery
+        self.identifier = identifier
+        self.value = profile
+        self.heading = heading
+        self.profile = LivenessProfileJSON(profile)
+    }
+
+    func text(_ names: AlgorithmNames) -> String {
+        LivenessProfileJSON.lines(self.value, heading: self.heading).joined(separator: "\n")
+    }
 }

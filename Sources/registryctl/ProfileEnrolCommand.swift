@@ -33,26 +33,9 @@ struct ProfileEnrolCommand: AsyncParsableCommand {
         if let k = self.k, !(k.isFinite && k > 0) { throw ValidationError("--k must be a number > 0") }
     }
 
-    struct Result: CommandResult {
-        var gallery: String
-        var identifier: String
-        var profile: LivenessProfileJSON
-        private var value: LivenessProfile
-
-        private enum CodingKeys: String, CodingKey { case gallery, identifier, profile }
-
-        init(gallery: String, identifier: String, profile: LivenessProfile) {
-            self.gallery = gallery
-            self.identifier = identifier
-            self.value = profile
-            self.profile = LivenessProfileJSON(profile)
-        }
-
-        func text(_ names: AlgorithmNames) -> String {
-            LivenessProfileJSON.lines(
-                self.value, heading: "enrolled the liveness profile of \(Format.quoted(self.identifier)) in gallery \(self.gallery)"
-            ).joined(separator: "\n")
-        }
+    /// The printed result.
+    static func result(gallery: String, identifier: String, profile: LivenessProfile) -> ProfileResult {
+        ProfileResult(gallery: gallery, identifier: identifier, profile: profile, heading: "enrolled the liveness profile of \(Format.quoted(identifier)) in gallery \(gallery)")
     }
 
     func run() async throws {
@@ -62,7 +45,7 @@ struct ProfileEnrolCommand: AsyncParsableCommand {
         try await runner.run { client in
             let profile = try await client.enrolLivenessProfile(
                 gallery: gallery, identifier: self.identifier, frames: frames, k: self.k)
-            return Result(gallery: gallery, identifier: self.identifier, profile: profile)
+            return Self.result(gallery: gallery, identifier: self.identifier, profile: profile)
         }
     }
 }

@@ -15,26 +15,9 @@ struct ProfileShowCommand: AsyncParsableCommand {
     @Argument(help: "The identifier.")
     var identifier: String
 
-    struct Result: CommandResult {
-        var gallery: String
-        var identifier: String
-        var profile: LivenessProfileJSON
-        private var value: LivenessProfile
-
-        private enum CodingKeys: String, CodingKey { case gallery, identifier, profile }
-
-        init(gallery: String, identifier: String, profile: LivenessProfile) {
-            self.gallery = gallery
-            self.identifier = identifier
-            self.value = profile
-            self.profile = LivenessProfileJSON(profile)
-        }
-
-        func text(_ names: AlgorithmNames) -> String {
-            LivenessProfileJSON.lines(
-                self.value, heading: "liveness profile of \(Format.quoted(self.identifier)) in gallery \(self.gallery)"
-            ).joined(separator: "\n")
-        }
+    /// The printed result.
+    static func result(gallery: String, identifier: String, profile: LivenessProfile) -> ProfileResult {
+        ProfileResult(gallery: gallery, identifier: identifier, profile: profile, heading: "liveness profile of \(Format.quoted(identifier)) in gallery \(gallery)")
     }
 
     func run() async throws {
@@ -43,7 +26,7 @@ struct ProfileShowCommand: AsyncParsableCommand {
             guard let profile = try await client.livenessProfile(gallery: gallery, identifier: self.identifier) else {
                 throw CommandFailure.profileNotFound(self.identifier, gallery: gallery)
             }
-            return Result(gallery: gallery, identifier: self.identifier, profile: profile)
+            return Self.result(gallery: gallery, identifier: self.identifier, profile: profile)
         }
     }
 }

@@ -93,7 +93,7 @@ import Testing
         #expect(watchdogs.count == 3)
         if watchdogs.count == 3 {
             let gap = watchdogs[2] - watchdogs[1]
-            #expect(gap > .milliseconds(50) && gap < .milliseconds(400), "keep-alive gap \(gap)")
+            #expect(gap > .milliseconds(50) && gap < .milliseconds(1000), "keep-alive gap \(gap) (pings every 100 ms; generous for a loaded machine)")
         }
         #expect(daemon.stop(signal: SIGTERM) == 0)
         #expect(notify.until("STOPPING=1") != nil, "no STOPPING=1 on SIGTERM")

@@ -384,7 +384,7 @@ struct ProfileCommandTests {
         let profile = LivenessProfile(
             mean: 0.25...0.5, stdDev: 0.05...0.056, range: 0.169...0.171, edgeStdDev: 0.026...0.039, centerStdDev: 0.0108...0.0181,
             gradientMean: 0.021...0.023, gradientStdDev: 0.0188...0.0211, realisticDepth: 0.2...0.62, k: 2, frameCount: 35)
-        let result = ProfileShowCommand.Result(gallery: "door", identifier: "alice", profile: profile)
+        let result = ProfileShowCommand.result(gallery: "door", identifier: "alice", profile: profile)
         let lines = result.text(.builtIn).split(separator: "\n").map(String.init)
         #expect(lines[0] == "liveness profile of 'alice' in gallery door: k 2.0, 35 enrolment frames")
         #expect(lines[1] == "  STATISTIC       LOWER (m)  UPPER (m)")
@@ -396,7 +396,7 @@ struct ProfileCommandTests {
         #expect(json.contains(#""k" : 2"#))
         #expect(json.contains(#""realisticDepth" : {"#))
         #expect(json.contains(#""centerStdDev" : {"#))
-        #expect(ProfileEnrolCommand.Result(gallery: "door", identifier: "alice", profile: profile).text(.builtIn)
+        #expect(ProfileEnrolCommand.result(gallery: "door", identifier: "alice", profile: profile).text(.builtIn)
             .hasPrefix("enrolled the liveness profile of 'alice' in gallery door: k 2.0, 35 enrolment frames\n"))
         #expect(ProfileResetCommand.Result(gallery: "door", identifier: "alice", deleted: true).text(.builtIn)
             == "deleted the liveness profile of 'alice' in gallery door")
