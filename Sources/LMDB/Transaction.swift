@@ -123,7 +123,8 @@ public struct Transaction: ~Copyable {
         return result
     }
 
-    /// Walks `db` in key order from the first key ≥ `start` (or from the beginning), calling `body`
+    /// Walks `db` in key order from the first key ≥ `start` (or from the beginning when `start` is nil
+    /// or empty), calling `body`
     /// with each key and value until it returns `.stop` or the database ends.
     /// - Throws: ``LMDBError`` from the cursor, or whatever `body` throws (the walk stops).
     public func forEach(
@@ -134,7 +135,8 @@ public struct Transaction: ~Copyable {
         try self.withCursor(db) { cursor in
             var k = MDB_val(mv_size: start?.count ?? 0, mv_data: UnsafeMutableRawPointer(mutating: start?.baseAddress))
             var v = MDB_val()
-            var op = start == nil ? MDB_FIRST : MDB_SET_RANGE
+            // An empty start key means the beginning (LMDB refuses zero-length keys).
+            var op = (start?.count ?? 0) == 0 ? MDB_FIRST : MDB_SET_RANGE
             while true {
                 let rc = mdb_cursor_get(cursor, &k, &v, op)
                 if rc == MDB_NOTFOUND { return }

@@ -313,6 +313,19 @@ public final class RegistryClient: Sendable {
         return deleted.deleted
     }
 
+    /// The newest audit entries matching `query`, oldest first.
+    public func audit(_ query: AuditQuery) async throws -> [AuditEntry] {
+        let result = try await self.send(.audit(.with {
+            $0.identifier = query.identifier ?? ""
+            $0.sinceMicros = query.since ?? 0
+            $0.untilMicros = query.until ?? 0
+            $0.outcome = query.outcome ?? ""
+            $0.limit = UInt32(clamping: query.limit)
+        }))
+        guard case .audit(let audit) = result else { throw Self.unexpected(result) }
+        return audit.entries.map(AuditEntry.init)
+    }
+
     private static func unexpected(_ result: Registry_V1_Response.OneOf_Result) -> RegistryClientError {
         // Only the case's name: the payload may hold templates.
         .unexpectedResponse("a \(String(describing: result).prefix { $0 != "(" }) result")

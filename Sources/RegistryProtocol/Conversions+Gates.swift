@@ -173,3 +173,27 @@ extension LivenessProfile {
             k: message.k, frameCount: Int(message.frames))
     }
 }
+
+extension Registry_V1_AuditEntry {
+    public init(_ entry: AuditEntry) {
+        self.init()
+        self.timeMicros = entry.time
+        self.uid = entry.uid
+        self.pid = entry.pid
+        self.operation = entry.operation
+        self.gallery = entry.gallery
+        self.identifiers = entry.identifiers
+        self.outcome = entry.outcome
+        if let score = entry.score { self.score = score }
+        self.errorCode = entry.errorCode ?? ""
+    }
+}
+
+extension AuditEntry {
+    public init(_ message: Registry_V1_AuditEntry) {
+        self.init(
+            time: message.timeMicros, uid: message.uid, pid: message.pid, operation: message.operation, gallery: message.gallery,
+            identifiers: message.identifiers, outcome: message.outcome, score: message.hasScore ? message.score : nil,
+            errorCode: message.errorCode.isEmpty ? nil : message.errorCode)
+    }
+}

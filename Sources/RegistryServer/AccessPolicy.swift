@@ -60,7 +60,7 @@ public enum OperationClass: String, Sendable, CaseIterable {
         case .identify, .authenticate: .identify
         case .register, .enrolLivenessProfile: .enrol
         case .listIdentifiers, .getTemplates, .deleteTemplate, .deleteIdentifier, .deleteGallery, .defineGallery,
-            .migrationStatus, .export, .import, .backup, .verify, .getLivenessProfile, .deleteLivenessProfile:
+            .migrationStatus, .export, .import, .backup, .verify, .getLivenessProfile, .deleteLivenessProfile, .audit:
             .admin
         }
     }
@@ -84,7 +84,7 @@ public enum OperationClass: String, Sendable, CaseIterable {
         case .import(let request): name = request.gallery
         case .getLivenessProfile(let request): name = request.gallery
         case .deleteLivenessProfile(let request): name = request.gallery
-        case .hello, .listGalleries, .listAlgorithms, .stats, .backup, .verify: return ""
+        case .hello, .listGalleries, .listAlgorithms, .stats, .backup, .verify, .audit: return ""
         }
         return name.isEmpty ? GalleryConfiguration.defaultName : name
     }

@@ -73,9 +73,11 @@ public final class RequestDispatcher: Sendable {
                         "uid": "\(peer.map { String($0.uid) } ?? "?")", "pid": "\(peer.map { String($0.pid) } ?? "?")",
                         "operation": "\(Self.name(of: operation))", "right": "\(operationClass.rawValue)", "gallery": "\(gallery)",
                     ])
-                return self.reply(
+                let reply = self.reply(
                     id: request.id,
                     error: RegistryError(.permissionDenied, "\(who) lacks the '\(operationClass.rawValue)' right \(scope)"))
+                self.audit(operation, outcome: .error(Registry_V1_Error(RegistryError(.permissionDenied, ""))), peer: peer)
+                return reply
             }
         }
         var response = Registry_V1_Response()
@@ -90,7 +92,46 @@ public final class RequestDispatcher: Sendable {
             self.logger.warning("request failed", metadata: ["operation": "\(Self.name(of: operation))", "error": "\(error)"])
             response.result = .error(Registry_V1_Error(RegistryError(.internal, "\(error)")))
         }
+        if let result = response.result { self.audit(operation, outcome: result, peer: peer) }
         return Reply(frame: Self.encode(response), closeConnection: false)
+    }
+
+    /// Adds the request to the audit trail: who, what, which identifiers, the outcome. Never templates.
+    private func audit(_ operation: Registry_V1_Request.OneOf_Operation, outcome result: Registry_V1_Response.OneOf_Result, peer: Peer?) {
+        if case .hello = operation { return }
+        var identifiers: [String] = []
+        switch operation {
+        case .register(let request): identifiers = [request.identifier]
+        case .authenticate(let request): identifiers = [request.identifier]
+        case .deleteIdentifier(let request): identifiers = [request.identifier]
+        case .getTemplates(let request): identifiers = [request.identifier]
+        case .enrolLivenessProfile(let request): identifiers = [request.identifier]
+        case .getLivenessProfile(let request): identifiers = [request.identifier]
+        case .deleteLivenessProfile(let request): identifiers = [request.identifier]
+        case .audit(let request) where !request.identifier.isEmpty: identifiers = [request.identifier]
+        default: break
+        }
+        var outcome = "ok"
+        var score: Float?
+        var errorCode: String?
+        switch result {
+        case .error(let error):
+            outcome = "refused"
+            errorCode = RegistryError.Code(error.code).rawValue
+        case .identify(let identification):
+            identifiers = identification.matches.map(\.identifier)
+            outcome = identification.matches.isEmpty ? "no-match" : "match"
+            score = identification.matches.first?.score
+        case .authenticate(let authentication):
+            outcome = authentication.authenticated ? "match" : "no-match"
+            score = authentication.score
+        default:
+            break
+        }
+        self.engine.recordAudit(AuditEntry(
+            time: AuditEntry.now(), uid: peer?.uid ?? .max, pid: peer?.pid ?? -1, operation: Self.name(of: operation),
+            gallery: OperationClass.gallery(of: operation), identifiers: identifiers, outcome: outcome, score: score,
+            errorCode: errorCode))
     }
 
     /// A response carrying only an error.
@@ -225,6 +266,12 @@ public final class RequestDispatcher: Sendable {
         case .deleteLivenessProfile(let request):
             let deleted = try await engine.deleteLivenessProfile(gallery: Self.gallery(request.gallery), identifier: request.identifier)
             return .deleteLivenessProfile(.with { $0.deleted = deleted })
+        case .audit(let request):
+            let entries = try engine.auditEntries(AuditQuery(
+                identifier: request.identifier.isEmpty ? nil : request.identifier,
+                since: request.sinceMicros == 0 ? nil : request.sinceMicros, until: request.untilMicros == 0 ? nil : request.untilMicros,
+                outcome: request.outcome.isEmpty ? nil : request.outcome, limit: request.limit == 0 ? 100 : Int(request.limit)))
+            return .audit(.with { $0.entries = entries.map(Registry_V1_AuditEntry.init) })
         }
     }
 
@@ -271,6 +318,7 @@ public final class RequestDispatcher: Sendable {
         case .enrolLivenessProfile: "enrol_liveness_profile"
         case .getLivenessProfile: "get_liveness_profile"
         case .deleteLivenessProfile: "delete_liveness_profile"
+        case .audit: "audit"
         }
     }
 }

@@ -101,6 +101,13 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     /// allowed (`uid:N`, `gid:N`, `user:NAME`, `group:NAME`). Absent: the default policy (root, the
     /// daemon's user and group registryd-admin everything; group registryd identify and enrol in default).
     public var access: [String: [String: [String]]]?
+    /// Audit trail retention: `maximumEntries` (default 1,000,000) and `maximumAgeDays` (default 365).
+    public var audit: AuditEntryRetention?
+
+    public struct AuditEntryRetention: Sendable, Codable, Equatable {
+        public var maximumEntries: Int?
+        public var maximumAgeDays: Int?
+    }
 
     public init() {}
 
@@ -114,6 +121,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         self.algorithms = try container.decodeIfPresent([AlgorithmEntry].self, forKey: .algorithms) ?? []
         self.galleries = try container.decodeIfPresent([GalleryEntry].self, forKey: .galleries) ?? []
         self.access = try container.decodeIfPresent([String: [String: [String]]].self, forKey: .access)
+        self.audit = try container.decodeIfPresent(AuditEntryRetention.self, forKey: .audit)
     }
 
     /// Reads a configuration file.
@@ -191,6 +199,12 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
                 name: gallery.name, registries: registries, liveness: liveness, livenessK: gallery.livenessK ?? 2.0))
         }
         var engine = EngineConfiguration(algorithms: algorithms)
+        if let audit = self.audit {
+            let defaults = AuditRetention()
+            engine.auditRetention = AuditRetention(
+                maximumEntries: audit.maximumEntries ?? defaults.maximumEntries,
+                maximumAgeSeconds: audit.maximumAgeDays.map { Int64($0) * 86_400 } ?? defaults.maximumAgeSeconds)
+        }
         if let configuredDefault = galleries.first(where: { $0.name == GalleryConfiguration.defaultName }) {
             engine.defaultGallery = configuredDefault
         }

@@ -34,6 +34,7 @@ struct RegistryCtl: AsyncParsableCommand {
             AlgorithmsCommand.self,
             IdentifiersCommand.self,
             ShowCommand.self,
+            AuditCommand.self,
             RegisterCommand.self,
             IdentifyCommand.self,
             AuthenticateCommand.self,

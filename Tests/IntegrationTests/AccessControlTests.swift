@@ -90,10 +90,18 @@ struct AccessControlTests {
         result = self.registryctl(as: "regtest-admin", ["delete", "identifier", "alice"], socket: socket)
         #expect(result.status == 0, "\(result.output)")
 
-        // Every refusal leaves a trace with the peer's uid and pid (the audit log's place, for now the log).
-        let refusals = daemon.log.split(separator: "\n").filter { $0.contains("permission denied") }
-        #expect(refusals.count == 5, "\(refusals)")
-        #expect(refusals.allSatisfy { $0.contains("uid=") && $0.contains("pid=") })
+        // Every refusal is in the audit trail with the peer's uid and pid (read as root: admin).
+        let client = try await daemon.client()
+        let refused = try await AuditEndToEndTests.entries(client, AuditQuery(outcome: "refused"), atLeast: 5)
+        await client.close()
+        #expect(refused.count == 5, "\(refused)")
+        #expect(refused.allSatisfy { $0.errorCode == "PERMISSION_DENIED" && $0.pid > 0 })
+        let app = getpwnam("regtest-app").map { $0.pointee.pw_uid }
+        let none = getpwnam("regtest-none").map { $0.pointee.pw_uid }
+        #expect(refused.filter { $0.uid == app }.map(\.operation) == ["delete_identifier", "list_identifiers", "identify"])
+        #expect(refused.filter { $0.uid == none }.map(\.operation) == ["identify", "register"])
+        // The refusals are in the daemon's log too.
+        #expect(daemon.log.split(separator: "\n").filter { $0.contains("permission denied") }.count == 5)
     }
 
     @Test func aPolicyNamingAnUnknownGroupIsRefusedAtStartUp() throws {

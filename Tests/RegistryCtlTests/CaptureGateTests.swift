@@ -684,3 +684,23 @@ struct GateReportTests {
         #expect(throws: (any Error).self) { _ = try LivenessPolicySpec.parse("strictly") }
     }
 }
+
+@Suite struct AuditCommandTests {
+    @Test func timesAreUnixSecondsOrAges() {
+        #expect(AuditCommand.micros("1700000000", now: 0) == 1_700_000_000_000_000)
+        let now: Int64 = 1_000_000_000_000
+        let halfHourAgo: Int64 = now - 1_800_000_000
+        let twoDaysAgo: Int64 = now - 172_800_000_000
+        #expect(AuditCommand.micros("30m", now: now) == halfHourAgo)
+        #expect(AuditCommand.micros("2d", now: now) == twoDaysAgo)
+        #expect(AuditCommand.micros("yesterday", now: 0) == nil)
+        #expect(AuditCommand.micros("-5", now: 0) == nil)
+    }
+
+    @Test func parsing() throws {
+        let command = try #require(try RegistryCtl.parseAsRoot(["audit", "--identifier", "alice", "--outcome", "refused", "--since", "1h"]) as? AuditCommand)
+        #expect(command.identifier == "alice" && command.outcome == "refused" && command.since == "1h" && command.limit == 100)
+        #expect(throws: (any Error).self) { _ = try RegistryCtl.parseAsRoot(["audit", "--outcome", "maybe"]) }
+        #expect(throws: (any Error).self) { _ = try RegistryCtl.parseAsRoot(["audit", "--since", "soon"]) }
+    }
+}

@@ -107,7 +107,7 @@ extension RegistryEngine {
     // MARK: Listing
 
     /// A read transaction whose storage errors surface as ``RegistryError``s (`SHUTTING_DOWN` once closed).
-    private func readStore<T>(_ body: (borrowing Transaction) throws -> T) throws -> T {
+    func readStore<T>(_ body: (borrowing Transaction) throws -> T) throws -> T {
         do {
             return try self.store.environment.read(body)
         } catch let error as LMDBError {

@@ -26,6 +26,11 @@ public final class RegistryEngine: @unchecked Sendable {
     private let committedOperations = Atomic<Int>(0)
     var state: [String: GalleryIndex] = [:]
     private var writer: WriteQueue!
+    let auditBuffer = AuditBuffer()
+    let auditRetention: AuditRetention
+
+    /// The writer queue (for requests that are not ``write(exclusive:_:)`` calls).
+    var writerQueue: WriteQueue { self.writer }
 
     /// Opens (creating if needed) the store in directory `path` and loads the index.
     /// - Throws: ``RegistryError`` for a configuration the store cannot be opened with (a newer schema,
@@ -33,6 +38,7 @@ public final class RegistryEngine: @unchecked Sendable {
     ///   `LMDBError` when the environment cannot be opened (e.g. `EBUSY`: already open in this process).
     public init(path: String, configuration: EngineConfiguration = EngineConfiguration()) throws {
         self.catalog = try AlgorithmCatalog(configured: configuration.algorithms)
+        self.auditRetention = configuration.auditRetention
         self.store = try Store(path: path, configuration: configuration)
         do {
             try self.store.environment.write { txn in

@@ -112,6 +112,8 @@ public struct EngineConfiguration: Sendable {
     public var durable: Bool
     /// Most operations that share one group commit.
     public var maximumBatch: Int
+    /// How long the audit trail keeps entries.
+    public var auditRetention: AuditRetention = AuditRetention()
 
     public init(
         algorithms: [Algorithm] = [],

@@ -9,6 +9,7 @@
 /// vectors      u64 (template id << 8 | part) -> payload part (see VectorLayout)
 /// identifiers  u32 gallery id, identifier, 0x00, u64 template id -> u32 registry id
 /// profiles     u32 gallery id, identifier -> liveness profile (erased with the identifier)
+/// audit        u64 time µs, u32 sequence -> AuditEntry (oldest first; trimmed by the retention)
 /// ```
 enum Keys {
     static let schemaVersion = Array("schema_version".utf8)

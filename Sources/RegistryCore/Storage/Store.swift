@@ -44,6 +44,7 @@ final class Store: @unchecked Sendable {
     let vectors: Database
     let identifiers: Database
     let profiles: Database
+    let audit: Database
     let pageSize: Int
 
     init(path: String, configuration: EngineConfiguration) throws {
@@ -58,10 +59,10 @@ final class Store: @unchecked Sendable {
                     try txn.openDatabase("meta", create: true), try txn.openDatabase("algorithms", create: true),
                     try txn.openDatabase("galleries", create: true), try txn.openDatabase("templates", create: true),
                     try txn.openDatabase("vectors", create: true), try txn.openDatabase("identifiers", create: true),
-                    try txn.openDatabase("profiles", create: true)
+                    try txn.openDatabase("profiles", create: true), try txn.openDatabase("audit", create: true)
                 )
             }
-            (self.meta, self.algorithms, self.galleries, self.templates, self.vectors, self.identifiers, self.profiles) =
+            (self.meta, self.algorithms, self.galleries, self.templates, self.vectors, self.identifiers, self.profiles, self.audit) =
                 handles
         } catch {
             environment.close()

@@ -362,6 +362,14 @@ public nonisolated struct Registry_V1_Request: Sendable {
     set {operation = .deleteLivenessProfile(newValue)}
   }
 
+  public var audit: Registry_V1_AuditQueryRequest {
+    get {
+      if case .audit(let v)? = operation {return v}
+      return Registry_V1_AuditQueryRequest()
+    }
+    set {operation = .audit(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Operation: Equatable, Sendable {
@@ -386,6 +394,7 @@ public nonisolated struct Registry_V1_Request: Sendable {
     case enrolLivenessProfile(Registry_V1_EnrolLivenessProfileRequest)
     case getLivenessProfile(Registry_V1_GetLivenessProfileRequest)
     case deleteLivenessProfile(Registry_V1_DeleteLivenessProfileRequest)
+    case audit(Registry_V1_AuditQueryRequest)
 
   }
 
@@ -578,6 +587,14 @@ public nonisolated struct Registry_V1_Response: Sendable {
     set {result = .deleteLivenessProfile(newValue)}
   }
 
+  public var audit: Registry_V1_AuditQueryResult {
+    get {
+      if case .audit(let v)? = result {return v}
+      return Registry_V1_AuditQueryResult()
+    }
+    set {result = .audit(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Result: Equatable, Sendable {
@@ -603,6 +620,7 @@ public nonisolated struct Registry_V1_Response: Sendable {
     case enrolLivenessProfile(Registry_V1_LivenessProfileResult)
     case getLivenessProfile(Registry_V1_LivenessProfileResult)
     case deleteLivenessProfile(Registry_V1_DeleteLivenessProfileResult)
+    case audit(Registry_V1_AuditQueryResult)
 
   }
 
@@ -2461,6 +2479,81 @@ public nonisolated struct Registry_V1_DeleteLivenessProfileResult: Sendable {
   public init() {}
 }
 
+public nonisolated struct Registry_V1_AuditQueryRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// only entries concerning it; empty: all
+  public var identifier: String = String()
+
+  /// 0: from the oldest kept
+  public var sinceMicros: Int64 = 0
+
+  /// 0: up to now
+  public var untilMicros: Int64 = 0
+
+  /// ok, match, no-match or refused; empty: all
+  public var outcome: String = String()
+
+  /// the newest N; 0: 100
+  public var limit: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Registry_V1_AuditEntry: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var timeMicros: Int64 = 0
+
+  public var uid: UInt32 = 0
+
+  public var pid: Int32 = 0
+
+  public var operation: String = String()
+
+  public var gallery: String = String()
+
+  public var identifiers: [String] = []
+
+  public var outcome: String = String()
+
+  public var score: Float {
+    get {_score ?? 0}
+    set {_score = newValue}
+  }
+  /// Returns true if `score` has been explicitly set.
+  public var hasScore: Bool {self._score != nil}
+  /// Clears the value of `score`. Subsequent reads from it will return its default value.
+  public mutating func clearScore() {self._score = nil}
+
+  public var errorCode: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _score: Float? = nil
+}
+
+public nonisolated struct Registry_V1_AuditQueryResult: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// oldest first
+  public var entries: [Registry_V1_AuditEntry] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "registry.v1"
@@ -2475,7 +2568,7 @@ nonisolated extension Registry_V1_TemplateSource: SwiftProtobuf._ProtoNameProvid
 
 nonisolated extension Registry_V1_Request: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Request"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}hello\0\u{2}\u{8}register\0\u{1}identify\0\u{1}authenticate\0\u{4}\u{8}list_galleries\0\u{3}list_algorithms\0\u{3}list_identifiers\0\u{3}get_templates\0\u{3}delete_template\0\u{3}delete_identifier\0\u{3}delete_gallery\0\u{3}define_gallery\0\u{3}migration_status\0\u{1}stats\0\u{1}export\0\u{1}import\0\u{1}backup\0\u{1}verify\0\u{4}\u{7}enrol_liveness_profile\0\u{3}get_liveness_profile\0\u{3}delete_liveness_profile\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}hello\0\u{2}\u{8}register\0\u{1}identify\0\u{1}authenticate\0\u{4}\u{8}list_galleries\0\u{3}list_algorithms\0\u{3}list_identifiers\0\u{3}get_templates\0\u{3}delete_template\0\u{3}delete_identifier\0\u{3}delete_gallery\0\u{3}define_gallery\0\u{3}migration_status\0\u{1}stats\0\u{1}export\0\u{1}import\0\u{1}backup\0\u{1}verify\0\u{4}\u{7}enrol_liveness_profile\0\u{3}get_liveness_profile\0\u{3}delete_liveness_profile\0\u{1}audit\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2757,6 +2850,19 @@ nonisolated extension Registry_V1_Request: SwiftProtobuf.Message, SwiftProtobuf.
           self.operation = .deleteLivenessProfile(v)
         }
       }()
+      case 43: try {
+        var v: Registry_V1_AuditQueryRequest?
+        var hadOneofValue = false
+        if let current = self.operation {
+          hadOneofValue = true
+          if case .audit(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.operation = .audit(v)
+        }
+      }()
       default: break
       }
     }
@@ -2855,6 +2961,10 @@ nonisolated extension Registry_V1_Request: SwiftProtobuf.Message, SwiftProtobuf.
       guard case .deleteLivenessProfile(let v)? = self.operation else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 42)
     }()
+    case .audit?: try {
+      guard case .audit(let v)? = self.operation else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 43)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -2870,7 +2980,7 @@ nonisolated extension Registry_V1_Request: SwiftProtobuf.Message, SwiftProtobuf.
 
 nonisolated extension Registry_V1_Response: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Response"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}error\0\u{1}hello\0\u{2}\u{7}register\0\u{1}identify\0\u{1}authenticate\0\u{4}\u{8}list_galleries\0\u{3}list_algorithms\0\u{3}list_identifiers\0\u{3}get_templates\0\u{3}delete_template\0\u{3}delete_identifier\0\u{3}delete_gallery\0\u{3}define_gallery\0\u{3}migration_status\0\u{1}stats\0\u{1}export\0\u{1}import\0\u{1}backup\0\u{1}verify\0\u{4}\u{7}enrol_liveness_profile\0\u{3}get_liveness_profile\0\u{3}delete_liveness_profile\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}error\0\u{1}hello\0\u{2}\u{7}register\0\u{1}identify\0\u{1}authenticate\0\u{4}\u{8}list_galleries\0\u{3}list_algorithms\0\u{3}list_identifiers\0\u{3}get_templates\0\u{3}delete_template\0\u{3}delete_identifier\0\u{3}delete_gallery\0\u{3}define_gallery\0\u{3}migration_status\0\u{1}stats\0\u{1}export\0\u{1}import\0\u{1}backup\0\u{1}verify\0\u{4}\u{7}enrol_liveness_profile\0\u{3}get_liveness_profile\0\u{3}delete_liveness_profile\0\u{1}audit\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3165,6 +3275,19 @@ nonisolated extension Registry_V1_Response: SwiftProtobuf.Message, SwiftProtobuf
           self.result = .deleteLivenessProfile(v)
         }
       }()
+      case 43: try {
+        var v: Registry_V1_AuditQueryResult?
+        var hadOneofValue = false
+        if let current = self.result {
+          hadOneofValue = true
+          if case .audit(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.result = .audit(v)
+        }
+      }()
       default: break
       }
     }
@@ -3266,6 +3389,10 @@ nonisolated extension Registry_V1_Response: SwiftProtobuf.Message, SwiftProtobuf
     case .deleteLivenessProfile?: try {
       guard case .deleteLivenessProfile(let v)? = self.result else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 42)
+    }()
+    case .audit?: try {
+      guard case .audit(let v)? = self.result else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 43)
     }()
     case nil: break
     }
@@ -6400,6 +6527,160 @@ nonisolated extension Registry_V1_DeleteLivenessProfileResult: SwiftProtobuf.Mes
 
   public static func ==(lhs: Registry_V1_DeleteLivenessProfileResult, rhs: Registry_V1_DeleteLivenessProfileResult) -> Bool {
     if lhs.deleted != rhs.deleted {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_AuditQueryRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AuditQueryRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}identifier\0\u{3}since_micros\0\u{3}until_micros\0\u{1}outcome\0\u{1}limit\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.identifier) }()
+      case 2: try { try decoder.decodeSingularInt64Field(value: &self.sinceMicros) }()
+      case 3: try { try decoder.decodeSingularInt64Field(value: &self.untilMicros) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.outcome) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.limit) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.identifier.isEmpty {
+      try visitor.visitSingularStringField(value: self.identifier, fieldNumber: 1)
+    }
+    if self.sinceMicros != 0 {
+      try visitor.visitSingularInt64Field(value: self.sinceMicros, fieldNumber: 2)
+    }
+    if self.untilMicros != 0 {
+      try visitor.visitSingularInt64Field(value: self.untilMicros, fieldNumber: 3)
+    }
+    if !self.outcome.isEmpty {
+      try visitor.visitSingularStringField(value: self.outcome, fieldNumber: 4)
+    }
+    if self.limit != 0 {
+      try visitor.visitSingularUInt32Field(value: self.limit, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_AuditQueryRequest, rhs: Registry_V1_AuditQueryRequest) -> Bool {
+    if lhs.identifier != rhs.identifier {return false}
+    if lhs.sinceMicros != rhs.sinceMicros {return false}
+    if lhs.untilMicros != rhs.untilMicros {return false}
+    if lhs.outcome != rhs.outcome {return false}
+    if lhs.limit != rhs.limit {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_AuditEntry: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AuditEntry"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}time_micros\0\u{1}uid\0\u{1}pid\0\u{1}operation\0\u{1}gallery\0\u{1}identifiers\0\u{1}outcome\0\u{1}score\0\u{3}error_code\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularInt64Field(value: &self.timeMicros) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.uid) }()
+      case 3: try { try decoder.decodeSingularInt32Field(value: &self.pid) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.operation) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.gallery) }()
+      case 6: try { try decoder.decodeRepeatedStringField(value: &self.identifiers) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.outcome) }()
+      case 8: try { try decoder.decodeSingularFloatField(value: &self._score) }()
+      case 9: try { try decoder.decodeSingularStringField(value: &self.errorCode) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.timeMicros != 0 {
+      try visitor.visitSingularInt64Field(value: self.timeMicros, fieldNumber: 1)
+    }
+    if self.uid != 0 {
+      try visitor.visitSingularUInt32Field(value: self.uid, fieldNumber: 2)
+    }
+    if self.pid != 0 {
+      try visitor.visitSingularInt32Field(value: self.pid, fieldNumber: 3)
+    }
+    if !self.operation.isEmpty {
+      try visitor.visitSingularStringField(value: self.operation, fieldNumber: 4)
+    }
+    if !self.gallery.isEmpty {
+      try visitor.visitSingularStringField(value: self.gallery, fieldNumber: 5)
+    }
+    if !self.identifiers.isEmpty {
+      try visitor.visitRepeatedStringField(value: self.identifiers, fieldNumber: 6)
+    }
+    if !self.outcome.isEmpty {
+      try visitor.visitSingularStringField(value: self.outcome, fieldNumber: 7)
+    }
+    try { if let v = self._score {
+      try visitor.visitSingularFloatField(value: v, fieldNumber: 8)
+    } }()
+    if !self.errorCode.isEmpty {
+      try visitor.visitSingularStringField(value: self.errorCode, fieldNumber: 9)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_AuditEntry, rhs: Registry_V1_AuditEntry) -> Bool {
+    if lhs.timeMicros != rhs.timeMicros {return false}
+    if lhs.uid != rhs.uid {return false}
+    if lhs.pid != rhs.pid {return false}
+    if lhs.operation != rhs.operation {return false}
+    if lhs.gallery != rhs.gallery {return false}
+    if lhs.identifiers != rhs.identifiers {return false}
+    if lhs.outcome != rhs.outcome {return false}
+    if lhs._score != rhs._score {return false}
+    if lhs.errorCode != rhs.errorCode {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_AuditQueryResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AuditQueryResult"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}entries\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.entries) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.entries.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.entries, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_AuditQueryResult, rhs: Registry_V1_AuditQueryResult) -> Bool {
+    if lhs.entries != rhs.entries {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
