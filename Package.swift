@@ -31,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // AES-GCM for templates at rest (BoringSSL-backed on Linux).
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // Debian's liblmdb-dev ships lmdb.pc; tools/ensure-deps installs it when missing.
@@ -43,7 +45,9 @@ let package = Package(
         .target(name: "LMDB", dependencies: ["CLMDB", "Locks"], swiftSettings: strictSettings),
         // The registry engine: algorithms, validation, storage schema, in-memory index, semantics.
         // No networking here, so the daemon and the CLI can both build on it.
-        .target(name: "RegistryCore", dependencies: ["LMDB", "Locks"], swiftSettings: strictSettings),
+        .target(
+            name: "RegistryCore", dependencies: ["LMDB", "Locks", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strictSettings),
         // The wire: generated protobuf messages (proto/registry.proto), framing, and conversions to
         // and from the engine's types.
         .target(name: "RegistryProtocol", dependencies: ["RegistryCore", protobuf, nioCore], swiftSettings: strictSettings),

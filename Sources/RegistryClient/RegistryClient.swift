@@ -326,6 +326,13 @@ public final class RegistryClient: Sendable {
         return audit.entries.map(AuditEntry.init)
     }
 
+    /// Encrypts (or re-encrypts) every template at rest with the key in `keyFile`, a path the daemon reads.
+    public func setEncryptionKey(keyFile: String) async throws -> Int {
+        let result = try await self.send(.setEncryptionKey(.with { $0.keyFile = keyFile }))
+        guard case .setEncryptionKey(let done) = result else { throw Self.unexpected(result) }
+        return Int(done.templates)
+    }
+
     private static func unexpected(_ result: Registry_V1_Response.OneOf_Result) -> RegistryClientError {
         // Only the case's name: the payload may hold templates.
         .unexpectedResponse("a \(String(describing: result).prefix { $0 != "(" }) result")

@@ -60,7 +60,8 @@ public enum OperationClass: String, Sendable, CaseIterable {
         case .identify, .authenticate: .identify
         case .register, .enrolLivenessProfile: .enrol
         case .listIdentifiers, .getTemplates, .deleteTemplate, .deleteIdentifier, .deleteGallery, .defineGallery,
-            .migrationStatus, .export, .import, .backup, .verify, .getLivenessProfile, .deleteLivenessProfile, .audit:
+            .migrationStatus, .export, .import, .backup, .verify, .getLivenessProfile, .deleteLivenessProfile, .audit,
+            .setEncryptionKey:
             .admin
         }
     }
@@ -84,7 +85,7 @@ public enum OperationClass: String, Sendable, CaseIterable {
         case .import(let request): name = request.gallery
         case .getLivenessProfile(let request): name = request.gallery
         case .deleteLivenessProfile(let request): name = request.gallery
-        case .hello, .listGalleries, .listAlgorithms, .stats, .backup, .verify, .audit: return ""
+        case .hello, .listGalleries, .listAlgorithms, .stats, .backup, .verify, .audit, .setEncryptionKey: return ""
         }
         return name.isEmpty ? GalleryConfiguration.defaultName : name
     }

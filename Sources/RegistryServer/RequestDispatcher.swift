@@ -272,6 +272,11 @@ public final class RequestDispatcher: Sendable {
                 since: request.sinceMicros == 0 ? nil : request.sinceMicros, until: request.untilMicros == 0 ? nil : request.untilMicros,
                 outcome: request.outcome.isEmpty ? nil : request.outcome, limit: request.limit == 0 ? 100 : Int(request.limit)))
             return .audit(.with { $0.entries = entries.map(Registry_V1_AuditEntry.init) })
+        case .setEncryptionKey(let request):
+            let key = try ServerConfiguration.readKey(path: request.keyFile)
+            let count = try await engine.setEncryptionKey(key)
+            self.logger.notice("templates encrypted with a new key", metadata: ["templates": "\(count)"])
+            return .setEncryptionKey(.with { $0.templates = UInt64(count) })
         }
     }
 
@@ -319,6 +324,7 @@ public final class RequestDispatcher: Sendable {
         case .getLivenessProfile: "get_liveness_profile"
         case .deleteLivenessProfile: "delete_liveness_profile"
         case .audit: "audit"
+        case .setEncryptionKey: "set_encryption_key"
         }
     }
 }

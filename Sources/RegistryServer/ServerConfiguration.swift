@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 import RegistryCore
 
 /// The daemon's configuration: a JSON file, every field optional, overridable by flags.
@@ -103,6 +104,9 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     public var access: [String: [String: [String]]]?
     /// Audit trail retention: `maximumEntries` (default 1,000,000) and `maximumAgeDays` (default 365).
     public var audit: AuditEntryRetention?
+    /// The file holding the key of templates at rest (32 bytes or 64 hex characters). Absent: the
+    /// systemd credential `store-key` ($CREDENTIALS_DIRECTORY/store-key) when there is one, else none.
+    public var keyFile: String?
 
     public struct AuditEntryRetention: Sendable, Codable, Equatable {
         public var maximumEntries: Int?
@@ -122,6 +126,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         self.galleries = try container.decodeIfPresent([GalleryEntry].self, forKey: .galleries) ?? []
         self.access = try container.decodeIfPresent([String: [String: [String]]].self, forKey: .access)
         self.audit = try container.decodeIfPresent(AuditEntryRetention.self, forKey: .audit)
+        self.keyFile = try container.decodeIfPresent(String.self, forKey: .keyFile)
     }
 
     /// Reads a configuration file.
@@ -199,6 +204,14 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
                 name: gallery.name, registries: registries, liveness: liveness, livenessK: gallery.livenessK ?? 2.0))
         }
         var engine = EngineConfiguration(algorithms: algorithms)
+        let credential = getenv("CREDENTIALS_DIRECTORY").map { String(cString: $0) + "/store-key" }
+        if let path = self.keyFile ?? credential.flatMap({ Glibc.access($0, R_OK) == 0 ? $0 : nil }) {
+            do {
+                engine.encryptionKey = try Self.readKey(path: path)
+            } catch {
+                throw ConfigurationError("\(error)")
+            }
+        }
         if let audit = self.audit {
             let defaults = AuditRetention()
             engine.auditRetention = AuditRetention(
@@ -209,6 +222,20 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
             engine.defaultGallery = configuredDefault
         }
         return (engine, galleries)
+    }
+}
+
+extension ServerConfiguration {
+    /// Reads key material from a file (the daemon's own; never logged).
+    /// - Throws: ``RegistryError`` (`malformedRequest`) when it cannot be read.
+    public static func readKey(path: String) throws(RegistryError) -> [UInt8] {
+        guard !path.isEmpty, let file = fopen(path, "r") else {
+            throw .malformedRequest("cannot read the key file \(path)")
+        }
+        defer { fclose(file) }
+        var bytes = [UInt8](repeating: 0, count: 256)
+        let count = fread(&bytes, 1, bytes.count, file)
+        return Array(bytes.prefix(count))
     }
 }
 

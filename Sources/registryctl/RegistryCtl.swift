@@ -35,6 +35,7 @@ struct RegistryCtl: AsyncParsableCommand {
             IdentifiersCommand.self,
             ShowCommand.self,
             AuditCommand.self,
+            EncryptCommand.self,
             RegisterCommand.self,
             IdentifyCommand.self,
             AuthenticateCommand.self,

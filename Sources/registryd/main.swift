@@ -25,6 +25,9 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The LMDB data directory (default: data).")
     var data: String?
 
+    @Option(name: .long, help: "The key of templates at rest (32 bytes or 64 hex characters; default: the store-key credential).")
+    var keyFile: String?
+
     @Option(name: .long, help: "trace, debug, info, notice, warning, error or critical (default: info).")
     var logLevel: String?
 
@@ -47,6 +50,7 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
         }
         if let socket { configuration.socketPath = socket }
         if let data { configuration.dataDirectory = data }
+        if let keyFile { configuration.keyFile = keyFile }
         if let logLevel { configuration.logLevel = logLevel }
         if let maximumFrameBytes { configuration.limits.maximumFrameBytes = maximumFrameBytes }
         if let maximumConnections { configuration.limits.maximumConnections = maximumConnections }

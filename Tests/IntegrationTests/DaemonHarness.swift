@@ -34,6 +34,16 @@ final class Daemon: @unchecked Sendable {
         try self.start()
     }
 
+    /// Another daemon on `other`'s directory, socket and data (which must be stopped), with other flags.
+    init(reusing other: Daemon, arguments: [String]) throws {
+        self.directory = try Self.temporaryDirectory()
+        self.socketPath = other.socketPath
+        self.dataPath = other.dataPath
+        self.extraArguments = arguments
+        self.environment = []
+        try self.start()
+    }
+
     static func temporaryDirectory() throws -> String {
         var template = Array("/tmp/registryd-it-XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }

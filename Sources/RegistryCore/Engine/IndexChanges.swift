@@ -17,6 +17,8 @@ enum IndexChange: Sendable {
     case deleteGallery(name: String)
     /// An identifier's liveness profile enrolled (or, nil, erased).
     case setProfile(galleryId: UInt32, identifier: String, profile: LivenessProfile?)
+    /// The store's payloads are now sealed with this key.
+    case setCipher(PayloadCipher)
 }
 
 /// The index changes of a group-commit batch so far, in order. Operations later in the batch check
@@ -40,7 +42,7 @@ final class BatchChanges {
             case .remove(let id, _, _):
                 self.removed.insert(id)
                 self.added.removeAll { $0.id == id }
-            case .defineGallery, .deleteGallery, .setProfile:
+            case .defineGallery, .deleteGallery, .setProfile, .setCipher:
                 break
             }
         }

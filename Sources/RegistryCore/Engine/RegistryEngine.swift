@@ -43,6 +43,7 @@ public final class RegistryEngine: @unchecked Sendable {
         do {
             try self.store.environment.write { txn in
                 try self.store.prepareSchema(txn)
+                try self.checkEncryption(txn, key: configuration.encryptionKey)
                 try self.reconcileAlgorithms(txn)
                 if try txn.get(self.store.galleries, key: Array(GalleryConfiguration.defaultName.utf8)) == nil {
                     _ = try self.writeGallery(txn, configuration.defaultGallery, existing: nil)
@@ -167,6 +168,8 @@ public final class RegistryEngine: @unchecked Sendable {
                 gallery.liveness = record.liveness
                 gallery.livenessK = record.livenessK
                 self.state[name] = gallery
+            case .setCipher(let cipher):
+                self.store.cipher.withLock { $0 = cipher }
             case .setProfile(let galleryId, let identifier, let profile):
                 self.gallery(id: galleryId)?.setProfile(profile, of: identifier)
             case .deleteGallery(let name):
@@ -233,6 +236,33 @@ public final class RegistryEngine: @unchecked Sendable {
             id: id, registries: registries, liveness: configuration.liveness, livenessK: configuration.livenessK)
         try self.store.putGallery(txn, name: configuration.name, record)
         return (record, algorithms)
+    }
+
+    /// Opens an encrypted store with its key, or starts encrypting a new store; refuses a missing or
+    /// wrong key, and a key for a store that holds unencrypted templates.
+    private func checkEncryption(_ txn: borrowing Transaction, key material: [UInt8]?) throws {
+        let check = try txn.get(self.store.meta, key: Keys.encryptionCheck).map { Array($0) }
+        guard let material else {
+            if check != nil {
+                throw RegistryError(
+                    .internal, "the store is encrypted: start registryd with its key (--key-file, or the store-key credential)")
+            }
+            return
+        }
+        let cipher = try PayloadCipher(keyMaterial: material)
+        if let check {
+            guard (try? cipher.open(check, templateId: 0)) == PayloadCipher.checkPlaintext else {
+                throw RegistryError(.internal, "the encryption key given does not open this store")
+            }
+        } else {
+            guard try txn.count(self.store.templates) == 0 else {
+                throw RegistryError(
+                    .internal,
+                    "the store holds unencrypted templates: start registryd without a key and encrypt it (registryctl encrypt)")
+            }
+            try txn.put(self.store.meta, key: Keys.encryptionCheck, value: try cipher.seal(PayloadCipher.checkPlaintext, templateId: 0))
+        }
+        self.store.cipher.withLock { $0 = cipher }
     }
 
     /// Refuses to open a store whose registries use an algorithm the configuration dropped or changed.
@@ -320,9 +350,26 @@ public final class RegistryEngine: @unchecked Sendable {
             var next = 0
             var filled = 0
             var scratch: [UInt8] = []
+            // Plain vector payloads are copied part by part straight into their row; landmark payloads
+            // (normalised on load) and sealed payloads (opened first) are gathered in `scratch`.
+            let sealed = self.store.cipher.withLock { $0 != nil }
             func finish(_ placement: Placement) throws {
                 let registry = placement.registry
                 let expected = registry.isLandmarks ? 4 + 4 * registry.stride : 4 * registry.stride
+                if sealed {
+                    do {
+                        scratch = try self.store.openPayload(scratch, id: placement.id)
+                    } catch {
+                        throw StoreCorruption("template \(placement.id) does not open with the store's key")
+                    }
+                    if !registry.isLandmarks && scratch.count == expected {
+                        scratch.withUnsafeBytes { bytes in
+                            UnsafeMutableRawPointer(registry.mutableRow(placement.row)).copyMemory(
+                                from: bytes.baseAddress!, byteCount: expected)
+                        }
+                        filled = expected
+                    }
+                }
                 if registry.isLandmarks && scratch.count == expected {
                     scratch.withUnsafeBytes { bytes in
                         let mask = bytes.loadUnaligned(as: UInt32.self)
@@ -348,7 +395,7 @@ public final class RegistryEngine: @unchecked Sendable {
                     throw StoreCorruption("payload of template \(id) has no metadata")
                 }
                 let placement = placements[next]
-                if placement.registry.isLandmarks {
+                if sealed || placement.registry.isLandmarks {
                     scratch.append(contentsOf: value)
                 } else {
                     guard filled + value.count <= 4 * placement.registry.stride else {

@@ -114,6 +114,9 @@ public struct EngineConfiguration: Sendable {
     public var maximumBatch: Int
     /// How long the audit trail keeps entries.
     public var auditRetention: AuditRetention = AuditRetention()
+    /// The key of templates at rest (32 bytes, or 64 hex characters): required to open an encrypted
+    /// store, refused for an unencrypted store that holds templates (encrypt it with ``RegistryEngine/setEncryptionKey(_:)``).
+    public var encryptionKey: [UInt8]?
 
     public init(
         algorithms: [Algorithm] = [],

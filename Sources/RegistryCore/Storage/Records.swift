@@ -3,6 +3,7 @@
 ///
 /// ```
 /// meta         "schema_version" -> u32 | "next_template_id" -> u64 | "next_registry_id" -> u32 | "next_gallery_id" -> u32
+///              | "encryption_check" -> AES-GCM sealed known text (encrypted stores; payloads are then sealed)
 /// algorithms   u32 version -> AlgorithmRecord (what stored registries were created with)
 /// galleries    name (UTF-8) -> GalleryRecord
 /// templates    u64 template id -> TemplateRecord            (ids grow in registration order: appends)
@@ -16,6 +17,8 @@ enum Keys {
     static let nextTemplateId = Array("next_template_id".utf8)
     static let nextRegistryId = Array("next_registry_id".utf8)
     static let nextGalleryId = Array("next_gallery_id".utf8)
+    /// The key check of an encrypted store: a known plaintext sealed with the key (absent: not encrypted).
+    static let encryptionCheck = Array("encryption_check".utf8)
 
     static func template(_ id: UInt64) -> [UInt8] { [UInt8](bigEndian: id) }
 

@@ -1,5 +1,6 @@
 import Glibc
 import LMDB
+import Synchronization
 
 /// The LMDB side of the registry: opening and versioning the schema, and the reads and writes of
 /// records inside transactions the engine runs. Knows nothing of the register/identify semantics.
@@ -46,6 +47,8 @@ final class Store: @unchecked Sendable {
     let profiles: Database
     let audit: Database
     let pageSize: Int
+    /// Seals template payloads at rest when the store is encrypted (replaced by a key rotation).
+    let cipher = Mutex<PayloadCipher?>(nil)
 
     init(path: String, configuration: EngineConfiguration) throws {
         var options = Environment.Options()
@@ -162,6 +165,19 @@ final class Store: @unchecked Sendable {
     /// greater than every stored id (ids come from the engine's counter), so all three are appends.
     func putTemplate(_ txn: borrowing Transaction, id: UInt64, record: TemplateRecord, payload: [UInt8]) throws {
         try txn.put(self.templates, key: Keys.template(id), value: record.encoded(), flags: .append)
+        try self.putPayload(txn, id: id, payload: payload, append: true, cipher: self.cipher.withLock { $0 })
+        var registry = ByteWriter()
+        registry.append(record.registryId)
+        try txn.put(
+            self.identifiers, key: Keys.identifierEntry(record.galleryId, record.identifier, id), value: registry.bytes)
+    }
+
+    /// Writes a payload's parts, sealed when the store is encrypted. `append` for a new template (its
+    /// id is the greatest), not for a rewrite.
+    private func putPayload(
+        _ txn: borrowing Transaction, id: UInt64, payload plain: [UInt8], append: Bool, cipher: PayloadCipher?
+    ) throws {
+        let payload = try cipher.map { try $0.seal(plain, templateId: id) } ?? plain
         let partSize = VectorLayout.partSize(payloadBytes: payload.count, pageSize: self.pageSize)
         try payload.withUnsafeBytes { bytes in
             var part = 0
@@ -169,16 +185,26 @@ final class Store: @unchecked Sendable {
             while offset < bytes.count {
                 let end = min(bytes.count, offset + partSize)
                 try Keys.vectorPart(id, part: part).withUnsafeBytes { key in
-                    try txn.put(self.vectors, key: key, value: UnsafeRawBufferPointer(rebasing: bytes[offset..<end]), flags: .append)
+                    try txn.put(
+                        self.vectors, key: key, value: UnsafeRawBufferPointer(rebasing: bytes[offset..<end]),
+                        flags: append ? .append : [])
                 }
                 part += 1
                 offset = end
             }
         }
-        var registry = ByteWriter()
-        registry.append(record.registryId)
-        try txn.put(
-            self.identifiers, key: Keys.identifierEntry(record.galleryId, record.identifier, id), value: registry.bytes)
+    }
+
+    /// Replaces a template's payload, sealed with `cipher` (a key being rotated in).
+    func rewritePayload(_ txn: borrowing Transaction, id: UInt64, payload: [UInt8], sealedWith cipher: PayloadCipher) throws {
+        var part = 0
+        while try txn.delete(self.vectors, key: Keys.vectorPart(id, part: part)) { part += 1 }
+        try self.putPayload(txn, id: id, payload: payload, append: false, cipher: cipher)
+    }
+
+    /// Opens a stored payload (as read from its parts) when the store is encrypted.
+    func openPayload(_ stored: [UInt8], id: UInt64) throws -> [UInt8] {
+        try self.cipher.withLock { cipher in try cipher.map { try $0.open(stored, templateId: id) } } ?? stored
     }
 
     /// Deletes a template's metadata, payload parts and identifier-index entry. Returns its record,
@@ -199,7 +225,7 @@ final class Store: @unchecked Sendable {
         return try TemplateRecord(decoding: value)
     }
 
-    /// A template's payload, reassembled from its parts.
+    /// A template's payload, reassembled from its parts (and opened when the store is encrypted).
     func payload(_ txn: borrowing Transaction, id: UInt64) throws -> [UInt8] {
         var bytes: [UInt8] = []
         try txn.forEach(self.vectors, from: Keys.vectorPart(id, part: 0)) { key, value in
@@ -207,7 +233,7 @@ final class Store: @unchecked Sendable {
             bytes.append(contentsOf: value)
             return .continue
         }
-        return bytes
+        return try self.openPayload(bytes, id: id)
     }
 
     /// The template ids of an identifier in a gallery, in registration order.

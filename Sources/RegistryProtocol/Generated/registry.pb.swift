@@ -370,6 +370,14 @@ public nonisolated struct Registry_V1_Request: Sendable {
     set {operation = .audit(newValue)}
   }
 
+  public var setEncryptionKey: Registry_V1_SetEncryptionKeyRequest {
+    get {
+      if case .setEncryptionKey(let v)? = operation {return v}
+      return Registry_V1_SetEncryptionKeyRequest()
+    }
+    set {operation = .setEncryptionKey(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Operation: Equatable, Sendable {
@@ -395,6 +403,7 @@ public nonisolated struct Registry_V1_Request: Sendable {
     case getLivenessProfile(Registry_V1_GetLivenessProfileRequest)
     case deleteLivenessProfile(Registry_V1_DeleteLivenessProfileRequest)
     case audit(Registry_V1_AuditQueryRequest)
+    case setEncryptionKey(Registry_V1_SetEncryptionKeyRequest)
 
   }
 
@@ -595,6 +604,14 @@ public nonisolated struct Registry_V1_Response: Sendable {
     set {result = .audit(newValue)}
   }
 
+  public var setEncryptionKey: Registry_V1_SetEncryptionKeyResult {
+    get {
+      if case .setEncryptionKey(let v)? = result {return v}
+      return Registry_V1_SetEncryptionKeyResult()
+    }
+    set {result = .setEncryptionKey(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Result: Equatable, Sendable {
@@ -621,6 +638,7 @@ public nonisolated struct Registry_V1_Response: Sendable {
     case getLivenessProfile(Registry_V1_LivenessProfileResult)
     case deleteLivenessProfile(Registry_V1_DeleteLivenessProfileResult)
     case audit(Registry_V1_AuditQueryResult)
+    case setEncryptionKey(Registry_V1_SetEncryptionKeyResult)
 
   }
 
@@ -2554,6 +2572,34 @@ public nonisolated struct Registry_V1_AuditQueryResult: Sendable {
   public init() {}
 }
 
+/// Encrypts every template at rest with the key in `key_file` (a path the daemon reads: 32 bytes or
+/// 64 hex characters), or re-encrypts them when the store is already encrypted (rotation). Afterwards
+/// the daemon must be started with that key. Freed pages may keep old bytes until reused: a backup
+/// (compacting copy) holds none.
+public nonisolated struct Registry_V1_SetEncryptionKeyRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var keyFile: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Registry_V1_SetEncryptionKeyResult: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var templates: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "registry.v1"
@@ -2568,7 +2614,7 @@ nonisolated extension Registry_V1_TemplateSource: SwiftProtobuf._ProtoNameProvid
 
 nonisolated extension Registry_V1_Request: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Request"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}hello\0\u{2}\u{8}register\0\u{1}identify\0\u{1}authenticate\0\u{4}\u{8}list_galleries\0\u{3}list_algorithms\0\u{3}list_identifiers\0\u{3}get_templates\0\u{3}delete_template\0\u{3}delete_identifier\0\u{3}delete_gallery\0\u{3}define_gallery\0\u{3}migration_status\0\u{1}stats\0\u{1}export\0\u{1}import\0\u{1}backup\0\u{1}verify\0\u{4}\u{7}enrol_liveness_profile\0\u{3}get_liveness_profile\0\u{3}delete_liveness_profile\0\u{1}audit\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}hello\0\u{2}\u{8}register\0\u{1}identify\0\u{1}authenticate\0\u{4}\u{8}list_galleries\0\u{3}list_algorithms\0\u{3}list_identifiers\0\u{3}get_templates\0\u{3}delete_template\0\u{3}delete_identifier\0\u{3}delete_gallery\0\u{3}define_gallery\0\u{3}migration_status\0\u{1}stats\0\u{1}export\0\u{1}import\0\u{1}backup\0\u{1}verify\0\u{4}\u{7}enrol_liveness_profile\0\u{3}get_liveness_profile\0\u{3}delete_liveness_profile\0\u{1}audit\0\u{3}set_encryption_key\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2863,6 +2909,19 @@ nonisolated extension Registry_V1_Request: SwiftProtobuf.Message, SwiftProtobuf.
           self.operation = .audit(v)
         }
       }()
+      case 44: try {
+        var v: Registry_V1_SetEncryptionKeyRequest?
+        var hadOneofValue = false
+        if let current = self.operation {
+          hadOneofValue = true
+          if case .setEncryptionKey(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.operation = .setEncryptionKey(v)
+        }
+      }()
       default: break
       }
     }
@@ -2965,6 +3024,10 @@ nonisolated extension Registry_V1_Request: SwiftProtobuf.Message, SwiftProtobuf.
       guard case .audit(let v)? = self.operation else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 43)
     }()
+    case .setEncryptionKey?: try {
+      guard case .setEncryptionKey(let v)? = self.operation else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 44)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -2980,7 +3043,7 @@ nonisolated extension Registry_V1_Request: SwiftProtobuf.Message, SwiftProtobuf.
 
 nonisolated extension Registry_V1_Response: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Response"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}error\0\u{1}hello\0\u{2}\u{7}register\0\u{1}identify\0\u{1}authenticate\0\u{4}\u{8}list_galleries\0\u{3}list_algorithms\0\u{3}list_identifiers\0\u{3}get_templates\0\u{3}delete_template\0\u{3}delete_identifier\0\u{3}delete_gallery\0\u{3}define_gallery\0\u{3}migration_status\0\u{1}stats\0\u{1}export\0\u{1}import\0\u{1}backup\0\u{1}verify\0\u{4}\u{7}enrol_liveness_profile\0\u{3}get_liveness_profile\0\u{3}delete_liveness_profile\0\u{1}audit\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}error\0\u{1}hello\0\u{2}\u{7}register\0\u{1}identify\0\u{1}authenticate\0\u{4}\u{8}list_galleries\0\u{3}list_algorithms\0\u{3}list_identifiers\0\u{3}get_templates\0\u{3}delete_template\0\u{3}delete_identifier\0\u{3}delete_gallery\0\u{3}define_gallery\0\u{3}migration_status\0\u{1}stats\0\u{1}export\0\u{1}import\0\u{1}backup\0\u{1}verify\0\u{4}\u{7}enrol_liveness_profile\0\u{3}get_liveness_profile\0\u{3}delete_liveness_profile\0\u{1}audit\0\u{3}set_encryption_key\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3288,6 +3351,19 @@ nonisolated extension Registry_V1_Response: SwiftProtobuf.Message, SwiftProtobuf
           self.result = .audit(v)
         }
       }()
+      case 44: try {
+        var v: Registry_V1_SetEncryptionKeyResult?
+        var hadOneofValue = false
+        if let current = self.result {
+          hadOneofValue = true
+          if case .setEncryptionKey(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.result = .setEncryptionKey(v)
+        }
+      }()
       default: break
       }
     }
@@ -3393,6 +3469,10 @@ nonisolated extension Registry_V1_Response: SwiftProtobuf.Message, SwiftProtobuf
     case .audit?: try {
       guard case .audit(let v)? = self.result else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 43)
+    }()
+    case .setEncryptionKey?: try {
+      guard case .setEncryptionKey(let v)? = self.result else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 44)
     }()
     case nil: break
     }
@@ -6681,6 +6761,66 @@ nonisolated extension Registry_V1_AuditQueryResult: SwiftProtobuf.Message, Swift
 
   public static func ==(lhs: Registry_V1_AuditQueryResult, rhs: Registry_V1_AuditQueryResult) -> Bool {
     if lhs.entries != rhs.entries {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_SetEncryptionKeyRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SetEncryptionKeyRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}key_file\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.keyFile) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.keyFile.isEmpty {
+      try visitor.visitSingularStringField(value: self.keyFile, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_SetEncryptionKeyRequest, rhs: Registry_V1_SetEncryptionKeyRequest) -> Bool {
+    if lhs.keyFile != rhs.keyFile {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_SetEncryptionKeyResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SetEncryptionKeyResult"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}templates\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.templates) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.templates != 0 {
+      try visitor.visitSingularUInt64Field(value: self.templates, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_SetEncryptionKeyResult, rhs: Registry_V1_SetEncryptionKeyResult) -> Bool {
+    if lhs.templates != rhs.templates {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
