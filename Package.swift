@@ -65,7 +65,7 @@ let package = Package(
             name: "registryctl", dependencies: ["RegistryClient", "RegistryProtocol", "RegistryCore", argumentParser, protobuf],
             swiftSettings: strictSettings),
         // Benchmark: fills a registry and times identify (prints figures; not a test).
-        .executableTarget(name: "registry-bench", dependencies: ["RegistryCore"], swiftSettings: strictSettings),
+        .executableTarget(name: "registry-bench", dependencies: ["RegistryCore", "RegistryClient"], swiftSettings: strictSettings),
         // Load tool: N connections driving the daemon, printing requests/s and latency percentiles.
         .executableTarget(name: "registry-load", dependencies: ["RegistryClient", "RegistryCore"], swiftSettings: strictSettings),
         // Child process for the crash-durability test: registers, prints "acknowledged", waits to be killed.

@@ -136,6 +136,31 @@ public final class Environment: @unchecked Sendable {
         return pages * self.pageSize
     }
 
+    /// Drops this process's mappings of the data file's pages (`MADV_DONTNEED` over the map). They
+    /// stay in the page cache, and the next read faults them back in unchanged; until then they no
+    /// longer count in the process's resident memory. For after a bulk read (loading an index) whose
+    /// pages will not be needed again soon.
+    public func releaseResidentPages() {
+        // LMDB does not expose its map address (`me_mapaddr` is only the MDB_FIXEDMAP address), so
+        // the mapping of data.mdb is found in /proc/self/maps.
+        guard let maps = fopen("/proc/self/maps", "r") else { return }
+        defer { fclose(maps) }
+        let dataFile = self.path + "/data.mdb"
+        var line = [CChar](repeating: 0, count: 4096)
+        self.gate.withReadLock {
+            guard !self.closed.load(ordering: .relaxed) else { return }
+            while fgets(&line, Int32(line.count), maps) != nil {
+                let text = String(cString: line).dropLast(line.contains(10) ? 1 : 0)
+                guard text.hasSuffix(dataFile) else { continue }
+                let range = text.prefix { $0 != " " }.split(separator: "-")
+                guard range.count == 2, let start = UInt(range[0], radix: 16), let end = UInt(range[1], radix: 16),
+                    let address = UnsafeMutableRawPointer(bitPattern: start)
+                else { continue }
+                _ = madvise(address, Int(end - start), MADV_DONTNEED)
+            }
+        }
+    }
+
     /// The current map size in bytes.
     public var mapSize: Int { self.currentMapSize.load(ordering: .relaxed) }
 

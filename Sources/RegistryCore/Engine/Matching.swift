@@ -22,20 +22,10 @@ enum Matching {
         threshold: Float,
         limit: Int?
     ) -> [IdentifyMatch] {
-        var best: [UInt32: Hit] = [:]
-        query.row.withUnsafeBufferPointer { q in
-            for index in 0..<registry.count {
-                let score = registry.score(row: index, query: q.baseAddress!, queryMask: query.mask)
-                guard score >= threshold else { continue }
-                let hit = Hit(score: score, templateId: registry.templateIds[index])
-                let ordinal = registry.ordinals[index]
-                if let current = best[ordinal], !hit.beats(current) { continue }
-                best[ordinal] = hit
-            }
+        let candidates = query.row.withUnsafeBufferPointer { q in
+            Scan.identify(registry, query: q.baseAddress!, queryMask: query.mask, threshold: threshold, limit: limit)
         }
-        var matches = best.map { IdentifyMatch(identifier: gallery.name(of: $0.key), score: $0.value.score, templateId: $0.value.templateId) }
-        matches.sort { Hit(score: $0.score, templateId: $0.templateId).beats(Hit(score: $1.score, templateId: $1.templateId)) }
-        if let limit, matches.count > limit { matches.removeLast(matches.count - limit) }
+        let matches = candidates.map { IdentifyMatch(identifier: gallery.name(of: $0.ordinal), score: $0.score, templateId: $0.templateId) }
         return matches
     }
 
@@ -45,12 +35,11 @@ enum Matching {
         in registry: RegistryIndex,
         query: PreparedTemplate
     ) -> Hit? {
-        guard let ids = registry.templatesOfIdentifier[ordinal] else { return nil }
         var best: Hit?
         query.row.withUnsafeBufferPointer { q in
-            for id in ids {
-                guard let index = registry.row(ofTemplate: id) else { continue }
-                let hit = Hit(score: registry.score(row: index, query: q.baseAddress!, queryMask: query.mask), templateId: id)
+            for index in registry.rows(of: ordinal) {
+                let hit = Hit(
+                    score: registry.score(row: index, query: q.baseAddress!, queryMask: query.mask), templateId: registry.templateIds[index])
                 if best.map({ hit.beats($0) }) ?? true { best = hit }
             }
         }
@@ -83,24 +72,13 @@ enum Matching {
         query: PreparedTemplate,
         batch: BatchChanges
     ) -> CheckResult {
-        let own = gallery.ordinal(of: identifier)
-        var bestOther: (ordinal: UInt32, hit: Hit)?
-        var bestOwn: Hit?
-        let removed = batch.removed
-        query.row.withUnsafeBufferPointer { q in
-            for index in 0..<registry.count {
-                let id = registry.templateIds[index]
-                if !removed.isEmpty && removed.contains(id) { continue }
-                let hit = Hit(score: registry.score(row: index, query: q.baseAddress!, queryMask: query.mask), templateId: id)
-                let ordinal = registry.ordinals[index]
-                if ordinal == own {
-                    if bestOwn.map({ hit.beats($0) }) ?? true { bestOwn = hit }
-                } else if bestOther.map({ hit.beats($0.hit) }) ?? true {
-                    bestOther = (ordinal, hit)
-                }
-            }
+        let committed = query.row.withUnsafeBufferPointer { q in
+            Scan.check(
+                registry, query: q.baseAddress!, queryMask: query.mask, own: gallery.ordinal(of: identifier), excluded: batch.removed)
         }
-        var result = CheckResult(bestOther: bestOther.map { (gallery.name(of: $0.ordinal), $0.hit) }, bestOwn: bestOwn)
+        var result = CheckResult(
+            bestOther: committed.other.map { (gallery.name(of: $0.ordinal), Hit(score: $0.score, templateId: $0.templateId)) },
+            bestOwn: committed.own.map { Hit(score: $0.score, templateId: $0.templateId) })
         // Templates written earlier in this batch: not in the index until the commit.
         for pending in batch.added(toRegistry: registry.id) {
             let score = pending.row.withUnsafeBufferPointer { row in
@@ -126,10 +104,8 @@ enum Matching {
         batch: BatchChanges
     ) -> Bool {
         if batch.added(toRegistry: registry.id).contains(where: { $0.identifier.sameIdentifier(as: identifier) }) { return true }
-        guard let ordinal = gallery.ordinal(of: identifier), let ids = registry.templatesOfIdentifier[ordinal] else {
-            return false
-        }
-        return ids.contains { !batch.removed.contains($0) }
+        guard let ordinal = gallery.ordinal(of: identifier) else { return false }
+        return registry.templateIds(of: ordinal).contains { !batch.removed.contains($0) }
     }
 
     /// Whether any registry of the gallery holds the identifier, counting the batch's changes.

@@ -253,11 +253,12 @@ extension RegistryEngine {
                 for registry in gallery.registries { registries[registry.id] = registry }
             }
             var seen: [UInt32: Int] = [:]
+            let rowsByTemplate = registries.mapValues { $0.rowsByTemplate() }
             try txn.forEach(self.store.templates) { key, value in
                 let id = key.loadBigEndian(as: UInt64.self)
                 checked += 1
                 let record = try TemplateRecord(decoding: value)
-                guard let registry = registries[record.registryId], let row = registry.row(ofTemplate: id) else {
+                guard let registry = registries[record.registryId], let row = rowsByTemplate[record.registryId]?[id] else {
                     problems.append("template \(id) is stored but not in the index")
                     return .continue
                 }

@@ -1,3 +1,4 @@
+import Glibc
 import LMDB
 import Locks
 import Synchronization
@@ -50,6 +51,8 @@ public final class RegistryEngine: @unchecked Sendable {
                 }
             }
             try self.load()
+            // Identification never reads LMDB: the pages the load walked need not stay mapped.
+            self.store.environment.releaseResidentPages()
         } catch {
             self.store.close()
             throw error
@@ -285,9 +288,9 @@ public final class RegistryEngine: @unchecked Sendable {
 
     // MARK: Start-up
 
-    /// Builds the index from the store: galleries first, then one pass over the template records in id
-    /// (registration) order, then one pass over the payloads, copied straight from LMDB's memory map
-    /// into the registries' row buffers.
+    /// Builds the index from the store: galleries first, then the template records and the payloads in
+    /// id (registration) order, on two threads in lockstep; payloads are copied straight from LMDB's
+    /// memory map into the registries' row buffers, with no per-template intermediate objects.
     private func load() throws {
         try self.store.environment.read { txn in
             var registries: [UInt32: (GalleryIndex, RegistryIndex)] = [:]
@@ -312,107 +315,188 @@ public final class RegistryEngine: @unchecked Sendable {
                 return .continue
             }
 
-            // Pass 1: metadata. Each template gets its row (filled in pass 2).
-            struct Placement {
-                let id: UInt64
-                let registry: RegistryIndex
-                let row: Int
-            }
-            // Size every buffer first (a scan of the records' leading registry ids), so none regrows.
-            var rowsPerRegistry: [UInt32: Int] = [:]
-            try txn.forEach(self.store.templates) { _, value in
-                guard value.count >= 4 else { throw StoreCorruption("truncated template record") }
-                rowsPerRegistry[UInt32(littleEndian: value.loadUnaligned(as: UInt32.self)), default: 0] += 1
-                return .continue
-            }
-            var rowsPerGallery: [UInt32: Int] = [:]
-            for (registryId, rows) in rowsPerRegistry {
-                guard let (gallery, registry) = registries[registryId] else { continue }
-                registry.reserve(rows)
-                rowsPerGallery[gallery.id, default: 0] += rows
-            }
-            for gallery in self.state.values { gallery.reserveIdentifiers(rowsPerGallery[gallery.id] ?? 0) }
+            // Every registry reserves room for all templates: address space only (the row buffers
+            // are mappings whose pages are touched as rows are written), so no buffer regrows.
+            let total = try txn.count(self.store.templates)
+            let list = Array(registries.values.map(\.1))
+            let position = Dictionary(uniqueKeysWithValues: list.enumerated().map { ($1.id, $0) })
+            for registry in list { registry.reserve(total) }
+            for gallery in self.state.values { gallery.reserveIdentifiers(total) }
 
-            var placements: [Placement] = []
-            placements.reserveCapacity(rowsPerRegistry.values.reduce(0, +))
-            try txn.forEach(self.store.templates) { key, value in
-                let id = key.loadBigEndian(as: UInt64.self)
-                let record = try TemplateRecord(decoding: value)
-                guard let (gallery, registry) = registries[record.registryId] else {
-                    throw StoreCorruption("template \(id) belongs to registry \(record.registryId), which no gallery has")
-                }
-                placements.append(Placement(id: id, registry: registry, row: registry.count))
-                gallery.add(to: registry, templateId: id, identifier: record.identifier, mask: 0) { _ in }
-                return .continue
-            }
-
-            // Pass 2: payloads, in the same id order.
-            var next = 0
-            var filled = 0
-            var scratch: [UInt8] = []
-            // Plain vector payloads are copied part by part straight into their row; landmark payloads
-            // (normalised on load) and sealed payloads (opened first) are gathered in `scratch`.
-            let sealed = self.store.cipher.withLock { $0 != nil }
-            func finish(_ placement: Placement) throws {
-                let registry = placement.registry
-                let expected = registry.isLandmarks ? 4 + 4 * registry.stride : 4 * registry.stride
-                if sealed {
-                    do {
-                        scratch = try self.store.openPayload(scratch, id: placement.id)
-                    } catch {
-                        throw StoreCorruption("template \(placement.id) does not open with the store's key")
-                    }
-                    if !registry.isLandmarks && scratch.count == expected {
-                        scratch.withUnsafeBytes { bytes in
-                            UnsafeMutableRawPointer(registry.mutableRow(placement.row)).copyMemory(
-                                from: bytes.baseAddress!, byteCount: expected)
+            // Two passes in lockstep on two threads: this one walks the template records in id order,
+            // interning identifiers and placing each template's row; the other follows it through the
+            // payloads (same id order), copying them from LMDB's memory map into the placed rows.
+            let placements = UnsafeMutableBufferPointer<Placement>.allocate(capacity: total)
+            defer { placements.deallocate() }
+            let progress = LoadProgress()
+            let loader = PayloadLoader(store: self.store, registries: list, placements: placements, progress: progress)
+            try runAlongside({ loader.run() }) {
+                var placed = 0
+                do {
+                    try txn.forEach(self.store.templates) { key, value in
+                        let id = key.loadBigEndian(as: UInt64.self)
+                        let record = try TemplateRecord(decoding: value)
+                        guard let (gallery, registry) = registries[record.registryId], placed < total else {
+                            throw StoreCorruption("template \(id) belongs to registry \(record.registryId), which no gallery has")
                         }
-                        filled = expected
+                        placements[placed] = Placement(id: id, registry: position[registry.id]!, row: registry.count)
+                        gallery.add(to: registry, templateId: id, identifier: record.identifier, mask: 0) { _ in }
+                        placed += 1
+                        progress.publish(placed)
+                        return .continue
                     }
+                    progress.finish(placed)
+                } catch {
+                    progress.fail()
+                    throw error
                 }
-                if registry.isLandmarks && scratch.count == expected {
+            }
+            if let error = loader.error { throw error }
+            for (registry, row, mask) in loader.masks { list[registry].setMask(mask, row: row) }
+        }
+    }
+}
+
+/// Where a template's row goes: its registry (by position in the load's list) and row.
+private struct Placement {
+    var id: UInt64
+    var registry: Int
+    var row: Int
+}
+
+/// How far the record pass has placed templates, for the payload pass following it.
+private final class LoadProgress: @unchecked Sendable {
+    private let placed = Atomic<Int>(0)
+    /// −1 while the record pass runs; then the final count, or −2 when it failed.
+    private let final = Atomic<Int>(-1)
+
+    func publish(_ count: Int) { self.placed.store(count, ordering: .releasing) }
+    func finish(_ count: Int) { self.final.store(count, ordering: .releasing) }
+    func fail() { self.final.store(-2, ordering: .releasing) }
+
+    /// Waits until template `index` is placed. Returns false when there will be no such template.
+    func wait(for index: Int) -> Bool {
+        while self.placed.load(ordering: .acquiring) <= index {
+            let final = self.final.load(ordering: .acquiring)
+            if final != -1 { return self.placed.load(ordering: .acquiring) > index }
+            sched_yield()
+        }
+        return true
+    }
+}
+
+/// The payload pass of the start-up load, run on its own thread in its own read transaction (no
+/// writer exists yet, so both transactions see the same snapshot).
+private final class PayloadLoader: @unchecked Sendable {
+    let store: Store
+    let registries: [RegistryIndex]
+    let placements: UnsafeMutableBufferPointer<Placement>
+    let progress: LoadProgress
+    /// Landmark presence masks, applied by the caller after the join (the record pass appends to the
+    /// same arrays meanwhile).
+    private(set) var masks: [(registry: Int, row: Int, mask: UInt32)] = []
+    private(set) var error: (any Error)?
+
+    init(store: Store, registries: [RegistryIndex], placements: UnsafeMutableBufferPointer<Placement>, progress: LoadProgress) {
+        self.store = store
+        self.registries = registries
+        self.placements = placements
+        self.progress = progress
+    }
+
+    func run() {
+        do {
+            try self.store.environment.read { txn in try self.load(txn) }
+        } catch {
+            self.error = error
+        }
+    }
+
+    private func load(_ txn: borrowing Transaction) throws {
+        var next = 0
+        var filled = 0
+        var scratch: [UInt8] = []
+        // Plain vector payloads are copied part by part straight into their row; landmark payloads
+        // (normalised on load) and sealed payloads (opened first) are gathered in `scratch`.
+        let sealed = self.store.cipher.withLock { $0 != nil }
+        func finish(_ placement: Placement) throws {
+            let registry = self.registries[placement.registry]
+            let expected = registry.isLandmarks ? 4 + 4 * registry.stride : 4 * registry.stride
+            if sealed {
+                do {
+                    scratch = try self.store.openPayload(scratch, id: placement.id)
+                } catch {
+                    throw StoreCorruption("template \(placement.id) does not open with the store's key")
+                }
+                if !registry.isLandmarks && scratch.count == expected {
                     scratch.withUnsafeBytes { bytes in
-                        let mask = bytes.loadUnaligned(as: UInt32.self)
-                        registry.setMask(mask, row: placement.row)
-                        let raw = (0..<registry.stride).map { bytes.loadUnaligned(fromByteOffset: 4 + 4 * $0, as: Float.self) }
-                        LandmarkAlgorithm.normalise(mask: mask, raw: raw, into: registry.mutableRow(placement.row))
+                        UnsafeMutableRawPointer(registry.mutableRow(placement.row)).copyMemory(from: bytes.baseAddress!, byteCount: expected)
                     }
                     filled = expected
                 }
-                guard filled == expected else {
-                    throw StoreCorruption("template \(placement.id) has \(filled) payload bytes, expected \(expected)")
-                }
             }
-            try txn.forEach(self.store.vectors) { key, value in
-                let id = key.loadBigEndian(as: UInt64.self) >> 8
-                while next < placements.count && placements[next].id < id {
-                    try finish(placements[next])
-                    next += 1
-                    filled = 0
-                    scratch.removeAll(keepingCapacity: true)
+            if registry.isLandmarks && scratch.count == expected {
+                scratch.withUnsafeBytes { bytes in
+                    let mask = bytes.loadUnaligned(as: UInt32.self)
+                    self.masks.append((placement.registry, placement.row, mask))
+                    let raw = (0..<registry.stride).map { bytes.loadUnaligned(fromByteOffset: 4 + 4 * $0, as: Float.self) }
+                    LandmarkAlgorithm.normalise(mask: mask, raw: raw, into: registry.mutableRow(placement.row))
                 }
-                guard next < placements.count, placements[next].id == id else {
-                    throw StoreCorruption("payload of template \(id) has no metadata")
-                }
-                let placement = placements[next]
-                if sealed || placement.registry.isLandmarks {
-                    scratch.append(contentsOf: value)
-                } else {
-                    guard filled + value.count <= 4 * placement.registry.stride else {
-                        throw StoreCorruption("template \(id) has too many payload bytes")
-                    }
-                    UnsafeMutableRawPointer(placement.registry.mutableRow(placement.row) + 0)
-                        .advanced(by: filled).copyMemory(from: value.baseAddress!, byteCount: value.count)
-                    filled += value.count
-                }
-                return .continue
+                filled = expected
             }
-            while next < placements.count {
-                try finish(placements[next])
+            guard filled == expected else {
+                throw StoreCorruption("template \(placement.id) has \(filled) payload bytes, expected \(expected)")
+            }
+            filled = 0
+            scratch.removeAll(keepingCapacity: true)
+        }
+        try txn.forEach(self.store.vectors) { key, value in
+            let id = key.loadBigEndian(as: UInt64.self) >> 8
+            while self.progress.wait(for: next) && self.placements[next].id < id {
+                try finish(self.placements[next])
                 next += 1
-                filled = 0
-                scratch.removeAll(keepingCapacity: true)
             }
+            guard self.progress.wait(for: next), self.placements[next].id == id else {
+                throw StoreCorruption("payload of template \(id) has no metadata")
+            }
+            let placement = self.placements[next]
+            let registry = self.registries[placement.registry]
+            if sealed || registry.isLandmarks {
+                scratch.append(contentsOf: value)
+            } else {
+                guard filled + value.count <= 4 * registry.stride else {
+                    throw StoreCorruption("template \(id) has too many payload bytes")
+                }
+                UnsafeMutableRawPointer(registry.mutableRow(placement.row)).advanced(by: filled)
+                    .copyMemory(from: value.baseAddress!, byteCount: value.count)
+                filled += value.count
+            }
+            return .continue
+        }
+        while self.progress.wait(for: next) {
+            try finish(self.placements[next])
+            next += 1
         }
     }
+}
+
+/// Runs `background` on a new thread while `body` runs on this one; returns once both are done.
+func runAlongside<T>(_ background: @escaping @Sendable () -> Void, _ body: () throws -> T) rethrows -> T {
+    var thread = pthread_t()
+    let rc = pthread_create(&thread, nil, { context in
+        Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue().run()
+        return nil
+    }, Unmanaged.passRetained(ThreadBody(background)).toOpaque())
+    guard rc == 0 else {
+        // No second thread: run the background work first, then the body (still correct, slower).
+        background()
+        return try body()
+    }
+    defer { pthread_join(thread, nil) }
+    return try body()
+}
+
+private final class ThreadBody {
+    let run: @Sendable () -> Void
+    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
 }

@@ -15,8 +15,10 @@ struct IdentifierKey: Hashable, Sendable {
     }
 
     func hash(into hasher: inout Hasher) {
-        hasher.combine(self.string.utf8.count)
-        for byte in self.string.utf8 { hasher.combine(byte) }
+        // One bulk combine over the UTF-8 bytes (native strings are contiguous): a byte-at-a-time
+        // combine made interning a million identifiers at start-up several times slower.
+        var string = self.string
+        string.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 }
 

@@ -1,0 +1,190 @@
+/// The exhaustive scans over one registry's rows: identification (per identifier its best template,
+/// top k) and the registration check (best template of another identifier, best of one's own).
+///
+/// Exact by construction: every row is scored with the same float32 kernel whichever thread or chunk
+/// scores it, so splitting the rows across cores changes neither scores nor order. Rows are visited
+/// in contiguous chunks of the registry's buffer; only rows that can still enter the result are
+/// looked at further (their template id and identifier), so the per-identifier reduction hashes
+/// candidates, not rows.
+enum Scan {
+    /// A scored row.
+    struct Candidate: Sendable, Equatable {
+        var score: Float
+        var templateId: UInt64
+        var ordinal: UInt32
+
+        /// Higher score first, then the earlier template (registration order).
+        @inline(__always)
+        func beats(_ other: Candidate) -> Bool {
+            self.score > other.score || (self.score == other.score && self.templateId < other.templateId)
+        }
+    }
+
+    /// Bytes of rows per chunk: large enough that handing a chunk to another core costs little next
+    /// to scanning it, small enough that a busy core's share is picked up by the other.
+    static let bytesPerChunk = 4 << 20
+
+    /// Splits `rows` rows of `stride` floats into chunks of contiguous rows.
+    static func chunks(rows: Int, stride: Int) -> (count: Int, rowsPerChunk: Int) {
+        guard rows > 0 else { return (0, 0) }
+        let rowsPerChunk = max(1024, Self.bytesPerChunk / (4 * max(1, stride)))
+        return ((rows + rowsPerChunk - 1) / rowsPerChunk, rowsPerChunk)
+    }
+
+    /// Scores rows `range` against the query, calling `visit(row, score)` for each. Dispatches on the
+    /// algorithm once, outside the loop.
+    @inline(__always)
+    static func scoreRows(
+        _ registry: RegistryIndex,
+        _ range: Range<Int>,
+        query: UnsafePointer<Float>,
+        queryMask: UInt32,
+        _ visit: (Int, Float) -> Void
+    ) {
+        switch registry.algorithm.kind {
+        case .vector(let dimension):
+            let function = registry.algorithm.scoreFunction
+            for index in range {
+                visit(index, function.score(dot: Kernels.dot(query, registry.row(index), count: dimension)))
+            }
+        case .landmarks:
+            registry.masks.withUnsafeBufferPointer { masks in
+                for index in range {
+                    visit(index, LandmarkAlgorithm.similarity(queryMask, query, masks[index], registry.row(index)))
+                }
+            }
+        }
+    }
+
+    /// Identification: per identifier its best template scoring ≥ `threshold`, best first, at most
+    /// `limit` (nil: all).
+    static func identify(
+        _ registry: RegistryIndex,
+        query: UnsafePointer<Float>,
+        queryMask: UInt32,
+        threshold: Float,
+        limit: Int?,
+        pool: ScanPool = .shared
+    ) -> [Candidate] {
+        let (count, rowsPerChunk) = Self.chunks(rows: registry.count, stride: registry.stride)
+        var perChunk = [[Candidate]](repeating: [], count: count)
+        perChunk.withUnsafeMutableBufferPointer { results in
+            pool.run(chunks: count) { chunk in
+                let range = chunk * rowsPerChunk..<min(registry.count, (chunk + 1) * rowsPerChunk)
+                results[chunk] = Self.identify(registry, range, query: query, queryMask: queryMask, threshold: threshold, limit: limit)
+            }
+        }
+        var merged = perChunk.count == 1 ? perChunk[0] : perChunk.flatMap { $0 }
+        if perChunk.count > 1 { Self.reduce(&merged, limit: limit) }
+        return merged
+    }
+
+    /// One chunk of an identification. With a limit, candidates are kept only while they can still be
+    /// among the best `limit` identifiers: once that many are known, the cut-off rises to the last
+    /// one's score.
+    private static func identify(
+        _ registry: RegistryIndex,
+        _ range: Range<Int>,
+        query: UnsafePointer<Float>,
+        queryMask: UInt32,
+        threshold: Float,
+        limit: Int?
+    ) -> [Candidate] {
+        var candidates: [Candidate] = []
+        var cutoff = threshold
+        let compactAt = limit.map { max(256, 4 * $0) } ?? Int.max
+        registry.templateIds.withUnsafeBufferPointer { ids in
+            registry.ordinals.withUnsafeBufferPointer { ordinals in
+                Self.scoreRows(registry, range, query: query, queryMask: queryMask) { index, score in
+                    // NaN never passes (a row cannot hold one: templates are validated finite).
+                    guard score >= cutoff else { return }
+                    candidates.append(Candidate(score: score, templateId: ids[index], ordinal: ordinals[index]))
+                    if candidates.count >= compactAt, let limit {
+                        Self.reduce(&candidates, limit: limit)
+                        // Equal scores stay in: an earlier template may still win the tie.
+                        if candidates.count == limit { cutoff = max(cutoff, candidates[limit - 1].score) }
+                    }
+                }
+            }
+        }
+        Self.reduce(&candidates, limit: limit)
+        return candidates
+    }
+
+    /// Keeps each identifier's best candidate, sorted best first, at most `limit`.
+    static func reduce(_ candidates: inout [Candidate], limit: Int?) {
+        var slot: [UInt32: Int] = [:]
+        slot.reserveCapacity(candidates.count)
+        var best: [Candidate] = []
+        best.reserveCapacity(candidates.count)
+        for candidate in candidates {
+            if let index = slot[candidate.ordinal] {
+                if candidate.beats(best[index]) { best[index] = candidate }
+            } else {
+                slot[candidate.ordinal] = best.count
+                best.append(candidate)
+            }
+        }
+        best.sort { $0.beats($1) }
+        if let limit, best.count > limit { best.removeLast(best.count - limit) }
+        candidates = best
+    }
+
+    /// What the registration check needs from the committed rows: the best template of an identifier
+    /// other than `own`, and the best of `own`'s, skipping templates in `excluded`.
+    struct CheckBest: Sendable {
+        var other: Candidate?
+        var own: Candidate?
+
+        mutating func merge(_ candidate: Candidate, own ordinal: UInt32?) {
+            if candidate.ordinal == ordinal {
+                if self.own.map({ candidate.beats($0) }) ?? true { self.own = candidate }
+            } else if self.other.map({ candidate.beats($0) }) ?? true {
+                self.other = candidate
+            }
+        }
+
+        mutating func merge(_ other: CheckBest, own ordinal: UInt32?) {
+            if let candidate = other.other { self.merge(candidate, own: ordinal) }
+            if let candidate = other.own { self.merge(candidate, own: ordinal) }
+        }
+    }
+
+    /// The registration check's scan of the committed rows.
+    static func check(
+        _ registry: RegistryIndex,
+        query: UnsafePointer<Float>,
+        queryMask: UInt32,
+        own: UInt32?,
+        excluded: Set<UInt64>,
+        pool: ScanPool = .shared
+    ) -> CheckBest {
+        let (count, rowsPerChunk) = Self.chunks(rows: registry.count, stride: registry.stride)
+        var perChunk = [CheckBest](repeating: CheckBest(), count: count)
+        perChunk.withUnsafeMutableBufferPointer { results in
+            pool.run(chunks: count) { chunk in
+                let range = chunk * rowsPerChunk..<min(registry.count, (chunk + 1) * rowsPerChunk)
+                var best = CheckBest()
+                // Best score seen so far over all rows: a row below both bests cannot change either,
+                // so only rows reaching the lower of the two are looked up.
+                registry.templateIds.withUnsafeBufferPointer { ids in
+                    registry.ordinals.withUnsafeBufferPointer { ordinals in
+                        Self.scoreRows(registry, range, query: query, queryMask: queryMask) { index, score in
+                            let floor =
+                                own == nil
+                                ? best.other?.score ?? -.infinity : min(best.other?.score ?? -.infinity, best.own?.score ?? -.infinity)
+                            guard score >= floor else { return }
+                            let id = ids[index]
+                            if !excluded.isEmpty && excluded.contains(id) { return }
+                            best.merge(Candidate(score: score, templateId: id, ordinal: ordinals[index]), own: own)
+                        }
+                    }
+                }
+                results[chunk] = best
+            }
+        }
+        var result = CheckBest()
+        for best in perChunk { result.merge(best, own: own) }
+        return result
+    }
+}

@@ -1,0 +1,100 @@
+import Glibc
+import RegistryClient
+import RegistryCore
+
+/// Identification over a store built from a raw float32 file, so that tools/bench can run FAISS on
+/// the very same rows. Row i is stored as identifier "p<i>"; the gallery "bench" has one registry
+/// (arcface for 128 floats, r300 for 512) whose thresholds are 1e-6 (the least allowed is above 0), so identify returns the exact
+/// top k like FAISS's `IndexFlatIP` (scores are dot products clamped to [0, 1]).
+enum StoreBench {
+    static let gallery = "bench"
+
+    static func algorithm(dimension: Int) throws -> UInt32 {
+        switch dimension {
+        case 128: Algorithm.arcface.version
+        case 512: Algorithm.r300.version
+        default: throw UsageError("--dimension must be 128 (arcface) or 512 (r300)")
+        }
+    }
+
+    static func make(_ flags: Flags) async throws {
+        let path = try flags.string("store")
+        let dimension = try flags.int("dimension")
+        let algorithm = try Self.algorithm(dimension: dimension)
+        let bytes = try readFile(try flags.string("vectors"))
+        let rowBytes = 4 * dimension
+        guard bytes.count % rowBytes == 0 else { throw UsageError("the vectors file is not a whole number of \(dimension)-float rows") }
+        let rows = bytes.count / rowBytes
+        mkdir(path, 0o755)
+        let engine = try RegistryEngine(path: path)
+        defer { engine.close() }
+        let zero = Thresholds(authentication: 1e-6, identification: 1e-6, autoEnrolment: 1)
+        _ = try await engine.defineGallery(
+            GalleryConfiguration(name: Self.gallery, registries: [RegistryConfiguration(algorithm: algorithm, thresholds: zero)]))
+        let start = now()
+        for first in stride(from: 0, to: rows, by: 10_000) {
+            let items = bytes.withUnsafeBytes { raw in
+                (first..<min(rows, first + 10_000)).map { row in
+                    let vector = (0..<dimension).map { raw.loadUnaligned(fromByteOffset: row * rowBytes + 4 * $0, as: Float.self) }
+                    return ImportItem(identifier: "p\(row)", template: FaceTemplate(algorithm: algorithm, vector: vector))
+                }
+            }
+            _ = try await engine.importTemplates(gallery: Self.gallery, items)
+        }
+        print(JSON.object([("templates", .integer(rows)), ("seconds", .number(now() - start))]).text)
+    }
+
+    /// Opens the store (timing start-up to a loaded index), reads resident memory, then identifies
+    /// each query once.
+    static func identify(_ flags: Flags) async throws {
+        let path = try flags.string("store")
+        let dimension = try flags.int("dimension")
+        let algorithm = try Self.algorithm(dimension: dimension)
+        let k = try flags.int("k", default: 10)
+        let queries = try readRows(try flags.string("queries"), dimension: dimension)
+        let start = now()
+        let engine = try RegistryEngine(path: path)
+        let startup = now() - start
+        defer { engine.close() }
+        let memory = residentMemory()
+        var times: [Double] = []
+        var tops: [JSON] = []
+        var scores: [JSON] = []
+        for query in queries {
+            let face = Face(FaceTemplate(algorithm: algorithm, vector: query))
+            let begin = now()
+            let result = try await engine.identify(gallery: Self.gallery, face: face, autoEnrol: false, limit: k)
+            times.append(now() - begin)
+            tops.append(.array(result.matches.map { .integer(Int($0.identifier.dropFirst())!) }))
+            scores.append(.array(result.matches.map { .number(Double($0.score)) }))
+        }
+        print(
+            JSON.object([
+                ("startup_ms", .number(startup * 1000)), ("rss_bytes", .integer(memory.total)),
+                ("rss_anon_bytes", .integer(memory.anonymous)), ("rss_file_bytes", .integer(memory.file)),
+                ("identify_ms", .array(times.map { .number($0 * 1000) })), ("top", .array(tops)), ("scores", .array(scores)),
+            ]).text)
+    }
+
+    /// The same queries through a running daemon: one connection, one request at a time.
+    static func daemonIdentify(_ flags: Flags) async throws {
+        let dimension = try flags.int("dimension")
+        let algorithm = try Self.algorithm(dimension: dimension)
+        let k = try flags.int("k", default: 10)
+        let queries = try readRows(try flags.string("queries"), dimension: dimension)
+        let client = try await RegistryClient.connect(socketPath: try flags.string("socket"))
+        var times: [Double] = []
+        var tops: [JSON] = []
+        // One unmeasured request: the connection's first round trip sets up buffers on both sides.
+        _ = try await client.identify(gallery: Self.gallery, face: Face(FaceTemplate(algorithm: algorithm, vector: queries[0])), autoEnrol: false, limit: k)
+        for query in queries {
+            let face = Face(FaceTemplate(algorithm: algorithm, vector: query))
+            let begin = now()
+            let result = try await client.identify(gallery: Self.gallery, face: face, autoEnrol: false, limit: k)
+            times.append(now() - begin)
+            tops.append(.array(result.matches.map { .integer(Int($0.identifier.dropFirst())!) }))
+        }
+        await client.close()
+        print(JSON.object([("identify_ms", .array(times.map { .number($0 * 1000) })), ("top", .array(tops))]).text)
+    }
+}
