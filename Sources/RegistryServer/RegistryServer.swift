@@ -10,9 +10,10 @@ import Synchronization
 /// The daemon's socket server: a SwiftNIO Unix-domain-socket listener whose connections each read
 /// frames, answer them through the ``RequestDispatcher`` and write the responses in request order.
 ///
-/// Per connection, a reader takes frames (at most `maximumRequestsInFlight` unanswered at once), each
-/// request runs as its own task off the event loops, and a writer sends the responses in the order the
-/// requests came. On graceful shutdown the listener closes, every connection stops reading, and the
+/// Per connection, requests that need no waiting (authentications writing nothing, refusals) are
+/// answered on the event loop (``FastPathHandler``); the others go to a reader that takes them (at
+/// most `maximumRequestsInFlight` unanswered at once), runs each as its own task off the event
+/// loops, and a writer that sends their responses in the order the requests came. On graceful shutdown the listener closes, every connection stops reading, and the
 /// server returns once the requests already read are answered.
 public final class RegistryServer: Service, Sendable {
     private let configuration: ServerConfiguration
@@ -48,18 +49,20 @@ public final class RegistryServer: Service, Sendable {
         defer { self.readyContinuation.finish() }
         let path = self.configuration.socketPath
         let limits = self.configuration.limits
-        let initializer: @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<ByteBuffer, ByteBuffer>> = { channel in
+        let dispatcher = self.dispatcher
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<NIOAsyncChannel<InboundRequest, ByteBuffer>> = { channel in
             channel.eventLoop.makeCompletedFuture {
                 let operations = channel.pipeline.syncOperations
                 try operations.addHandler(IdleStateHandler(readTimeout: .seconds(Int64(limits.idleTimeoutSeconds))))
                 try operations.addHandler(IdleCloseHandler())
                 try operations.addHandler(ByteToMessageHandler(FrameDecoder(maximumFrameLength: limits.maximumFrameBytes)))
                 try operations.addHandler(MessageToByteHandler(FrameEncoder()))
-                return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                try operations.addHandler(FastPathHandler(dispatcher: dispatcher))
+                return try NIOAsyncChannel<InboundRequest, ByteBuffer>(wrappingChannelSynchronously: channel)
             }
         }
         let bootstrap = ServerBootstrap(group: self.group).serverChannelOption(.backlog, value: 256)
-        let server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
+        let server: NIOAsyncChannel<NIOAsyncChannel<InboundRequest, ByteBuffer>, Never>
         let activated = self.activatedSocket
         if let activated {
             // systemd owns the socket file (its mode and group come from the .socket unit).
@@ -102,7 +105,7 @@ public final class RegistryServer: Service, Sendable {
         }
     }
 
-    private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
+    private func serve(_ connection: NIOAsyncChannel<InboundRequest, ByteBuffer>) async {
         let channel = connection.channel
         let key = ObjectIdentifier(channel)
         let open = self.dispatcher.connections.wrappingAdd(1, ordering: .relaxed).newValue
@@ -134,7 +137,7 @@ public final class RegistryServer: Service, Sendable {
     /// Reads requests and writes their responses in order until the client stops sending, the
     /// connection breaks, or a reply asks to close it.
     private func exchange(
-        inbound: NIOAsyncChannelInboundStream<ByteBuffer>,
+        inbound: NIOAsyncChannelInboundStream<InboundRequest>,
         outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>,
         peer: Peer?
     ) async throws {
@@ -163,11 +166,16 @@ public final class RegistryServer: Service, Sendable {
                 defer { queue.finish() }
                 do {
                     var first = true
-                    for try await frame in inbound {
+                    for try await request in inbound {
                         await slots.acquire()
                         // Each request is its own task, awaited in order by the writer: requests of one
                         // connection run concurrently (and may share a group commit), replies stay ordered.
-                        let task = Task { await dispatcher.respond(to: frame, from: peer) }
+                        let task = Task {
+                            switch request {
+                            case .frame(let frame): await dispatcher.respond(to: frame, from: peer)
+                            case .pending(let pending): await dispatcher.finish(pending, from: peer)
+                            }
+                        }
                         queue.yield(task)
                         if first {
                             // The first request may be a hello; nothing after a refused one may run.

@@ -39,17 +39,39 @@ public final class RequestDispatcher: Sendable {
         self.policy.withLock { $0 = policy }
     }
 
+    /// A decoded request that passed the checks and still has to run (see ``begin(_:from:)``).
+    public struct Pending: Sendable {
+        let id: UInt64
+        let operation: Registry_V1_Request.OneOf_Operation
+    }
+
+    /// The outcome of ``begin(_:from:)``: a reply already, or an operation to run with ``finish(_:from:)``.
+    public enum Start: Sendable {
+        case reply(Reply)
+        case pending(Pending)
+    }
+
     /// Answers one frame's bytes from `peer` (nil: its credentials could not be read, so it has no rights).
     public func respond(to frame: ByteBuffer, from peer: Peer?) async -> Reply {
+        switch self.begin(frame, from: peer) {
+        case .reply(let reply): return reply
+        case .pending(let pending): return await self.finish(pending, from: peer)
+        }
+    }
+
+    /// Decodes a frame and applies the checks every request passes (version, rights, template
+    /// sizes); answers at once what needs no waiting: refusals, and authentications that write
+    /// nothing (the common case, answered on the caller's thread without a task switch).
+    public func begin(_ frame: ByteBuffer, from peer: Peer?) -> Start {
         let request: Registry_V1_Request
         do {
             request = try Registry_V1_Request(serializedBytes: frame.readableBytesSpan)
         } catch {
-            return self.reply(id: 0, error: RegistryError(.malformedRequest, "the frame is not a valid registry.v1.Request"))
+            return .reply(self.reply(id: 0, error: RegistryError(.malformedRequest, "the frame is not a valid registry.v1.Request")))
         }
         self.requestsServed.add(1, ordering: .relaxed)
         guard let operation = request.operation else {
-            return self.reply(id: request.id, error: RegistryError(.malformedRequest, "the request carries no operation"))
+            return .reply(self.reply(id: request.id, error: RegistryError(.malformedRequest, "the request carries no operation")))
         }
         if case .hello(let hello) = operation, hello.protocolMajor != ProtocolVersion.major {
             var reply = self.reply(
@@ -58,7 +80,7 @@ public final class RequestDispatcher: Sendable {
                     .unsupportedVersion,
                     "protocol version \(hello.protocolMajor) is not supported; this daemon speaks \(ProtocolVersion.major).\(ProtocolVersion.minor)"))
             reply.closeConnection = true
-            return reply
+            return .reply(reply)
         }
         if let operationClass = OperationClass.of(operation) {
             let gallery = OperationClass.gallery(of: operation)
@@ -77,23 +99,56 @@ public final class RequestDispatcher: Sendable {
                     id: request.id,
                     error: RegistryError(.permissionDenied, "\(who) lacks the '\(operationClass.rawValue)' right \(scope)"))
                 self.audit(operation, outcome: .error(Registry_V1_Error(RegistryError(.permissionDenied, ""))), peer: peer)
-                return reply
+                return .reply(reply)
             }
         }
-        var response = Registry_V1_Response()
-        response.id = request.id
         do {
             try Self.checkTemplates(of: operation)
-            response.result = try await self.perform(operation)
-        } catch let error as RegistryError {
-            self.logger.debug("request refused", metadata: ["operation": "\(Self.name(of: operation))", "code": "\(error.code.rawValue)"])
-            response.result = .error(Registry_V1_Error(error))
+            if case .authenticate(let authenticate) = operation {
+                guard
+                    let authentication = try engine.authenticateImmediately(
+                        gallery: Self.gallery(authenticate.gallery), identifier: authenticate.identifier, face: Face(authenticate.face),
+                        autoEnrol: authenticate.hasAutoEnrol ? authenticate.autoEnrol : true)
+                else { return .pending(Pending(id: request.id, operation: operation)) }
+                return .reply(self.answer(request.id, operation, .authenticate(Registry_V1_AuthenticateResult(authentication)), peer: peer))
+            }
         } catch {
-            self.logger.warning("request failed", metadata: ["operation": "\(Self.name(of: operation))", "error": "\(error)"])
-            response.result = .error(Registry_V1_Error(RegistryError(.internal, "\(error)")))
+            return .reply(self.answer(request.id, operation, failure: error, peer: peer))
         }
-        if let result = response.result { self.audit(operation, outcome: result, peer: peer) }
+        return .pending(Pending(id: request.id, operation: operation))
+    }
+
+    /// Runs a pending operation and answers it.
+    public func finish(_ pending: Pending, from peer: Peer?) async -> Reply {
+        do {
+            return self.answer(pending.id, pending.operation, try await self.perform(pending.operation), peer: peer)
+        } catch {
+            return self.answer(pending.id, pending.operation, failure: error, peer: peer)
+        }
+    }
+
+    /// The reply carrying an operation's result, audited.
+    private func answer(
+        _ id: UInt64, _ operation: Registry_V1_Request.OneOf_Operation, _ result: Registry_V1_Response.OneOf_Result, peer: Peer?
+    ) -> Reply {
+        var response = Registry_V1_Response()
+        response.id = id
+        response.result = result
+        self.audit(operation, outcome: result, peer: peer)
         return Reply(frame: Self.encode(response), closeConnection: false)
+    }
+
+    /// The reply carrying an operation's failure, logged by code (never with templates) and audited.
+    private func answer(_ id: UInt64, _ operation: Registry_V1_Request.OneOf_Operation, failure: any Error, peer: Peer?) -> Reply {
+        let error: RegistryError
+        if let refusal = failure as? RegistryError {
+            self.logger.debug("request refused", metadata: ["operation": "\(Self.name(of: operation))", "code": "\(refusal.code.rawValue)"])
+            error = refusal
+        } else {
+            self.logger.warning("request failed", metadata: ["operation": "\(Self.name(of: operation))", "error": "\(failure)"])
+            error = RegistryError(.internal, "\(failure)")
+        }
+        return self.answer(id, operation, .error(Registry_V1_Error(error)), peer: peer)
     }
 
     /// Adds the request to the audit trail: who, what, which identifiers, the outcome. Never templates.

@@ -264,6 +264,48 @@ extension RegistryEngine {
         autoEnrol: Bool = true
     ) async throws -> Authentication {
         let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: identifier, face: face)
+        let decision = try self.decideAuthentication(gallery: name, galleryId: galleryId, identifier: identifier, face: face, templates: templates)
+        var result = decision.result
+        if autoEnrol && result.authenticated {
+            result.autoEnrolment = await self.autoEnrol(
+                gallery: name, galleryId: galleryId, identifier: identifier, templates: templates, decidedBy: decision.registryId,
+                threshold: decision.autoEnrolmentThreshold, score: result.score, quality: face.capture.flatMap(CaptureQuality.assess)?.score,
+                live: result.liveness?.live)
+        }
+        return result
+    }
+
+    /// ``authenticate(gallery:identifier:face:autoEnrol:)`` when it needs no write: the same result,
+    /// or nil when auto-enrolment would store a template (then call the async method). Never waits,
+    /// so a server can answer on its network thread.
+    public func authenticateImmediately(
+        gallery name: String = GalleryConfiguration.defaultName,
+        identifier: String,
+        face: Face,
+        autoEnrol: Bool = true
+    ) throws -> Authentication? {
+        let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: identifier, face: face)
+        let decision = try self.decideAuthentication(gallery: name, galleryId: galleryId, identifier: identifier, face: face, templates: templates)
+        var result = decision.result
+        if autoEnrol && result.authenticated {
+            let plan = self.autoEnrolmentPlan(
+                gallery: name, galleryId: galleryId, identifier: identifier, templates: templates, decidedBy: decision.registryId,
+                threshold: decision.autoEnrolmentThreshold, score: result.score, quality: face.capture.flatMap(CaptureQuality.assess)?.score,
+                live: result.liveness?.live)
+            guard !plan.contains(where: { $0.outcome == nil }) else { return nil }
+            result.autoEnrolment = plan.map { AutoEnrolmentOutcome(algorithm: $0.algorithm, result: $0.outcome!) }
+        }
+        return result
+    }
+
+    /// The comparison part of authenticate, under the index read lock.
+    private func decideAuthentication(
+        gallery name: String,
+        galleryId: UInt32,
+        identifier: String,
+        face: Face,
+        templates: [UInt32: PreparedTemplate]
+    ) throws(RegistryError) -> (result: Authentication, registryId: UInt32, autoEnrolmentThreshold: Float) {
         var liveness: LivenessVerdict?
         let (registry, hit, thresholds) = try self.indexLock.withReadLock { () throws(RegistryError) -> (RegistryIndex, Matching.Hit, Thresholds) in
             let gallery = try self.currentGallery(name, id: galleryId)
@@ -283,17 +325,10 @@ extension RegistryEngine {
                 .incompatibleTemplates,
                 "the face carries no template for any registry of gallery '\(name)' that holds '\(identifier)'")
         }
-        let authenticated = hit.score >= thresholds.authentication
-        var result = Authentication(
-            authenticated: authenticated, score: hit.score, templateId: hit.templateId,
+        let result = Authentication(
+            authenticated: hit.score >= thresholds.authentication, score: hit.score, templateId: hit.templateId,
             algorithm: registry.algorithm.version, autoEnrolment: [], liveness: liveness)
-        if autoEnrol && authenticated {
-            result.autoEnrolment = await self.autoEnrol(
-                gallery: name, galleryId: galleryId, identifier: identifier, templates: templates, decidedBy: registry.id,
-                threshold: thresholds.autoEnrolment, score: hit.score, quality: face.capture.flatMap(CaptureQuality.assess)?.score,
-                live: liveness?.live)
-        }
-        return result
+        return (result, registry.id, thresholds.autoEnrolment)
     }
 
     // MARK: Auto-enrolment
@@ -315,23 +350,9 @@ extension RegistryEngine {
     ) async -> [AutoEnrolmentOutcome] {
         // Decide what needs no write from the committed index: most identifications enrol nothing,
         // and they should not wait for a commit.
-        let plan: [(algorithm: UInt32, outcome: AutoEnrolmentOutcome.Result?)] = self.indexLock.withReadLock {
-            guard let gallery = self.state[name], gallery.id == galleryId else { return [] }
-            let ordinal = gallery.ordinal(of: identifier)
-            // A gallery that requires a live face to register requires one to auto-enrol too.
-            let liveEnough = !gallery.liveness.register || live == true
-            return gallery.registries.filter { $0.id != deciderId }.map { registry in
-                let holds = ordinal.map { registry.holds($0) } ?? false
-                let version = registry.algorithm.version
-                if !holds && templates[version] != nil && !liveEnough { return (version, .livenessRequired) }
-                return (
-                    version,
-                    Self.autoEnrolmentShortcut(
-                        holds: holds, hasTemplate: templates[version] != nil, score: score, threshold: threshold,
-                        quality: quality, minimumQuality: registry.minimumAutoEnrolmentQuality)
-                )
-            }
-        }
+        let plan = self.autoEnrolmentPlan(
+            gallery: name, galleryId: galleryId, identifier: identifier, templates: templates, decidedBy: deciderId,
+            threshold: threshold, score: score, quality: quality, live: live)
         guard plan.contains(where: { $0.outcome == nil }) else {
             return plan.map { AutoEnrolmentOutcome(algorithm: $0.algorithm, result: $0.outcome!) }
         }
@@ -371,6 +392,38 @@ extension RegistryEngine {
         } catch {
             let message = "\(error)"
             return plan.map { AutoEnrolmentOutcome(algorithm: $0.algorithm, result: $0.outcome ?? .failed(message: message)) }
+        }
+    }
+
+    /// Per registry other than the decider, the auto-enrolment outcome that needs no write, or nil
+    /// where the register checks (and a write) decide. From the committed index.
+    private func autoEnrolmentPlan(
+        gallery name: String,
+        galleryId: UInt32,
+        identifier: String,
+        templates: [UInt32: PreparedTemplate],
+        decidedBy deciderId: UInt32,
+        threshold: Float,
+        score: Float,
+        quality: Float?,
+        live: Bool?
+    ) -> [(algorithm: UInt32, outcome: AutoEnrolmentOutcome.Result?)] {
+        self.indexLock.withReadLock {
+            guard let gallery = self.state[name], gallery.id == galleryId else { return [] }
+            let ordinal = gallery.ordinal(of: identifier)
+            // A gallery that requires a live face to register requires one to auto-enrol too.
+            let liveEnough = !gallery.liveness.register || live == true
+            return gallery.registries.filter { $0.id != deciderId }.map { registry in
+                let holds = ordinal.map { registry.holds($0) } ?? false
+                let version = registry.algorithm.version
+                if !holds && templates[version] != nil && !liveEnough { return (version, .livenessRequired) }
+                return (
+                    version,
+                    Self.autoEnrolmentShortcut(
+                        holds: holds, hasTemplate: templates[version] != nil, score: score, threshold: threshold,
+                        quality: quality, minimumQuality: registry.minimumAutoEnrolmentQuality)
+                )
+            }
         }
     }
 
