@@ -67,7 +67,9 @@ let package = Package(
         // Benchmark: fills a registry and times identify (prints figures; not a test).
         .executableTarget(name: "registry-bench", dependencies: ["RegistryCore", "RegistryClient"], swiftSettings: strictSettings),
         // Load tool: N connections driving the daemon, printing requests/s and latency percentiles.
-        .executableTarget(name: "registry-load", dependencies: ["RegistryClient", "RegistryCore"], swiftSettings: strictSettings),
+        .executableTarget(
+            name: "registry-load", dependencies: ["RegistryClient", "RegistryCore", "RegistryProtocol", nioCore, nioPosix, protobuf],
+            swiftSettings: strictSettings),
         // Child process for the crash-durability test: registers, prints "acknowledged", waits to be killed.
         .executableTarget(name: "registry-crash-probe", dependencies: ["RegistryCore"], swiftSettings: strictSettings),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "CLMDB"], swiftSettings: strictSettings),

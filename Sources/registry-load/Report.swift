@@ -49,4 +49,18 @@ enum Report {
             "errors=\(tally.errors)",
         ].joined(separator: " ")
     }
+
+    /// The same figures as one JSON object (for tools/bench).
+    static func json(tally: Tally, elapsed: Duration) -> String {
+        let latencies = tally.latencies.sorted()
+        let seconds = Self.seconds(elapsed)
+        let rate = seconds > 0 ? Double(latencies.count) / seconds : 0
+        let fields: [(String, String)] = [
+            ("requests", "\(latencies.count)"), ("seconds", Self.fixed(seconds, 6)), ("requests_per_second", Self.fixed(rate, 1)),
+            ("p50_ms", Self.fixed(Self.percentile(latencies, 50), 4)), ("p90_ms", Self.fixed(Self.percentile(latencies, 90), 4)),
+            ("p99_ms", Self.fixed(Self.percentile(latencies, 99), 4)), ("max_ms", Self.fixed(latencies.last ?? 0, 4)),
+            ("errors", "\(tally.errors)"), ("connections_lost", "\(tally.connectionsLost)"),
+        ]
+        return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+    }
 }

@@ -1,5 +1,7 @@
-import RegistryClient
+import NIOCore
 import RegistryCore
+import RegistryProtocol
+import SwiftProtobuf
 
 /// A probe or result that is not what the seeded data guarantees (counted as an error, like a throw).
 struct UnexpectedResult: Error, CustomStringConvertible {
@@ -23,9 +25,8 @@ struct Tally: Sendable {
     }
 }
 
-/// One connection's closed loop: send one request, wait for its answer, record the latency, repeat.
+/// One connection's requests: which person each probes, or whom it registers.
 struct Worker: Sendable {
-    let client: RegistryClient
     /// This worker's position among `connections`.
     let index: Int
     let connections: Int
@@ -37,32 +38,58 @@ struct Worker: Sendable {
     /// Requests this worker has sent (warm-up included): its k-th registration is `new-<run>-<k·N + index>`.
     var sent = 0
 
-    /// Runs `count` requests, or until `deadline` when it is set.
-    mutating func run(count: Int, until deadline: ContinuousClock.Instant?, people: [[Float]]) async -> Tally {
-        let clock = ContinuousClock()
-        var tally = Tally()
-        tally.latencies.reserveCapacity(deadline == nil ? count : 4096)
-        var done = 0
-        while deadline.map({ clock.now < $0 }) ?? (done < count) {
+    /// The next `count` requests as encoded frames with their checks (built before the clock starts).
+    mutating func calls(_ count: Int, people: [[Float]]) -> [Driver.Call] {
+        (0..<count).map { _ in
             let call = self.nextCall(people: people)
-            let start = clock.now
-            do {
-                try await self.perform(call)
-            } catch {
-                tally.errors += 1
-                if tally.firstError == nil { tally.firstError = "\(error)" }
-                if error is RegistryClientError {
-                    // The connection is gone (or the daemon misbehaved and it was closed): every later
-                    // request on it would fail at once and flood the figures.
-                    tally.latencies.append(Report.milliseconds(start.duration(to: clock.now)))
-                    tally.connectionsLost += 1
-                    break
+            var request = Registry_V1_Request()
+            request.id = UInt64(self.sent)
+            switch call {
+            case .authenticate(let identifier, let face):
+                request.operation = .authenticate(.with {
+                    $0.gallery = self.gallery
+                    $0.identifier = identifier
+                    $0.face = Registry_V1_Face(face)
+                    $0.autoEnrol = false
+                })
+                return Driver.Call(frame: Self.encode(request)) { result in
+                    guard case .authenticate(let authentication) = result else { return Self.unexpected(result) }
+                    return authentication.authenticated ? nil : "\(identifier) was not authenticated (score \(authentication.score))"
+                }
+            case .identify(let expected, let face):
+                request.operation = .identify(.with {
+                    $0.gallery = self.gallery
+                    $0.face = Registry_V1_Face(face)
+                    $0.autoEnrol = false
+                })
+                return Driver.Call(frame: Self.encode(request)) { result in
+                    guard case .identify(let identification) = result else { return Self.unexpected(result) }
+                    let found = identification.matches.first
+                    return found?.identifier == expected
+                        ? nil : "identify found \(found.map { "\($0.identifier) (\($0.score))" } ?? "nobody"), not \(expected)"
+                }
+            case .register(let identifier, let face):
+                request.operation = .register(.with {
+                    $0.gallery = self.gallery
+                    $0.identifier = identifier
+                    $0.face = Registry_V1_Face(face)
+                })
+                return Driver.Call(frame: Self.encode(request)) { result in
+                    guard case .register = result else { return Self.unexpected(result) }
+                    return nil
                 }
             }
-            tally.latencies.append(Report.milliseconds(start.duration(to: clock.now)))
-            done += 1
         }
-        return tally
+    }
+
+    private static func encode(_ request: Registry_V1_Request) -> ByteBuffer {
+        // Messages built from valid values always encode.
+        try! ByteBuffer(message: request)
+    }
+
+    private static func unexpected(_ result: Registry_V1_Response.OneOf_Result?) -> String {
+        if case .error(let error) = result { return "\(RegistryError.Code(error.code).rawValue): \(error.message)" }
+        return "an unexpected response"
     }
 
     /// A request, ready to send (prepared before the clock starts).
@@ -86,24 +113,6 @@ struct Worker: Sendable {
             return .register(identifier: identifier, face: Face(FaceTemplate(algorithm: Seeding.algorithm, vector: Vectors.unit(&self.random))))
         }
     }
-
-    private func perform(_ call: Call) async throws {
-        switch call {
-        case .authenticate(let identifier, let face):
-            let result = try await self.client.authenticate(gallery: self.gallery, identifier: identifier, face: face, autoEnrol: false)
-            guard result.authenticated else {
-                throw UnexpectedResult(description: "\(identifier) was not authenticated (score \(result.score))")
-            }
-        case .identify(let expected, let face):
-            let result = try await self.client.identify(gallery: self.gallery, face: face, autoEnrol: false)
-            guard result.matches.first?.identifier == expected else {
-                throw UnexpectedResult(
-                    description: "identify found \(result.matches.first.map { "\($0.identifier) (\($0.score))" } ?? "nobody"), not \(expected)")
-            }
-        case .register(let identifier, let face):
-            _ = try await self.client.register(gallery: self.gallery, identifier: identifier, face: face, force: false)
-        }
-    }
 }
 
 /// The share of `total` that connection `index` of `connections` takes.
@@ -111,32 +120,15 @@ func share(of total: Int, index: Int, connections: Int) -> Int {
     total / connections + (index < total % connections ? 1 : 0)
 }
 
-/// Runs one phase on every worker at once; returns the merged tally and the wall time it took.
+/// Runs one phase: `total` requests split across the workers' connections (or as many as fit in
+/// `seconds`), measured by the ``Driver``.
 func runPhase(
-    workers: inout [Worker], total: Int, seconds: Double?, people: [[Float]]
-) async -> (tally: Tally, elapsed: Duration) {
-    let clock = ContinuousClock()
-    let start = clock.now
-    let deadline = seconds.map { start.advanced(by: .nanoseconds(Int64($0 * 1e9))) }
-    let snapshot = workers
-    let results = await withTaskGroup(of: (Int, Worker, Tally).self) { group in
-        for (position, worker) in snapshot.enumerated() {
-            let count = share(of: total, index: position, connections: snapshot.count)
-            group.addTask {
-                var worker = worker
-                let tally = await worker.run(count: count, until: deadline, people: people)
-                return (position, worker, tally)
-            }
-        }
-        var results: [(Int, Worker, Tally)] = []
-        for await result in group { results.append(result) }
-        return results
+    socket: String, workers: inout [Worker], total: Int, seconds: Double?, people: [[Float]]
+) async throws -> (tally: Tally, elapsed: Duration) {
+    let calls = workers.indices.map { position in
+        // With a time limit, each connection cycles through a pool of prepared requests.
+        let count = seconds == nil ? share(of: total, index: position, connections: workers.count) : 2_000
+        return workers[position].calls(count, people: people)
     }
-    let elapsed = start.duration(to: clock.now)
-    var tally = Tally()
-    for (position, worker, workerTally) in results.sorted(by: { $0.0 < $1.0 }) {
-        workers[position] = worker
-        tally.merge(workerTally)
-    }
-    return (tally, elapsed)
+    return try await Driver.run(socket: socket, calls: calls, seconds: seconds)
 }

@@ -27,51 +27,51 @@ exit(await LoadRun.main(options))
 enum LoadRun {
     /// Runs everything; returns the exit status.
     static func main(_ options: Options) async -> Int32 {
-        // One client per connection, all opened up front so an unreachable daemon is reported at once.
-        var clients: [RegistryClient] = []
-        for _ in 0..<options.connections {
-            do {
-                clients.append(try await RegistryClient.connect(socketPath: options.socket))
-            } catch {
-                printError("registry-load: \(error)")
-                printError("registry-load: is registryd running? Start it, or pass its socket with --socket PATH.")
-                for client in clients { await client.close() }
-                return 1
-            }
-        }
-        let status = await Self.drive(options, clients: clients)
-        for client in clients { await client.close() }
-        return status
-    }
-
-    private static func drive(_ options: Options, clients: [RegistryClient]) async -> Int32 {
-        let people = (0..<options.people).map(Vectors.person)
+        // The seeding client; the measured connections are the Driver's.
+        let client: RegistryClient
         do {
-            try await Seeding.prepare(client: clients[0], gallery: options.gallery, people: people)
+            client = try await RegistryClient.connect(socketPath: options.socket)
         } catch {
-            printError("registry-load: cannot seed gallery '\(options.gallery)': \(error)")
+            printError("registry-load: \(error)")
+            printError("registry-load: is registryd running? Start it, or pass its socket with --socket PATH.")
             return 1
         }
+        let people = (0..<options.people).map(Vectors.person)
+        do {
+            try await Seeding.prepare(client: client, gallery: options.gallery, people: people)
+        } catch {
+            printError("registry-load: cannot seed gallery '\(options.gallery)': \(error)")
+            await client.close()
+            return 1
+        }
+        await client.close()
 
         let run = Self.runIdentifier()
-        var workers = clients.enumerated().map { index, client in
+        var workers = (0..<options.connections).map { index in
             Worker(
-                client: client, index: index, connections: clients.count, operation: options.operation, gallery: options.gallery,
+                index: index, connections: options.connections, operation: options.operation, gallery: options.gallery,
                 run: run, random: SplitMix64(seed: Self.seed(run) &+ UInt64(index) &* 0x9E37_79B9))
         }
-        if options.warmup > 0 {
-            let (warmup, _) = await runPhase(workers: &workers, total: options.warmup, seconds: nil, people: people)
-            if warmup.errors > 0 {
-                printError("registry-load: \(warmup.errors) errors during warm-up; first: \(warmup.firstError ?? "?")")
+        do {
+            if options.warmup > 0 {
+                let (warmup, _) = try await runPhase(
+                    socket: options.socket, workers: &workers, total: options.warmup, seconds: nil, people: people)
+                if warmup.errors > 0 {
+                    printError("registry-load: \(warmup.errors) errors during warm-up; first: \(warmup.firstError ?? "?")")
+                }
             }
-        }
-        let (tally, elapsed) = await runPhase(workers: &workers, total: options.requests, seconds: options.seconds, people: people)
-        print(Report.line(options: options, tally: tally, elapsed: elapsed))
-        if let first = tally.firstError {
-            print("first error: \(first)")
-        }
-        if tally.connectionsLost > 0 {
-            print("\(tally.connectionsLost) of \(clients.count) connections closed early; their remaining requests were not sent")
+            let (tally, elapsed) = try await runPhase(
+                socket: options.socket, workers: &workers, total: options.requests, seconds: options.seconds, people: people)
+            print(options.json ? Report.json(tally: tally, elapsed: elapsed) : Report.line(options: options, tally: tally, elapsed: elapsed))
+            if let first = tally.firstError {
+                printError("first error: \(first)")
+            }
+            if tally.connectionsLost > 0 {
+                printError("\(tally.connectionsLost) of \(options.connections) connections closed early; their remaining requests were not sent")
+            }
+        } catch {
+            printError("registry-load: \(error)")
+            return 1
         }
         return 0
     }

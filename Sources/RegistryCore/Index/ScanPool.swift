@@ -88,10 +88,12 @@ final class ScanPool: @unchecked Sendable {
     /// A helper's loop: wait for a job with chunks left, work on it, repeat.
     private func serve() {
         while true {
+            // `exhausted` changes outside the lock (callers take chunks too): the job found by the
+            // wait may be used up by the time it is fetched, so look again rather than assume.
             let job = self.lock.withLock(whenReady: { self.jobs.contains { !$0.exhausted } }) {
-                self.jobs.first { !$0.exhausted }!
+                self.jobs.first { !$0.exhausted }
             }
-            job.work()
+            job?.work()
         }
     }
 }
