@@ -25,7 +25,10 @@ import Testing
         #expect(before.templates.count >= 6, "the scenario should leave several identifiers behind")
     }
 
-    @Test func aRegistrationAcknowledgedBeforeSIGKILLIsReadableByTheNextOpen() async throws {
+    /// One registration at a time, and 16 at once (the writer then groups them into shared commits,
+    /// so the kill lands in the middle of batches).
+    @Test(arguments: [1, 16])
+    func aRegistrationAcknowledgedBeforeSIGKILLIsReadableByTheNextOpen(concurrency: Int) async throws {
         let directory = TemporaryDirectory()
         defer { directory.cleanup() }
         let probe = try #require(Self.executable("registry-crash-probe"))
@@ -37,7 +40,7 @@ import Testing
         posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
         posix_spawn_file_actions_addclose(&actions, pipe[0])
         var pid: pid_t = 0
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(probe), strdup(directory.path), strdup("100"), nil]
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(probe), strdup(directory.path), strdup("100"), strdup("\(concurrency)"), nil]
         defer { argv.forEach { free($0) } }
         #expect(posix_spawn(&pid, probe, &actions, nil, argv, environ) == 0)
         posix_spawn_file_actions_destroy(&actions)

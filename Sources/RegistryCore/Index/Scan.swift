@@ -25,9 +25,10 @@ enum Scan {
     static let bytesPerChunk = 4 << 20
 
     /// Splits `rows` rows of `stride` floats into chunks of contiguous rows.
-    static func chunks(rows: Int, stride: Int) -> (count: Int, rowsPerChunk: Int) {
+    /// `rowsPerChunk` overrides the size (tests use tiny chunks to exercise the multi-core path).
+    static func chunks(rows: Int, stride: Int, rowsPerChunk: Int? = nil) -> (count: Int, rowsPerChunk: Int) {
         guard rows > 0 else { return (0, 0) }
-        let rowsPerChunk = max(1024, Self.bytesPerChunk / (4 * max(1, stride)))
+        let rowsPerChunk = rowsPerChunk ?? max(1024, Self.bytesPerChunk / (4 * max(1, stride)))
         return ((rows + rowsPerChunk - 1) / rowsPerChunk, rowsPerChunk)
     }
 
@@ -64,9 +65,10 @@ enum Scan {
         queryMask: UInt32,
         threshold: Float,
         limit: Int?,
-        pool: ScanPool = .shared
+        pool: ScanPool = .shared,
+        rowsPerChunk: Int? = nil
     ) -> [Candidate] {
-        let (count, rowsPerChunk) = Self.chunks(rows: registry.count, stride: registry.stride)
+        let (count, rowsPerChunk) = Self.chunks(rows: registry.count, stride: registry.stride, rowsPerChunk: rowsPerChunk)
         var perChunk = [[Candidate]](repeating: [], count: count)
         perChunk.withUnsafeMutableBufferPointer { results in
             pool.run(chunks: count) { chunk in
@@ -157,9 +159,10 @@ enum Scan {
         queryMask: UInt32,
         own: UInt32?,
         excluded: Set<UInt64>,
-        pool: ScanPool = .shared
+        pool: ScanPool = .shared,
+        rowsPerChunk: Int? = nil
     ) -> CheckBest {
-        let (count, rowsPerChunk) = Self.chunks(rows: registry.count, stride: registry.stride)
+        let (count, rowsPerChunk) = Self.chunks(rows: registry.count, stride: registry.stride, rowsPerChunk: rowsPerChunk)
         var perChunk = [CheckBest](repeating: CheckBest(), count: count)
         perChunk.withUnsafeMutableBufferPointer { results in
             pool.run(chunks: count) { chunk in
