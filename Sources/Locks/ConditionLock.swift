@@ -43,6 +43,23 @@ public final class ConditionLock: @unchecked Sendable {
         return try body()
     }
 
+    /// Like ``withLock(whenReady:_:)``, but `ready` also says until when to wait (CLOCK_REALTIME, as
+    /// `pthread_cond_timedwait` measures): nil waits for a broadcast, a time wakes up then to look again.
+    public func withLock<T>(whenReady ready: () -> (ready: Bool, wakeAt: timespec?), _ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(self.mutex)
+        defer { pthread_mutex_unlock(self.mutex) }
+        while true {
+            let (isReady, wakeAt) = ready()
+            if isReady { break }
+            if var wakeAt {
+                pthread_cond_timedwait(self.condition, self.mutex, &wakeAt)
+            } else {
+                pthread_cond_wait(self.condition, self.mutex)
+            }
+        }
+        return try body()
+    }
+
     /// Wakes every thread waiting in ``withLock(whenReady:_:)`` to re-check its condition.
     /// Call it after changing the state, while holding the mutex or just after releasing it.
     public func broadcast() {

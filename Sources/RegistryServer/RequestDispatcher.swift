@@ -322,7 +322,7 @@ public final class RequestDispatcher: Sendable {
             let deleted = try await engine.deleteLivenessProfile(gallery: Self.gallery(request.gallery), identifier: request.identifier)
             return .deleteLivenessProfile(.with { $0.deleted = deleted })
         case .audit(let request):
-            let entries = try engine.auditEntries(AuditQuery(
+            let entries = try await engine.auditEntries(AuditQuery(
                 identifier: request.identifier.isEmpty ? nil : request.identifier,
                 since: request.sinceMicros == 0 ? nil : request.sinceMicros, until: request.untilMicros == 0 ? nil : request.untilMicros,
                 outcome: request.outcome.isEmpty ? nil : request.outcome, limit: request.limit == 0 ? 100 : Int(request.limit)))

@@ -16,14 +16,14 @@ import Testing
                 time: AuditEntry.now(), uid: 1001, pid: 43, operation: "delete_identifier", gallery: "default", identifiers: [],
                 outcome: "refused", errorCode: "PERMISSION_DENIED"))
             _ = try await engine.register(identifier: "carol", face: Face(arcface()))  // a later write: the trail is flushed by then
-            let all = try engine.auditEntries(AuditQuery())
+            let all = try await engine.auditEntries(AuditQuery())
             #expect(all.map(\.operation) == ["register", "identify", "delete_identifier"])
             #expect(all.allSatisfy { $0.time >= start })
-            #expect(try engine.auditEntries(AuditQuery(identifier: "bob")).map(\.operation) == ["identify"])
-            let refused = try engine.auditEntries(AuditQuery(outcome: "refused"))
+            #expect(try await engine.auditEntries(AuditQuery(identifier: "bob")).map(\.operation) == ["identify"])
+            let refused = try await engine.auditEntries(AuditQuery(outcome: "refused"))
             #expect(refused.first?.errorCode == "PERMISSION_DENIED" && refused.first?.uid == 1001 && refused.first?.pid == 43)
-            #expect(try engine.auditEntries(AuditQuery(until: start)).isEmpty)
-            #expect(try engine.auditEntries(AuditQuery(limit: 2)).map(\.operation) == ["identify", "delete_identifier"])
+            #expect(try await engine.auditEntries(AuditQuery(until: start)).isEmpty)
+            #expect(try await engine.auditEntries(AuditQuery(limit: 2)).map(\.operation) == ["identify", "delete_identifier"])
         }
     }
 
@@ -35,7 +35,7 @@ import Testing
             engine.recordAudit(self.entry("identify", ["ancient"], time: old))
             for index in 0..<7 { engine.recordAudit(self.entry("identify", ["p\(index)"])) }
             _ = try await engine.register(identifier: "carol", face: Face(arcface()))
-            let kept = try engine.auditEntries(AuditQuery())
+            let kept = try await engine.auditEntries(AuditQuery())
             #expect(kept.map(\.identifiers) == (2..<7).map { ["p\($0)"] }, "\(kept.map(\.identifiers))")
         }
     }
@@ -50,6 +50,6 @@ import Testing
         }
         let engine = try RegistryEngine(path: directory.path)
         defer { engine.close() }
-        #expect(try engine.auditEntries(AuditQuery()).map(\.outcome) == ["no-match"])
+        #expect(try await engine.auditEntries(AuditQuery()).map(\.outcome) == ["no-match"])
     }
 }

@@ -25,13 +25,19 @@ final class WriteQueue: @unchecked Sendable {
 
     private let lock = ConditionLock()
     private var pending: [Request] = []
+    /// Requests that may wait up to `lazyDelay` for other work to share a commit with (the audit
+    /// trail's flushes: nobody waits for them, and alone each would cost its own fsync).
+    private var lazy: [Request] = []
+    private var lazySince: timespec?
+    private let lazyDelay: Int
     private var state = State.running
     private let maximumBatch: Int
     private let execute: ([Request]) -> Void
     private var thread = pthread_t()
 
-    init(maximumBatch: Int, execute: @escaping ([Request]) -> Void) {
+    init(maximumBatch: Int, lazyDelayMilliseconds: Int = 100, execute: @escaping ([Request]) -> Void) {
         self.maximumBatch = max(1, maximumBatch)
+        self.lazyDelay = lazyDelayMilliseconds
         self.execute = execute
         let context = Unmanaged.passRetained(self).toOpaque()
         let rc = pthread_create(&self.thread, nil, { context in
@@ -53,6 +59,39 @@ final class WriteQueue: @unchecked Sendable {
         return accepted
     }
 
+    /// Enqueues a request that joins the next batch, or runs on its own after the lazy delay if no
+    /// other write comes first. Returns false (and does not run it) when the queue is stopping.
+    func submitLazily(_ request: Request) -> Bool {
+        let accepted = self.lock.withLock {
+            guard self.state == .running else { return false }
+            self.lazy.append(request)
+            if self.lazySince == nil {
+                var now = timespec()
+                clock_gettime(CLOCK_REALTIME, &now)
+                self.lazySince = now
+            }
+            return true
+        }
+        if accepted { self.lock.broadcast() }
+        return accepted
+    }
+
+    /// When lazy requests must run even if nothing else comes.
+    private var lazyDeadline: timespec? {
+        guard var deadline = self.lazySince else { return nil }
+        deadline.tv_nsec += self.lazyDelay * 1_000_000
+        deadline.tv_sec += deadline.tv_nsec / 1_000_000_000
+        deadline.tv_nsec %= 1_000_000_000
+        return deadline
+    }
+
+    private var lazyDue: Bool {
+        guard let deadline = self.lazyDeadline else { return false }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return (now.tv_sec, now.tv_nsec) >= (deadline.tv_sec, deadline.tv_nsec)
+    }
+
     /// Runs what is already queued, then stops the thread and waits for it.
     func stop() {
         let wasRunning = self.lock.withLock {
@@ -65,25 +104,42 @@ final class WriteQueue: @unchecked Sendable {
 
     private func run() {
         while true {
-            let batch: [Request]? = self.lock.withLock(whenReady: { !self.pending.isEmpty || self.state != .running }) {
-                if self.pending.isEmpty {
+            let batch: [Request]? = self.lock.withLock(whenReady: {
+                (!self.pending.isEmpty || self.state != .running || self.lazyDue, self.lazyDeadline)
+            }) {
+                if self.pending.isEmpty && (self.lazy.isEmpty || self.state == .running) {
+                    guard self.state != .running else {
+                        // Only lazy work, now due: it runs alone.
+                        return self.takeLazy()
+                    }
                     self.state = .stopped
                     return nil
                 }
                 var count = 0
-                if self.pending[0].exclusive {
+                if let first = self.pending.first, first.exclusive {
                     count = 1
                 } else {
                     while count < self.pending.count && count < self.maximumBatch && !self.pending[count].exclusive {
                         count += 1
                     }
                 }
-                let batch = Array(self.pending.prefix(count))
+                var batch = Array(self.pending.prefix(count))
                 self.pending.removeFirst(count)
+                // Lazy requests ride along with any batch that is not exclusive.
+                if batch.first?.exclusive != true { batch += self.takeLazy() }
                 return batch
             }
             guard let batch else { return }
             self.execute(batch)
         }
+    }
+
+    /// Takes the lazy requests. Holding the lock.
+    private func takeLazy() -> [Request] {
+        defer {
+            self.lazy = []
+            self.lazySince = nil
+        }
+        return self.lazy
     }
 }
