@@ -147,6 +147,34 @@ import Testing
         }
     }
 
+    /// A group commit's checks in one pass equal each registration's own scan, bit for bit, for any
+    /// number of queries (the four-at-a-time kernel and its remainder) and chunking.
+    @Test(arguments: [1, 4, 7, 64])
+    func theBatchedCheckEqualsOneCheckPerQuery(queries: Int) {
+        let registry = Self.registry(rows: 3_000, dimension: 128, identifiers: 400, scoreFunction: .cosine) { random, _, _ in
+            Float(random.normal())
+        }
+        for row in 0..<registry.count { Self.normalise(registry.mutableRow(row), 128) }
+        var random = SplitMix(state: UInt64(queries))
+        var rows: [Float] = []
+        for _ in 0..<queries {
+            var query = (0..<128).map { _ in Float(random.normal()) }
+            query.withUnsafeMutableBufferPointer { Self.normalise($0.baseAddress!, 128) }
+            rows += query
+        }
+        // Some queries belong to an identifier already present, some to new ones.
+        let owners: [UInt32?] = (0..<queries).map { $0 % 3 == 0 ? nil : UInt32(random.next() % 400) }
+        for (pool, chunk) in [(Self.single, nil), (Self.parallel, 111)] as [(ScanPool, Int?)] {
+            let batched = rows.withUnsafeBufferPointer { Scan.check(registry, queries: $0.baseAddress!, owners: owners, pool: pool, rowsPerChunk: chunk) }
+            for q in 0..<queries {
+                let single = rows.withUnsafeBufferPointer {
+                    Scan.check(registry, query: $0.baseAddress! + q * 128, queryMask: 0, own: owners[q], excluded: [], pool: Self.single)
+                }
+                #expect(batched[q].other == single.other && batched[q].own == single.own, "query \(q)")
+            }
+        }
+    }
+
     /// Many callers sharing the helpers at once: every job gets every chunk exactly once (a helper
     /// that woke for a job another thread had just used up once crashed the daemon).
     @Test func concurrentJobsOnOnePoolEachRunEveryChunkOnce() async {

@@ -54,10 +54,21 @@ final class BatchChanges {
     }
 }
 
+/// A registration's similar-face and mismatch checks, announced with its write.
+struct Precheck: Sendable {
+    let gallery: String
+    let galleryId: UInt32
+    let identifier: String
+    let templates: [UInt32: PreparedTemplate]
+}
+
 /// What one operation of a batch sees and records: the batch so far (read-only), its own changes,
 /// and the template-id counter.
 final class OperationContext {
     let batch: BatchChanges
+    /// The operation's announced checks against the committed index, by registry id, computed
+    /// for the whole batch in one pass (see ``Matching/check(_:in:identifier:query:batch:precomputed:)``).
+    var precomputed: [UInt32: Scan.CheckBest] = [:]
     private(set) var changes: [IndexChange] = []
     private(set) var nextTemplateId: UInt64
 

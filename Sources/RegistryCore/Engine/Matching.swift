@@ -65,16 +65,27 @@ enum Matching {
     }
 
     /// The register checks' scan over the committed index minus what the batch removed, plus what it added.
+    /// - Parameter precomputed: the same scan of the committed index without exclusions, done for the
+    ///   whole batch before it ran; used unless the batch has since removed one of its two rows (the
+    ///   best of what remains is then unknown, and the rows are scanned again).
     static func check(
         _ registry: RegistryIndex,
         in gallery: GalleryIndex,
         identifier: String,
         query: PreparedTemplate,
-        batch: BatchChanges
+        batch: BatchChanges,
+        precomputed: Scan.CheckBest? = nil
     ) -> CheckResult {
-        let committed = query.row.withUnsafeBufferPointer { q in
-            Scan.check(
-                registry, query: q.baseAddress!, queryMask: query.mask, own: gallery.ordinal(of: identifier), excluded: batch.removed)
+        let removed = batch.removed
+        let committed: Scan.CheckBest
+        if let precomputed, !(precomputed.other.map { removed.contains($0.templateId) } ?? false),
+            !(precomputed.own.map { removed.contains($0.templateId) } ?? false)
+        {
+            committed = precomputed
+        } else {
+            committed = query.row.withUnsafeBufferPointer { q in
+                Scan.check(registry, query: q.baseAddress!, queryMask: query.mask, own: gallery.ordinal(of: identifier), excluded: removed)
+            }
         }
         var result = CheckResult(
             bestOther: committed.other.map { (gallery.name(of: $0.ordinal), Hit(score: $0.score, templateId: $0.templateId)) },

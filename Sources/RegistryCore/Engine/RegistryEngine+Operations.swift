@@ -82,14 +82,17 @@ extension RegistryEngine {
             }
             return verdict
         }
-        return try await self.write { txn, context in
+        let precheck = Precheck(gallery: name, galleryId: galleryId, identifier: identifier, templates: templates)
+        return try await self.write(precheck: precheck) { txn, context in
             let gallery = try self.currentGallery(name, id: galleryId)
             var findings: [RegistrationFinding] = []
             var targets: [(RegistryIndex, PreparedTemplate)] = []
             for registry in gallery.registries {
                 guard let template = templates[registry.algorithm.version] else { continue }
                 targets.append((registry, template))
-                let check = Matching.check(registry, in: gallery, identifier: identifier, query: template, batch: context.batch)
+                let check = Matching.check(
+                    registry, in: gallery, identifier: identifier, query: template, batch: context.batch,
+                    precomputed: context.precomputed[registry.id])
                 if let finding = check.finding(algorithm: registry.algorithm.version, thresholds: registry.thresholds) {
                     findings.append(finding)
                 }

@@ -85,11 +85,13 @@ public final class RegistryEngine: @unchecked Sendable {
     /// index updated.
     func write<T: Sendable>(
         exclusive: Bool = false,
+        precheck: Precheck? = nil,
         _ body: @escaping @Sendable (borrowing Transaction, OperationContext) throws -> T
     ) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let request = WriteQueue.Request(
                 exclusive: exclusive,
+                precheck: precheck,
                 body: { txn, context in try body(txn, context) },
                 completion: { result in continuation.resume(with: result.map { $0 as! T }) })
             if !self.writer.submit(request) {
@@ -104,6 +106,7 @@ public final class RegistryEngine: @unchecked Sendable {
     private func run(_ batch: [WriteQueue.Request]) {
         var results: [Result<any Sendable, any Error>] = []
         var changes = BatchChanges()
+        let prechecked = self.precheck(batch)
         do {
             try self.store.environment.write { txn in
                 // Runs again from scratch if the map had to grow.
@@ -111,8 +114,9 @@ public final class RegistryEngine: @unchecked Sendable {
                 changes = BatchChanges()
                 let firstId = try self.store.readUInt64(txn, Keys.nextTemplateId) ?? 1
                 var nextId = firstId
-                for request in batch {
+                for (index, request) in batch.enumerated() {
                     let context = OperationContext(batch: changes, nextTemplateId: nextId)
+                    context.precomputed = prechecked[index] ?? [:]
                     do {
                         let value = try txn.nested { child in try request.body(child, context) }
                         changes.append(context.changes)
@@ -142,6 +146,33 @@ public final class RegistryEngine: @unchecked Sendable {
                 error is RegistryError ? error : RegistryError(.internal, "\(error)")
             })
         }
+    }
+
+    /// The announced registration checks of a batch against the committed index, one pass over each
+    /// vector registry for all of them: per request (by position), per registry id. On the writer
+    /// thread, which alone changes the index, so it needs no lock.
+    private func precheck(_ batch: [WriteQueue.Request]) -> [Int: [UInt32: Scan.CheckBest]] {
+        var queries: [ObjectIdentifier: (registry: RegistryIndex, requests: [Int], rows: [Float], owners: [UInt32?])] = [:]
+        for (index, request) in batch.enumerated() {
+            guard let precheck = request.precheck, let gallery = self.state[precheck.gallery], gallery.id == precheck.galleryId else {
+                continue
+            }
+            for registry in gallery.registries where !registry.isLandmarks && registry.count > 0 {
+                guard let template = precheck.templates[registry.algorithm.version] else { continue }
+                let key = ObjectIdentifier(registry)
+                var entry = queries[key] ?? (registry, [], [], [])
+                entry.requests.append(index)
+                entry.rows += template.row
+                entry.owners.append(gallery.ordinal(of: precheck.identifier))
+                queries[key] = entry
+            }
+        }
+        var results: [Int: [UInt32: Scan.CheckBest]] = [:]
+        for (registry, requests, rows, owners) in queries.values {
+            let found = rows.withUnsafeBufferPointer { Scan.check(registry, queries: $0.baseAddress!, owners: owners) }
+            for (request, best) in zip(requests, found) { results[request, default: [:]][registry.id] = best }
+        }
+        return results
     }
 
     /// Applies committed changes to the index. Holding the index write lock.

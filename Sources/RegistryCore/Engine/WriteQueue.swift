@@ -17,6 +17,9 @@ final class WriteQueue: @unchecked Sendable {
 
     struct Request: Sendable {
         let exclusive: Bool
+        /// The registration checks the body will run, announced so the writer can run a whole
+        /// batch's checks in one pass before the bodies (nil: none).
+        var precheck: Precheck? = nil
         let body: Body
         let completion: Completion
     }

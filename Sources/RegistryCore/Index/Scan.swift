@@ -190,4 +190,65 @@ enum Scan {
         for best in perChunk { result.merge(best, own: own) }
         return result
     }
+
+    /// The registration checks of many queries against one vector registry in one pass over its rows
+    /// (a group commit's registrations): each row is read once for all of them, and the work becomes
+    /// arithmetic on rows in cache instead of one trip through memory per registration. Each result
+    /// equals ``check(_:query:queryMask:own:excluded:pool:rowsPerChunk:)`` with no exclusions, bit
+    /// for bit (``Kernels/dot4Queries(_:_:_:_:_:count:)`` sums each lane as `dot` does).
+    /// - Parameter queries: `queries.count` rows of `registry.stride` floats, back to back.
+    static func check(
+        _ registry: RegistryIndex,
+        queries: UnsafePointer<Float>,
+        owners: [UInt32?],
+        pool: ScanPool = .shared,
+        rowsPerChunk: Int? = nil
+    ) -> [CheckBest] {
+        guard case .vector(let dimension) = registry.algorithm.kind else {
+            preconditionFailure("the batched check is for vector registries")
+        }
+        let function = registry.algorithm.scoreFunction
+        let stride = registry.stride
+        let count = owners.count
+        let (chunks, rowsPerChunk) = Self.chunks(rows: registry.count, stride: stride, rowsPerChunk: rowsPerChunk)
+        var perChunk = [[CheckBest]](repeating: [], count: chunks)
+        perChunk.withUnsafeMutableBufferPointer { results in
+            pool.run(chunks: chunks) { chunk in
+                var best = [CheckBest](repeating: CheckBest(), count: count)
+                // Lowest score that can still change query q's result (see `check` above).
+                var floors = [Float](repeating: -.infinity, count: count)
+                func consider(_ q: Int, _ score: Float, _ row: Int, _ ids: UnsafeBufferPointer<UInt64>, _ ordinals: UnsafeBufferPointer<UInt32>) {
+                    guard score >= floors[q] else { return }
+                    best[q].merge(Candidate(score: score, templateId: ids[row], ordinal: ordinals[row]), own: owners[q])
+                    let other = best[q].other?.score ?? -.infinity
+                    floors[q] = owners[q] == nil ? other : min(other, best[q].own?.score ?? -.infinity)
+                }
+                registry.templateIds.withUnsafeBufferPointer { ids in
+                    registry.ordinals.withUnsafeBufferPointer { ordinals in
+                        for row in chunk * rowsPerChunk..<min(registry.count, (chunk + 1) * rowsPerChunk) {
+                            let pointer = registry.row(row)
+                            var q = 0
+                            while q + 4 <= count {
+                                let dots = Kernels.dot4Queries(
+                                    queries + q * stride, queries + (q + 1) * stride, queries + (q + 2) * stride, queries + (q + 3) * stride,
+                                    pointer, count: dimension)
+                                for lane in 0..<4 { consider(q + lane, function.score(dot: dots[lane]), row, ids, ordinals) }
+                                q += 4
+                            }
+                            while q < count {
+                                consider(q, function.score(dot: Kernels.dot(queries + q * stride, pointer, count: dimension)), row, ids, ordinals)
+                                q += 1
+                            }
+                        }
+                    }
+                }
+                results[chunk] = best
+            }
+        }
+        var merged = [CheckBest](repeating: CheckBest(), count: count)
+        for chunk in perChunk {
+            for q in 0..<count { merged[q].merge(chunk[q], own: owners[q]) }
+        }
+        return merged
+    }
 }
