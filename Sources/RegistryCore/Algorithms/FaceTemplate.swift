@@ -67,8 +67,13 @@ public struct Face: Sendable, Hashable, CustomStringConvertible {
 /// algorithms), landmarks densified with raw coordinates for storage and normalised ones for scoring.
 struct PreparedTemplate: Sendable {
     let algorithm: Algorithm
+    /// A landmark template's stored form (mask then raw coordinates); nil for vectors, whose stored
+    /// form is their row.
+    private let landmarkPayload: [UInt8]?
+
     /// The bytes persisted in LMDB (little-endian float32s; landmarks: mask then raw coordinates).
-    let payload: [UInt8]
+    /// Built on demand: most prepared templates are queries and are never stored.
+    var payload: [UInt8] { self.landmarkPayload ?? self.row.withUnsafeBytes { Array($0) } }
     /// The row the index scans: `algorithm.rowStride` floats.
     let row: [Float]
     /// Landmark presence mask (0 for vectors).
@@ -84,7 +89,7 @@ struct PreparedTemplate: Sendable {
         case (.vector(let dimension), .vector(let values)):
             let row = try Self.prepareVector(values, dimension: dimension, scoreFunction: algorithm.scoreFunction)
             self.row = row
-            self.payload = row.withUnsafeBytes { Array($0) }
+            self.landmarkPayload = nil
             self.mask = 0
             self.landmarkQuality = nil
         case (.landmarks, .landmarks(let landmarks)):
@@ -92,7 +97,7 @@ struct PreparedTemplate: Sendable {
             self.row = LandmarkAlgorithm.normalised(dense)
             self.mask = dense.mask
             self.landmarkQuality = LandmarkAlgorithm.quality(dense)
-            self.payload = Self.landmarkPayload(dense)
+            self.landmarkPayload = Self.landmarkPayload(dense)
         case (.vector(let dimension), .landmarks):
             throw .wrongKind(expected: "a vector of \(dimension) values")
         case (.landmarks, .vector):

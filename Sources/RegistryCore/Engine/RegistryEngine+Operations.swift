@@ -312,7 +312,7 @@ extension RegistryEngine {
         var liveness: LivenessVerdict?
         let (registry, hit, thresholds) = try self.indexLock.withReadLock { () throws(RegistryError) -> (RegistryIndex, Matching.Hit, Thresholds) in
             let gallery = try self.currentGallery(name, id: galleryId)
-            guard gallery.contains(identifier), let ordinal = gallery.ordinal(of: identifier) else {
+            guard let ordinal = gallery.presentOrdinal(of: identifier) else {
                 throw RegistryError(.identifierNotRegistered, "'\(identifier)' is not registered in gallery '\(name)'")
             }
             // With the identifier's own profile when it enrolled one.

@@ -45,6 +45,12 @@ final class GalleryIndex {
         return self.templateCounts[Int(ordinal)] > 0
     }
 
+    /// The ordinal of an identifier that any registry holds now (one lookup for both questions).
+    func presentOrdinal(of identifier: String) -> UInt32? {
+        guard let ordinal = self.ordinalOf[IdentifierKey(identifier)], self.templateCounts[Int(ordinal)] > 0 else { return nil }
+        return ordinal
+    }
+
     func name(of ordinal: UInt32) -> String { self.names[Int(ordinal)] }
 
     /// Makes room for `count` identifiers (start-up, when the template count bounds it).

@@ -217,27 +217,36 @@ enum Scan {
                 var best = [CheckBest](repeating: CheckBest(), count: count)
                 // Lowest score that can still change query q's result (see `check` above).
                 var floors = [Float](repeating: -.infinity, count: count)
-                func consider(_ q: Int, _ score: Float, _ row: Int, _ ids: UnsafeBufferPointer<UInt64>, _ ordinals: UnsafeBufferPointer<UInt32>) {
-                    guard score >= floors[q] else { return }
-                    best[q].merge(Candidate(score: score, templateId: ids[row], ordinal: ordinals[row]), own: owners[q])
-                    let other = best[q].other?.score ?? -.infinity
-                    floors[q] = owners[q] == nil ? other : min(other, best[q].own?.score ?? -.infinity)
-                }
-                registry.templateIds.withUnsafeBufferPointer { ids in
-                    registry.ordinals.withUnsafeBufferPointer { ordinals in
-                        for row in chunk * rowsPerChunk..<min(registry.count, (chunk + 1) * rowsPerChunk) {
-                            let pointer = registry.row(row)
-                            var q = 0
-                            while q + 4 <= count {
-                                let dots = Kernels.dot4Queries(
-                                    queries + q * stride, queries + (q + 1) * stride, queries + (q + 2) * stride, queries + (q + 3) * stride,
-                                    pointer, count: dimension)
-                                for lane in 0..<4 { consider(q + lane, function.score(dot: dots[lane]), row, ids, ordinals) }
-                                q += 4
-                            }
-                            while q < count {
-                                consider(q, function.score(dot: Kernels.dot(queries + q * stride, pointer, count: dimension)), row, ids, ordinals)
-                                q += 1
+                // Buffers rather than captured arrays: no exclusivity checks in the inner loop.
+                best.withUnsafeMutableBufferPointer { best in
+                    floors.withUnsafeMutableBufferPointer { floors in
+                        registry.templateIds.withUnsafeBufferPointer { ids in
+                            registry.ordinals.withUnsafeBufferPointer { ordinals in
+                                @inline(__always)
+                                func consider(_ q: Int, _ score: Float, _ row: Int) {
+                                    guard score >= floors[q] else { return }
+                                    best[q].merge(Candidate(score: score, templateId: ids[row], ordinal: ordinals[row]), own: owners[q])
+                                    let other = best[q].other?.score ?? -.infinity
+                                    floors[q] = owners[q] == nil ? other : min(other, best[q].own?.score ?? -.infinity)
+                                }
+                                for row in chunk * rowsPerChunk..<min(registry.count, (chunk + 1) * rowsPerChunk) {
+                                    let pointer = registry.row(row)
+                                    var q = 0
+                                    while q + 4 <= count {
+                                        let dots = Kernels.dot4Queries(
+                                            queries + q * stride, queries + (q + 1) * stride, queries + (q + 2) * stride,
+                                            queries + (q + 3) * stride, pointer, count: dimension)
+                                        consider(q, function.score(dot: dots[0]), row)
+                                        consider(q + 1, function.score(dot: dots[1]), row)
+                                        consider(q + 2, function.score(dot: dots[2]), row)
+                                        consider(q + 3, function.score(dot: dots[3]), row)
+                                        q += 4
+                                    }
+                                    while q < count {
+                                        consider(q, function.score(dot: Kernels.dot(queries + q * stride, pointer, count: dimension)), row)
+                                        q += 1
+                                    }
+                                }
                             }
                         }
                     }
