@@ -7,8 +7,8 @@ import Glibc
 /// `@unchecked Sendable`: the pthread objects are the synchronisation; they live in stable heap
 /// allocations and are only touched through pthread calls.
 public final class ConditionLock: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let condition: UnsafeMutablePointer<pthread_cond_t>
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline let condition: UnsafeMutablePointer<pthread_cond_t>
 
     public init() {
         self.mutex = .allocate(capacity: 1)
@@ -27,6 +27,7 @@ public final class ConditionLock: @unchecked Sendable {
     }
 
     /// Runs `body` holding the mutex.
+    @inlinable
     public func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         pthread_mutex_lock(self.mutex)
         defer { pthread_mutex_unlock(self.mutex) }

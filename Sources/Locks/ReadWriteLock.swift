@@ -5,7 +5,7 @@ import Glibc
 /// `@unchecked Sendable`: the pthread object is the synchronisation itself; it lives in a stable heap
 /// allocation for the lock's whole life and is only touched through pthread calls.
 public final class ReadWriteLock: @unchecked Sendable {
-    private let lock: UnsafeMutablePointer<pthread_rwlock_t>
+    @usableFromInline let lock: UnsafeMutablePointer<pthread_rwlock_t>
 
     /// A writer-preferring lock: once a writer waits, new readers wait behind it, so a steady stream
     /// of readers (identifications) cannot starve the writer (the index update after a commit).
@@ -25,8 +25,9 @@ public final class ReadWriteLock: @unchecked Sendable {
         self.lock.deallocate()
     }
 
-    /// Runs `body` holding the lock shared.
-    @inline(__always)
+    /// Runs `body` holding the lock shared. Inlinable: taken on every authentication, and an
+    /// unspecialised generic across the module boundary cost a metadata lookup per call.
+    @inlinable @inline(__always)
     public func withReadLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         pthread_rwlock_rdlock(self.lock)
         defer { pthread_rwlock_unlock(self.lock) }
@@ -34,7 +35,7 @@ public final class ReadWriteLock: @unchecked Sendable {
     }
 
     /// Runs `body` holding the lock exclusively.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func withWriteLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         pthread_rwlock_wrlock(self.lock)
         defer { pthread_rwlock_unlock(self.lock) }

@@ -8,7 +8,8 @@ import Testing
 /// scored in Double, a dictionary of each identifier's best, a full sort. The scans must agree with
 /// it on identifiers, order and scores, and the multi-core path must agree with one core bit for bit.
 @Suite struct ScanExactnessTests {
-    /// A registry of `rows` rows for identifiers 0..<identifiers (several rows each), values from `value`.
+    /// A registry of `rows` rows for identifiers 0..<identifiers (several rows each), values from
+    /// `value`, with exact duplicate rows.
     static func registry(
         rows: Int, dimension: Int, identifiers: Int, scoreFunction: ScoreFunction = .dot,
         _ value: (inout SplitMix, Int, Int) -> Float
@@ -21,7 +22,13 @@ import Testing
             // Template ids out of row order, as after deletions, so ties must be broken by id.
             let templateId = UInt64((row * 7919) % (rows * 2) + 1)
             registry.append(templateId: templateId, ordinal: UInt32(random.next() % UInt64(identifiers)), mask: 0) { out in
-                for i in 0..<dimension { out[i] = value(&random, row, i) }
+                // Every seventh row repeats the previous one exactly (under whichever identifier):
+                // duplicates tie on every query.
+                if row % 7 == 6 {
+                    out.update(from: out - dimension, count: dimension)
+                } else {
+                    for i in 0..<dimension { out[i] = value(&random, row, i) }
+                }
             }
         }
         return registry

@@ -37,7 +37,7 @@ enum Matching {
     ) -> Hit? {
         var best: Hit?
         query.row.withUnsafeBufferPointer { q in
-            for index in registry.rows(of: ordinal) {
+            registry.forEachRow(of: ordinal) { index in
                 let hit = Hit(
                     score: registry.score(row: index, query: q.baseAddress!, queryMask: query.mask), templateId: registry.templateIds[index])
                 if best.map({ hit.beats($0) }) ?? true { best = hit }

@@ -63,6 +63,19 @@ final class RegistryIndex {
 
     func holds(_ ordinal: UInt32) -> Bool { Int(ordinal) < self.firstRow.count && self.firstRow[Int(ordinal)] >= 0 }
 
+    /// Calls `body` with each row of an identifier (by ordinal), in no particular order; no allocation.
+    @inline(__always)
+    func forEachRow(of ordinal: UInt32, _ body: (Int) -> Void) {
+        guard Int(ordinal) < self.firstRow.count else { return }
+        self.nextRow.withUnsafeBufferPointer { next in
+            var row = self.firstRow[Int(ordinal)]
+            while row >= 0 {
+                body(Int(row))
+                row = next[Int(row)]
+            }
+        }
+    }
+
     /// The rows of an identifier (by ordinal), in no particular order.
     func rows(of ordinal: UInt32) -> [Int] {
         guard Int(ordinal) < self.firstRow.count else { return [] }

@@ -33,7 +33,8 @@ enum Scan {
     }
 
     /// Scores rows `range` against the query, calling `visit(row, score)` for each. Dispatches on the
-    /// algorithm once, outside the loop.
+    /// algorithm once, outside the loop, and reads the registry's properties once: each read of a
+    /// class property inside the loop would be a dynamic exclusivity check per row.
     @inline(__always)
     static func scoreRows(
         _ registry: RegistryIndex,
@@ -45,13 +46,15 @@ enum Scan {
         switch registry.algorithm.kind {
         case .vector(let dimension):
             let function = registry.algorithm.scoreFunction
+            let rows = UnsafePointer(registry.rows), stride = registry.stride
             for index in range {
-                visit(index, function.score(dot: Kernels.dot(query, registry.row(index), count: dimension)))
+                visit(index, function.score(dot: Kernels.dot(query, rows + index * stride, count: dimension)))
             }
         case .landmarks:
+            let rows = UnsafePointer(registry.rows), stride = registry.stride
             registry.masks.withUnsafeBufferPointer { masks in
                 for index in range {
-                    visit(index, LandmarkAlgorithm.similarity(queryMask, query, masks[index], registry.row(index)))
+                    visit(index, LandmarkAlgorithm.similarity(queryMask, query, masks[index], rows + index * stride))
                 }
             }
         }
@@ -101,16 +104,21 @@ enum Scan {
                     // NaN never passes (a row cannot hold one: templates are validated finite).
                     guard score >= cutoff else { return }
                     candidates.append(Candidate(score: score, templateId: ids[index], ordinal: ordinals[index]))
-                    if candidates.count >= compactAt, let limit {
-                        Self.reduce(&candidates, limit: limit)
-                        // Equal scores stay in: an earlier template may still win the tie.
-                        if candidates.count == limit { cutoff = max(cutoff, candidates[limit - 1].score) }
-                    }
+                    if candidates.count >= compactAt, let limit { Self.compact(&candidates, limit: limit, cutoff: &cutoff) }
                 }
             }
         }
         Self.reduce(&candidates, limit: limit)
         return candidates
+    }
+
+    /// Reduces the candidates to the best `limit` identifiers and raises the cut-off to the last one's
+    /// score once that many are known (equal scores stay in: an earlier template may still win the
+    /// tie). Out of line: it runs rarely, and inlined it crowded the scan loop's registers.
+    @inline(never)
+    private static func compact(_ candidates: inout [Candidate], limit: Int, cutoff: inout Float) {
+        Self.reduce(&candidates, limit: limit)
+        if candidates.count == limit { cutoff = max(cutoff, candidates[limit - 1].score) }
     }
 
     /// Keeps each identifier's best candidate, sorted best first, at most `limit`.
@@ -229,8 +237,9 @@ enum Scan {
                                     let other = best[q].other?.score ?? -.infinity
                                     floors[q] = owners[q] == nil ? other : min(other, best[q].own?.score ?? -.infinity)
                                 }
+                                let rows = UnsafePointer(registry.rows)
                                 for row in chunk * rowsPerChunk..<min(registry.count, (chunk + 1) * rowsPerChunk) {
-                                    let pointer = registry.row(row)
+                                    let pointer = rows + row * stride
                                     var q = 0
                                     while q + 4 <= count {
                                         let dots = Kernels.dot4Queries(
