@@ -47,8 +47,15 @@ enum Scan {
         case .vector(let dimension):
             let function = registry.algorithm.scoreFunction
             let rows = UnsafePointer(registry.rows), stride = registry.stride
-            for index in range {
-                visit(index, function.score(dot: Kernels.dot(query, rows + index * stride, count: dimension)))
+            // The common lengths as constants: the kernel's loop then unrolls completely (same sums,
+            // same bits), which matters most for short rows, where loop overhead is a larger share.
+            switch dimension {
+            case 128:
+                for index in range { visit(index, function.score(dot: Kernels.dot(query, rows + index * 128, count: 128))) }
+            case 512:
+                for index in range { visit(index, function.score(dot: Kernels.dot(query, rows + index * 512, count: 512))) }
+            default:
+                for index in range { visit(index, function.score(dot: Kernels.dot(query, rows + index * stride, count: dimension))) }
             }
         case .landmarks:
             let rows = UnsafePointer(registry.rows), stride = registry.stride
