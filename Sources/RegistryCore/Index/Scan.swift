@@ -245,23 +245,32 @@ enum Scan {
                                     floors[q] = owners[q] == nil ? other : min(other, best[q].own?.score ?? -.infinity)
                                 }
                                 let rows = UnsafePointer(registry.rows)
-                                for row in chunk * rowsPerChunk..<min(registry.count, (chunk + 1) * rowsPerChunk) {
-                                    let pointer = rows + row * stride
-                                    var q = 0
-                                    while q + 4 <= count {
-                                        let dots = Kernels.dot4Queries(
-                                            queries + q * stride, queries + (q + 1) * stride, queries + (q + 2) * stride,
-                                            queries + (q + 3) * stride, pointer, count: dimension)
-                                        consider(q, function.score(dot: dots[0]), row)
-                                        consider(q + 1, function.score(dot: dots[1]), row)
-                                        consider(q + 2, function.score(dot: dots[2]), row)
-                                        consider(q + 3, function.score(dot: dots[3]), row)
-                                        q += 4
+                                // With the row length a constant (common lengths), the kernels unroll.
+                                @inline(__always)
+                                func scan(_ dimension: Int) {
+                                    for row in chunk * rowsPerChunk..<min(registry.count, (chunk + 1) * rowsPerChunk) {
+                                        let pointer = rows + row * dimension
+                                        var q = 0
+                                        while q + 4 <= count {
+                                            let dots = Kernels.dot4Queries(
+                                                queries + q * dimension, queries + (q + 1) * dimension, queries + (q + 2) * dimension,
+                                                queries + (q + 3) * dimension, pointer, count: dimension)
+                                            consider(q, function.score(dot: dots[0]), row)
+                                            consider(q + 1, function.score(dot: dots[1]), row)
+                                            consider(q + 2, function.score(dot: dots[2]), row)
+                                            consider(q + 3, function.score(dot: dots[3]), row)
+                                            q += 4
+                                        }
+                                        while q < count {
+                                            consider(q, function.score(dot: Kernels.dot(queries + q * dimension, pointer, count: dimension)), row)
+                                            q += 1
+                                        }
                                     }
-                                    while q < count {
-                                        consider(q, function.score(dot: Kernels.dot(queries + q * stride, pointer, count: dimension)), row)
-                                        q += 1
-                                    }
+                                }
+                                switch dimension {
+                                case 128: scan(128)
+                                case 512: scan(512)
+                                default: scan(dimension)
                                 }
                             }
                         }
