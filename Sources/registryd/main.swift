@@ -2,6 +2,7 @@
 // itself is RegistryServer.RegistryDaemon.
 import ArgumentParser
 import Logging
+import NIOCore
 import RegistryServer
 
 @main
@@ -43,6 +44,9 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Requests per connection processed at once (default: 64).")
     var maximumInFlight: Int?
 
+    @Option(name: .long, help: "Threads serving the socket (default: one fewer than the cores, at least one).")
+    var eventLoops: Int?
+
     func run() async throws {
         var configuration = ServerConfiguration()
         if let config {
@@ -56,6 +60,7 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
         if let maximumConnections { configuration.limits.maximumConnections = maximumConnections }
         if let idleTimeout { configuration.limits.idleTimeoutSeconds = idleTimeout }
         if let maximumInFlight { configuration.limits.maximumRequestsInFlight = maximumInFlight }
+        if let eventLoops { configuration.limits.eventLoops = eventLoops }
         guard let level = Logger.Level(rawValue: configuration.logLevel) else {
             throw ValidationError("unknown log level '\(configuration.logLevel)'")
         }
@@ -64,6 +69,10 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
         var logger = Logger(label: "registryd")
         logger.logLevel = level
         do {
+            // Process-wide, and only settable before the first use of NIO's shared group.
+            // (An out-of-range value is left for the configuration check to report.)
+            let loops = configuration.limits.resolvedEventLoops
+            if (1...256).contains(loops) { NIOSingletons.groupLoopCountSuggestion = loops }
             try await RegistryDaemon(configuration: configuration, configurationPath: config, logger: logger).run()
         } catch {
             logger.critical("registryd stopped: \(error)")
