@@ -5,21 +5,6 @@ import Testing
 
 // MARK: - Synthetic depth frames
 
-/// SplitMix64: deterministic noise, the same on every run and platform.
-private struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { self.state = seed }
-
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Synthetic captures. Grid coordinates: u = (column − 4.5) / 4.5 and v = (row − 4.5) / 4.5, both in
 /// −1...1 (a face box about 16 cm wide: 1.6 cm between columns). Sensor noise is uniform ±0.3 mm.
 private enum Synthetic {

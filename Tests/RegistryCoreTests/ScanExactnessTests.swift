@@ -12,12 +12,12 @@ import Testing
     /// `value`, with exact duplicate rows.
     static func registry(
         rows: Int, dimension: Int, identifiers: Int, scoreFunction: ScoreFunction = .dot,
-        _ value: (inout SplitMix, Int, Int) -> Float
+        _ value: (inout SeededGenerator, Int, Int) -> Float
     ) -> RegistryIndex {
         let algorithm = Algorithm(
             version: 9001, name: "test\(dimension)", kind: .vector(dimension: dimension), scoreFunction: scoreFunction, defaultThreshold: 0.5)
         let registry = RegistryIndex(id: 1, algorithm: algorithm, thresholds: Thresholds(authentication: 0.5, identification: 0.5, autoEnrolment: 0.5))
-        var random = SplitMix(state: UInt64(rows * 31 + dimension))
+        var random = SeededGenerator(seed: UInt64(rows * 31 + dimension))
         for row in 0..<rows {
             // Template ids out of row order, as after deletions, so ties must be broken by id.
             let templateId = UInt64((row * 7919) % (rows * 2) + 1)
@@ -76,7 +76,7 @@ import Testing
         let registry = Self.registry(rows: shape.rows, dimension: shape.dimension, identifiers: max(1, shape.rows / 3)) { random, _, _ in
             Float(Int(random.next() % 5) - 2) / 64
         }
-        var random = SplitMix(state: 99)
+        var random = SeededGenerator(seed: 99)
         for q in 0..<6 {
             let query = (0..<shape.dimension).map { _ in Float(Int(random.next() % 5) - 2) / 4 }
             // Thresholds at exact reachable scores (multiples of 1/256), the smallest allowed one, and 1.
@@ -103,7 +103,7 @@ import Testing
         for row in 0..<registry.count { Self.normalise(registry.mutableRow(row), dimension) }
         for q in 0..<5 {
             var query = (0..<dimension).map { i in registry.row(q * 101)[i] }  // a stored row: one clear best
-            var random = SplitMix(state: UInt64(q))
+            var random = SeededGenerator(seed: UInt64(q))
             for i in query.indices { query[i] += Float(random.normal()) * 0.05 }
             query.withUnsafeMutableBufferPointer { Self.normalise($0.baseAddress!, dimension) }
             let threshold: Float = function == .cosine ? 0.05 : 0.52
@@ -126,7 +126,7 @@ import Testing
         let registry = Self.registry(rows: 2_000, dimension: 32, identifiers: 300) { random, _, _ in
             Float(Int(random.next() % 5) - 2) / 64
         }
-        var random = SplitMix(state: 5)
+        var random = SeededGenerator(seed: 5)
         for _ in 0..<20 {
             let query = (0..<32).map { _ in Float(Int(random.next() % 5) - 2) / 4 }
             let own = UInt32(random.next() % 300)
@@ -162,7 +162,7 @@ import Testing
             Float(random.normal())
         }
         for row in 0..<registry.count { Self.normalise(registry.mutableRow(row), 128) }
-        var random = SplitMix(state: UInt64(queries))
+        var random = SeededGenerator(seed: UInt64(queries))
         var rows: [Float] = []
         for _ in 0..<queries {
             var query = (0..<128).map { _ in Float(random.normal()) }
@@ -207,24 +207,5 @@ import Testing
         for i in 0..<dimension { norm += row[i] * row[i] }
         norm = norm.squareRoot()
         for i in 0..<dimension { row[i] /= norm }
-    }
-}
-
-/// Deterministic random numbers for the tests.
-struct SplitMix {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func uniform() -> Double { Double(self.next() >> 11) / Double(1 << 53) }
-
-    mutating func normal() -> Double {
-        (-2 * log(max(self.uniform(), 1e-300))).squareRoot() * cos(2 * Double.pi * self.uniform())
     }
 }

@@ -40,10 +40,7 @@ final class GalleryIndex {
     func ordinal(of identifier: String) -> UInt32? { self.ordinalOf[IdentifierKey(identifier)] }
 
     /// Whether any registry holds the identifier.
-    func contains(_ identifier: String) -> Bool {
-        guard let ordinal = self.ordinalOf[IdentifierKey(identifier)] else { return false }
-        return self.templateCounts[Int(ordinal)] > 0
-    }
+    func contains(_ identifier: String) -> Bool { self.presentOrdinal(of: identifier) != nil }
 
     /// The ordinal of an identifier that any registry holds now (one lookup for both questions).
     func presentOrdinal(of identifier: String) -> UInt32? {

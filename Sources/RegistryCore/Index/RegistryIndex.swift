@@ -76,20 +76,12 @@ final class RegistryIndex {
         }
     }
 
-    /// The rows of an identifier (by ordinal), in no particular order.
-    func rows(of ordinal: UInt32) -> [Int] {
-        guard Int(ordinal) < self.firstRow.count else { return [] }
-        var rows: [Int] = []
-        var row = self.firstRow[Int(ordinal)]
-        while row >= 0 {
-            rows.append(Int(row))
-            row = self.nextRow[Int(row)]
-        }
-        return rows
-    }
-
     /// The template ids of an identifier (by ordinal).
-    func templateIds(of ordinal: UInt32) -> [UInt64] { self.rows(of: ordinal).map { self.templateIds[$0] } }
+    func templateIds(of ordinal: UInt32) -> [UInt64] {
+        var ids: [UInt64] = []
+        self.forEachRow(of: ordinal) { ids.append(self.templateIds[$0]) }
+        return ids
+    }
 
     func row(_ index: Int) -> UnsafePointer<Float> { UnsafePointer(self.rows + index * self.stride) }
 
