@@ -33,6 +33,9 @@ public final class Environment: @unchecked Sendable {
         public var durable: Bool = true
         /// Largest map the environment may grow to; writes beyond it fail with `MDB_MAP_FULL`.
         public var maxMapSize: Int = 1 << 40
+        /// What to do about a damaged data file, said when LMDB's own consistency checks fail (see
+        /// ``Environment``: the process then exits with status 1 instead of aborting).
+        public var damageAdvice: String = "Restore the directory from a backup"
 
         public init() {}
     }
@@ -51,8 +54,11 @@ public final class Environment: @unchecked Sendable {
     private let closed = Atomic<Bool>(false)
     private let currentMapSize: Atomic<Int>
 
-    /// Opens (creating if needed, mode 0600) the environment in directory `path`.
-    /// - Throws: ``LMDBError``; `EBUSY` when this process already has it open.
+    /// Opens (creating if needed, mode 0600) the environment in directory `path`. An existing
+    /// `data.mdb` is checked before LMDB maps it (see ``DataFile``): an empty or truncated file, or one
+    /// whose meta pages are both invalid, is refused; a new one is created only in an empty directory.
+    /// - Throws: ``LMDBError``; `EBUSY` when this or another process has it open, `isDamaged` for a
+    ///   damaged data file, `ENOENT` when `data.mdb` is missing from a non-empty directory.
     public init(path: String, options: Options = Options()) throws(LMDBError) {
         if mkdir(path, 0o700) != 0 && errno != EEXIST {
             throw LMDBError(code: errno, operation: "mkdir(\(path))")
@@ -68,16 +74,36 @@ public final class Environment: @unchecked Sendable {
         // LMDB allows several processes on one environment; the registry does not (each would keep its
         // own index and miss the other's writes), so one process holds an exclusive lock on it.
         let lockFile = open(canonical + "/exclusive.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lockFile >= 0, flock(lockFile, LOCK_EX | LOCK_NB) == 0 else {
+        guard lockFile >= 0 else {
+            // Not "another process has it open": the directory (or the lock file) is not writable, and
+            // the code says why (EACCES, EROFS, …).
             let code = errno
-            if lockFile >= 0 { Glibc.close(lockFile) }
             _ = Self.openPaths.withLock { $0.remove(canonical) }
-            throw LMDBError(code: code == EWOULDBLOCK ? EBUSY : code, operation: "open(\(canonical)): another process has it open")
+            throw LMDBError(code: code, operation: "open(\(canonical)/exclusive.lock)")
+        }
+        guard flock(lockFile, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            Glibc.close(lockFile)
+            _ = Self.openPaths.withLock { $0.remove(canonical) }
+            if code == EWOULDBLOCK { throw LMDBError(code: EBUSY, operation: "open(\(canonical)): another process has it open") }
+            throw LMDBError(code: code, operation: "flock(\(canonical)/exclusive.lock)")
+        }
+        // Under the lock, so no other registry process is writing the file meanwhile.
+        do {
+            try DataFile.check(directory: canonical)
+        } catch {
+            Glibc.close(lockFile)
+            _ = Self.openPaths.withLock { $0.remove(canonical) }
+            throw error
         }
 
         var env: OpaquePointer?
         do {
             try check(mdb_env_create(&env), "mdb_env_create")
+            // liblmdb asserts on pages that are not what it expects (a damaged file), then aborts: say
+            // what happened on standard error and exit instead of dying of SIGABRT.
+            mdb_env_set_userctx(env, strdup("\(canonical)/data.mdb is damaged: LMDB's consistency check failed (\u{1}). \(options.damageAdvice)\n"))
+            mdb_env_set_assert(env, lmdbAssertionFailed)
             try check(mdb_env_set_maxdbs(env, MDB_dbi(options.maxDatabases)), "mdb_env_set_maxdbs")
             try check(mdb_env_set_maxreaders(env, UInt32(options.maxReaders)), "mdb_env_set_maxreaders")
             try check(mdb_env_set_mapsize(env, options.mapSize), "mdb_env_set_mapsize")
@@ -86,7 +112,10 @@ public final class Environment: @unchecked Sendable {
             try check(mdb_env_open(env, canonical, flags, 0o600), "mdb_env_open(\(canonical))")
         } catch {
             // Free the half-made handle and release the path, as GRDB does for a failed open.
-            if let env { mdb_env_close(env) }
+            if let env {
+                free(mdb_env_get_userctx(env))
+                mdb_env_close(env)
+            }
             Glibc.close(lockFile)
             _ = Self.openPaths.withLock { $0.remove(canonical) }
             throw error
@@ -109,7 +138,9 @@ public final class Environment: @unchecked Sendable {
     public func close() {
         guard !self.closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         self.gate.withWriteLock {
+            let message = mdb_env_get_userctx(self.handle)
             mdb_env_close(self.handle)
+            free(message)
         }
         Glibc.close(self.lockFile)
         _ = Self.openPaths.withLock { $0.remove(self.path) }
@@ -258,4 +289,18 @@ public final class Environment: @unchecked Sendable {
             try check(mdb_env_sync(self.handle, 1), "mdb_env_sync")
         }
     }
+}
+
+/// LMDB's assertion callback (`MDB_assert_func`): the environment's message (its user context, where
+/// byte 0x01 stands for the assertion text) on standard error, then exit status 1. Only
+/// async-signal-safe calls: it may run anywhere inside liblmdb.
+private func lmdbAssertionFailed(_ env: OpaquePointer?, _ assertion: UnsafePointer<CChar>?) {
+    if let message = mdb_env_get_userctx(env)?.assumingMemoryBound(to: CChar.self) {
+        let length = strlen(message)
+        let split = strchr(message, 1).map { $0 - message } ?? length
+        _ = write(2, message, split)
+        if let assertion { _ = write(2, assertion, strlen(assertion)) }
+        if split < length { _ = write(2, message + split + 1, length - split - 1) }
+    }
+    _exit(1)
 }

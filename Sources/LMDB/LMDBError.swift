@@ -12,13 +12,18 @@ public struct LMDBError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The C call (and, where useful, its object) that failed, e.g. `"mdb_txn_commit"`.
     public let operation: String
 
-    public init(code: Int32, operation: String) {
+    /// What was found, when the code's own message would mislead (the data file checks at open).
+    public let detail: String?
+
+    public init(code: Int32, operation: String, detail: String? = nil) {
         self.code = code
         self.operation = operation
+        self.detail = detail
     }
 
-    /// LMDB's message for ``code`` (it also knows the system's `errno` messages).
-    public var message: String { String(cString: mdb_strerror(self.code)) }
+    /// ``detail`` when set, else LMDB's message for ``code`` (it also knows the system's `errno`
+    /// messages).
+    public var message: String { self.detail ?? String(cString: mdb_strerror(self.code)) }
 
     public var description: String { "\(self.operation): \(self.message) (\(self.code))" }
 
@@ -34,6 +39,16 @@ public struct LMDBError: Error, Sendable, Hashable, CustomStringConvertible {
     public static let environmentClosed = LMDBError(code: EBADF, operation: "transaction on a closed environment")
     /// See ``environmentClosed``.
     public var isEnvironmentClosed: Bool { self == Self.environmentClosed }
+    /// The data file is damaged or is not an LMDB file: LMDB's own checks (`MDB_CORRUPTED`,
+    /// `MDB_PAGE_NOTFOUND`, `MDB_INVALID`) or the checks at open (see ``Environment/init(path:options:)``).
+    /// `MDB_BAD_TXN` too: this wrapper ends a transaction at its first error, so a transaction LMDB
+    /// finds already failed failed inside LMDB, where a result is dropped (`mdb_cursor_init` ignores
+    /// the page search that loads a named database's root: a page it could not read).
+    public var isDamaged: Bool { [MDB_CORRUPTED, MDB_PAGE_NOTFOUND, MDB_INVALID, MDB_BAD_TXN].contains(self.code) }
+    /// The files are not writable: permission denied, or a read-only file system.
+    public var isNotWritable: Bool { [EACCES, EPERM, EROFS].contains(self.code) }
+    /// The disk failed or filled up under a write (`EIO` is how a full disk often shows at commit).
+    public var isDiskFull: Bool { [ENOSPC, EDQUOT, EIO].contains(self.code) }
     /// Every reader slot is in use.
     public var isReadersFull: Bool { self.code == MDB_READERS_FULL }
 }

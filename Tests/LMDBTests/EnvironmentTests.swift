@@ -173,3 +173,77 @@ private struct Boom: Error {}
         #expect(value == [7, 7])
     }
 }
+
+/// The data file is checked before LMDB maps it: LMDB itself would fault (SIGBUS) on a truncated file
+/// and silently start over on an empty one.
+@Suite struct DataFileCheckTests {
+    /// An environment holding about 1 MiB, closed.
+    private func filledEnvironment() throws -> String {
+        let path = temporaryDirectory()
+        let env = try Environment(path: path)
+        let db = try env.write { txn in try txn.openDatabase("t", create: true) }
+        try env.write { txn in
+            for key in 0..<256 { try txn.put(db, key: [UInt8(key)], value: [UInt8](repeating: UInt8(key), count: 4000)) }
+        }
+        env.close()
+        return path
+    }
+
+    @Test func aTruncatedDataFileIsRefusedBeforeItIsMapped() throws {
+        let path = try self.filledEnvironment()
+        defer { unlink(path + "/exclusive.lock"); removeDirectory(path) }
+        var info = stat()
+        #expect(stat(path + "/data.mdb", &info) == 0)
+        #expect(truncate(path + "/data.mdb", off_t(info.st_size / 2)) == 0)
+        let error = #expect(throws: LMDBError.self) { _ = try Environment(path: path) }
+        #expect(error?.isDamaged == true)
+        #expect(error?.message.contains("truncated") == true, "\(String(describing: error))")
+        // The refusal released the directory: restored, it opens.
+        #expect(truncate(path + "/data.mdb", off_t(info.st_size)) == 0)
+        try Environment(path: path).close()
+    }
+
+    @Test func anEmptyDataFileIsRefusedNotMadeANewEnvironment() throws {
+        let path = try self.filledEnvironment()
+        defer { unlink(path + "/exclusive.lock"); removeDirectory(path) }
+        #expect(truncate(path + "/data.mdb", 0) == 0)
+        let error = #expect(throws: LMDBError.self) { _ = try Environment(path: path) }
+        #expect(error?.isDamaged == true)
+        #expect(error?.message.contains("empty") == true)
+    }
+
+    @Test func bothMetaPagesDamagedIsRefused() throws {
+        let path = try self.filledEnvironment()
+        defer { unlink(path + "/exclusive.lock"); removeDirectory(path) }
+        let fd = open(path + "/data.mdb", O_WRONLY)
+        let zeros = [UInt8](repeating: 0, count: 8192)
+        #expect(zeros.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) } == 8192)
+        close(fd)
+        let error = #expect(throws: LMDBError.self) { _ = try Environment(path: path) }
+        #expect(error?.isDamaged == true)
+        #expect(error?.message.contains("meta page") == true)
+    }
+
+    @Test func lmdbsDamageCodesAreDamage() {
+        for code in [MDB_CORRUPTED, MDB_PAGE_NOTFOUND, MDB_INVALID, MDB_BAD_TXN] {
+            #expect(LMDBError(code: code, operation: "mdb_cursor_get").isDamaged)
+        }
+        #expect(!LMDBError(code: MDB_NOTFOUND, operation: "mdb_get").isDamaged)
+        #expect(LMDBError(code: EIO, operation: "mdb_txn_commit").isDiskFull)
+        #expect(LMDBError(code: EROFS, operation: "open").isNotWritable)
+    }
+
+    @Test func aNewEnvironmentIsCreatedOnlyInAnEmptyDirectory() throws {
+        let path = temporaryDirectory()
+        defer { unlink(path + "/notes.txt"); unlink(path + "/exclusive.lock"); removeDirectory(path) }
+        let file = open(path + "/notes.txt", O_WRONLY | O_CREAT, 0o600)
+        close(file)
+        let error = #expect(throws: LMDBError.self) { _ = try Environment(path: path) }
+        #expect(error?.code == ENOENT)
+        #expect(error?.message.contains("notes.txt") == true)
+        unlink(path + "/notes.txt")
+        try Environment(path: path).close()
+        // Reopening the store it made is not creating one.
+        try Environment(path: path).close()
+    }
+}
