@@ -2,7 +2,7 @@ import Testing
 
 @testable import RegistryCore
 
-/// DESIGN §4 authenticate, one rule per test.
+/// the README's engine behaviour authenticate, one rule per test.
 @Suite struct AuthenticateTests {
     @Test func anUnregisteredIdentifierFailsBeforeAnythingIsCompared() async throws {
         try await withEngine { engine in

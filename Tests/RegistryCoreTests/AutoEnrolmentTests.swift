@@ -2,7 +2,7 @@ import Testing
 
 @testable import RegistryCore
 
-/// DESIGN §4 auto-enrolment through identify, one rule per test.
+/// the README's engine behaviour auto-enrolment through identify, one rule per test.
 @Suite struct AutoEnrolmentTests {
     /// arcface thresholds 0.8 (auto-enrolment `arcfaceAuto`), dlib 0.75; alice and bob in arcface only,
     /// both one flip from the probe (0.875), alice registered first so she is the top result.

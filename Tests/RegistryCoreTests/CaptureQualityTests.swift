@@ -2,7 +2,7 @@ import Testing
 
 @testable import RegistryCore
 
-/// The capture quality score of seeds/002 (DESIGN §9): each normalisation at its boundaries and
+/// The capture quality score of the capture quality design: each normalisation at its boundaries and
 /// midpoint, the weights, renormalisation, rating bands, the weakest component, missing inputs.
 @Suite struct CaptureQualityTests {
     /// A capture on which every component normalises to 1.0: confidence 1, the face 25 % of the image

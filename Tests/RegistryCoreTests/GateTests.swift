@@ -42,7 +42,7 @@ let poorCapture = CaptureMetadata(
     detectorConfidence: 0.3, faceBox: FaceBox(x: 0, y: 0, width: 40, height: 40), imageWidth: 1920, imageHeight: 1080,
     yaw: 40, pitch: 0, roll: 0)
 
-/// The capture gates of DESIGN §9 enforced by the engine.
+/// The capture gates (README) enforced by the engine.
 @Suite struct GateTests {
     static let gated = GalleryConfiguration(
         name: "gated",
@@ -234,7 +234,7 @@ let poorCapture = CaptureMetadata(
                 }
                 var templates: [([UInt8], TemplateRecord)] = []
                 try txn.forEach(engine.store.templates) { key, value in
-                    templates.append((Array(key), try TemplateRecord(decoding: value)))
+                    templates.append((Array(key), try TemplateRecord(decoding: value, id: try Store.templateId(key))))
                     return .continue
                 }
                 for (key, record) in templates {
@@ -254,7 +254,8 @@ let poorCapture = CaptureMetadata(
         let engine = try RegistryEngine(path: directory.path)
         defer { engine.close() }
         let version = try engine.store.environment.read { txn in try engine.store.readUInt32(txn, Keys.schemaVersion) }
-        #expect(version == 2)
+        #expect(version == Store.schemaVersion)
+        #expect(try await engine.verify().problems.isEmpty)
         let lena = try engine.templates(identifier: "lena")
         guard case .landmarks(let sent) = landmarkFace(seed: 1).data else { return }
         #expect(lena.first?.landmarkQuality == LandmarkAlgorithm.quality(try LandmarkAlgorithm.dense(from: sent)))

@@ -2,7 +2,7 @@ import Testing
 
 @testable import RegistryCore
 
-/// DESIGN §4 identify, one rule per test.
+/// the README's engine behaviour identify, one rule per test.
 @Suite struct IdentifyTests {
     /// A gallery where arcface thresholds are 0.8, so identifiers one flip from the probe (0.875) are
     /// found while being only 0.75 to each other (not similar at registration).

@@ -2,7 +2,7 @@ import Testing
 
 @testable import RegistryCore
 
-/// DESIGN §4 register, one rule per test. Scores are exact: see `signs(_:)` in Support.swift.
+/// the README's engine behaviour register, one rule per test. Scores are exact: see `signs(_:)` in Support.swift.
 /// The default gallery's arcface registry uses the algorithm's threshold 0.6 for all three thresholds.
 @Suite struct RegisterTests {
     let probe = arcface()  // the face being registered in most tests

@@ -31,7 +31,7 @@ public enum TemplateKind: Sendable, Hashable {
     case landmarks
 }
 
-/// A face recognition algorithm: a template format and its comparison function (DESIGN §3).
+/// A face recognition algorithm: a template format and its comparison function (README, algorithms).
 ///
 /// Templates of one algorithm are only ever compared with templates of the same algorithm.
 public struct Algorithm: Sendable, Hashable, CustomStringConvertible {
@@ -69,12 +69,12 @@ public struct Algorithm: Sendable, Hashable, CustomStringConvertible {
     /// dlib (legacy): 128 floats, (cos + 1) / 2, threshold 0.8.
     public static let dlib = Algorithm(
         version: 16, name: "dlib", kind: .vector(dimension: 128), scoreFunction: .halfCosine, defaultThreshold: 0.8)
-    /// R300: normalised vectors compared by dot product, threshold 0.6. DESIGN leaves its length open
+    /// R300: normalised vectors compared by dot product, threshold 0.6. the origin API leaves its length open
     /// ("N floats"); 512 is the length of the current ArcFace-R100-class models it stands for, and other
     /// lengths are configured as their own algorithms.
     public static let r300 = Algorithm(
         version: 300, name: "r300", kind: .vector(dimension: 512), scoreFunction: .dot, defaultThreshold: 0.6)
-    /// The weighted 3-D landmark algorithm of seeds/000, threshold 0.65.
+    /// The weighted 3-D landmark algorithm of the CoMa landmark matcher, threshold 0.65.
     public static let landmarks = Algorithm(
         version: 1000, name: "landmarks", kind: .landmarks, scoreFunction: .dot, defaultThreshold: 0.65)
 

@@ -40,9 +40,9 @@ public struct FaceTemplate: Sendable, Hashable, CustomStringConvertible, CustomR
 /// what the client measured about the capture (quality inputs, depth frames for liveness).
 public struct Face: Sendable, Hashable, CustomStringConvertible {
     public var templates: [FaceTemplate]
-    /// The detector's report on the capture (seeds/002 quality inputs).
+    /// The detector's report on the capture (the quality inputs of the capture quality design).
     public var capture: CaptureMetadata?
-    /// Depth frames in capture order (seeds/003-004 liveness).
+    /// Depth frames in capture order (for the depth liveness gate).
     public var depthFrames: [DepthFrame]
 
     public init(templates: [FaceTemplate], capture: CaptureMetadata? = nil, depthFrames: [DepthFrame] = []) {
@@ -78,7 +78,7 @@ struct PreparedTemplate: Sendable {
     let row: [Float]
     /// Landmark presence mask (0 for vectors).
     let mask: UInt32
-    /// The landmark symmetry/coverage score (seeds/000) of a landmark template, else nil.
+    /// The landmark symmetry/coverage score (the CoMa landmark matcher) of a landmark template, else nil.
     let landmarkQuality: Float?
 
     /// Validates `template` against `algorithm` and prepares it.
@@ -102,6 +102,14 @@ struct PreparedTemplate: Sendable {
             throw .wrongKind(expected: "a vector of \(dimension) values")
         case (.landmarks, .vector):
             throw .wrongKind(expected: "named landmarks")
+        }
+    }
+
+    /// The bytes of a stored payload of `algorithm` (opened, when the store is encrypted).
+    static func payloadSize(of algorithm: Algorithm) -> Int {
+        switch algorithm.kind {
+        case .vector: 4 * algorithm.rowStride
+        case .landmarks: 4 + 4 * algorithm.rowStride
         }
     }
 

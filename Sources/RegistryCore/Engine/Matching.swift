@@ -52,7 +52,7 @@ enum Matching {
         var bestOther: (identifier: String, hit: Hit)?
         var bestOwn: Hit?
 
-        /// Applies DESIGN §4 (1) then (2): similar face wins over mismatch.
+        /// Applies the README's engine behaviour (1) then (2): similar face wins over mismatch.
         func finding(algorithm: UInt32, thresholds: Thresholds) -> RegistrationFinding? {
             if let other = self.bestOther, other.hit.score >= thresholds.identification {
                 return RegistrationFinding(algorithm: algorithm, kind: .similarFace(identifier: other.identifier, score: other.hit.score))

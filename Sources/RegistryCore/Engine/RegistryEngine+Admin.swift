@@ -200,7 +200,7 @@ extension RegistryEngine {
             var more = false
             var records: [(UInt64, TemplateRecord)] = []
             try txn.forEach(self.store.templates, from: Keys.template(after &+ 1)) { key, value in
-                let record = try TemplateRecord(decoding: value)
+                let record = try TemplateRecord(decoding: value, id: try Store.templateId(key))
                 guard record.galleryId == galleryId else { return .continue }
                 if records.count == limit {
                     more = true
@@ -240,45 +240,127 @@ extension RegistryEngine {
         return stat(path + "/data.mdb", &info) == 0 ? Int(info.st_size) : 0
     }
 
-    /// Re-reads every stored template and checks it against the in-memory index: every record has its
-    /// row, with the same data, and every row has its record. Runs between group commits, so the store
-    /// and the index are at the same point.
+    /// Checks the store against itself, then the index against the store. Runs between group commits,
+    /// so the store and the index are at the same point.
+    ///
+    /// The store: every template record matches its checksum and belongs to a stored gallery's
+    /// registry; its payload parts run 0, 1, … and match the record's payload checksum, open with the
+    /// store's key and have the algorithm's size; no payload part lacks a record; the identifier index
+    /// and the template records list the same templates with the same identifier and registry. The
+    /// index: every template has its row, with the same data, and no row lacks a template. Problems
+    /// name template ids, identifiers and registries, never template data.
     /// - Returns: the number of templates checked and a description of each problem found.
     public func verify() async throws -> (checked: Int, problems: [String]) {
         try await self.write(exclusive: true) { txn, _ in
             var problems: [String] = []
-            var checked = 0
-            var registries: [UInt32: RegistryIndex] = [:]
-            for gallery in self.state.values {
-                for registry in gallery.registries { registries[registry.id] = registry }
+            // The registries as the store defines them (not as the index loaded them).
+            var storedRegistries: [UInt32: (galleryId: UInt32, algorithm: Algorithm?)] = [:]
+            for (name, gallery) in try self.store.storedGalleries(txn) {
+                for entry in gallery.registries {
+                    let algorithm = try? self.catalog.algorithm(version: entry.algorithm)
+                    if algorithm == nil { problems.append("gallery '\(name)' has a registry of unknown algorithm \(entry.algorithm)") }
+                    storedRegistries[entry.id] = (gallery.id, algorithm)
+                }
             }
-            var seen: [UInt32: Int] = [:]
-            let rowsByTemplate = registries.mapValues { $0.rowsByTemplate() }
+            var records: [UInt64: TemplateRecord] = [:]
+            var checked = 0
             try txn.forEach(self.store.templates) { key, value in
-                let id = key.loadBigEndian(as: UInt64.self)
                 checked += 1
-                let record = try TemplateRecord(decoding: value)
-                guard let registry = registries[record.registryId], let row = rowsByTemplate[record.registryId]?[id] else {
-                    problems.append("template \(id) is stored but not in the index")
-                    return .continue
+                do {
+                    let id = try Store.templateId(key)
+                    records[id] = try TemplateRecord(decoding: value, id: id)
+                } catch let corruption as StoreCorruption {
+                    problems.append(corruption.description)
                 }
-                seen[registry.id, default: 0] += 1
-                let payload = try self.store.payload(txn, id: id)
-                let expected: [Float] = payload.withUnsafeBytes { bytes in
-                    switch PreparedTemplate.decodePayload(bytes, algorithm: registry.algorithm) {
-                    case .vector(let values): return values  // stored prepared
-                    case .landmarks: return registry.isLandmarks ? Self.normalisedLandmarks(bytes) : []
-                    }
-                }
-                let actual = Array(UnsafeBufferPointer(start: registry.row(row), count: registry.stride))
-                if expected != actual { problems.append("template \(id) differs between the store and the index") }
                 return .continue
             }
-            for (id, registry) in registries where registry.count != seen[id, default: 0] {
-                problems.append("the \(registry.algorithm) registry indexes \(registry.count) templates, the store has \(seen[id, default: 0])")
+            for (id, record) in records.sorted(by: { $0.key < $1.key }) {
+                guard let (galleryId, algorithm) = storedRegistries[record.registryId], galleryId == record.galleryId else {
+                    problems.append("template \(id) belongs to registry \(record.registryId), which its gallery does not have")
+                    continue
+                }
+                do {
+                    let payload = try self.store.payload(txn, id: id)
+                    if let algorithm, payload.count != PreparedTemplate.payloadSize(of: algorithm) {
+                        problems.append("template \(id) has \(payload.count) payload bytes, expected \(PreparedTemplate.payloadSize(of: algorithm))")
+                    }
+                } catch let corruption as StoreCorruption {
+                    problems.append(corruption.description)
+                } catch let error as LMDBError {
+                    throw error  // the writer must see it (a map to grow, a closed store)
+                } catch {
+                    problems.append("template \(id) does not open with the store's key")
+                }
             }
+            try txn.forEach(self.store.vectors) { key, _ in
+                guard let (id, part) = try? Store.vectorPart(key) else {
+                    problems.append("a payload key of \(key.count) bytes")
+                    return .continue
+                }
+                if part == 0 && records[id] == nil { problems.append("payload of template \(id) has no record") }
+                return .continue
+            }
+            var indexed = Set<UInt64>()
+            try txn.forEach(self.store.identifiers) { key, value in
+                guard key.count >= 14, key[key.count - 9] == 0, value.count == 4 else {
+                    problems.append("an identifier-index entry of \(key.count) bytes does not decode")
+                    return .continue
+                }
+                let galleryId = key.loadBigEndian(as: UInt32.self)
+                let identifier = String(decoding: UnsafeRawBufferPointer(rebasing: key[4..<(key.count - 9)]), as: UTF8.self)
+                let id = key.loadBigEndian(at: key.count - 8, as: UInt64.self)
+                let registryId = UInt32(littleEndian: value.loadUnaligned(as: UInt32.self))
+                indexed.insert(id)
+                guard let record = records[id] else {
+                    problems.append("the identifier index lists template \(id) of '\(identifier)', which has no record")
+                    return .continue
+                }
+                if record.galleryId != galleryId || record.identifier != identifier || record.registryId != registryId {
+                    problems.append("the identifier index and the record of template \(id) disagree on its gallery, identifier or registry")
+                }
+                return .continue
+            }
+            for id in records.keys.sorted() where !indexed.contains(id) {
+                problems.append("template \(id) is missing from the identifier index")
+            }
+            problems += self.compareIndex(with: records, txn)
             return (checked, problems)
         }
+    }
+
+    /// The index against the (checked) store: every template record has its row with the same data,
+    /// and every registry has as many rows as the store has records for it.
+    private func compareIndex(with records: [UInt64: TemplateRecord], _ txn: borrowing Transaction) -> [String] {
+        var problems: [String] = []
+        var registries: [UInt32: RegistryIndex] = [:]
+        for gallery in self.state.values {
+            for registry in gallery.registries { registries[registry.id] = registry }
+        }
+        var seen: [UInt32: Int] = [:]
+        let rowsByTemplate = registries.mapValues { $0.rowsByTemplate() }
+        for (id, record) in records.sorted(by: { $0.key < $1.key }) {
+            guard let registry = registries[record.registryId], let row = rowsByTemplate[record.registryId]?[id] else {
+                problems.append("template \(id) is stored but not in the index")
+                continue
+            }
+            seen[registry.id, default: 0] += 1
+            // A payload that fails its checks was reported by the store pass.
+            guard let payload = try? self.store.payload(txn, id: id), payload.count == PreparedTemplate.payloadSize(of: registry.algorithm) else {
+                continue
+            }
+            let expected: [Float] = payload.withUnsafeBytes { bytes in
+                switch PreparedTemplate.decodePayload(bytes, algorithm: registry.algorithm) {
+                case .vector(let values): return values  // stored prepared
+                case .landmarks: return registry.isLandmarks ? Self.normalisedLandmarks(bytes) : []
+                }
+            }
+            let actual = Array(UnsafeBufferPointer(start: registry.row(row), count: registry.stride))
+            if expected != actual { problems.append("template \(id) differs between the store and the index") }
+        }
+        for (id, registry) in registries where registry.count != seen[id, default: 0] {
+            problems.append("the \(registry.algorithm) registry indexes \(registry.count) templates, the store has \(seen[id, default: 0])")
+        }
+        return problems
     }
 
     /// A stored landmark payload (mask, raw coordinates) normalised as the index holds it.
@@ -293,7 +375,7 @@ extension RegistryEngine {
     // MARK: Liveness profiles
 
     /// Enrols (or re-enrols) an identifier's liveness profile from depth frames captured over the
-    /// enrolment poses (seeds/003), with the gallery's k unless `k` is given.
+    /// enrolment poses (the liveness enrolment design), with the gallery's k unless `k` is given.
     /// - Throws: ``RegistryError``: `identifierNotRegistered`; `malformedRequest` naming the pose and
     ///   the problem when the frames are too few or fail the fixed checks.
     @discardableResult

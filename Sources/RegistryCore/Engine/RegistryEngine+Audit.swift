@@ -75,10 +75,19 @@ extension RegistryEngine {
 
     /// The newest audit entries matching `query`, oldest first.
     public func auditEntries(_ query: AuditQuery) async throws -> [AuditEntry] {
-        guard (1...100_000).contains(query.limit) else { throw RegistryError.malformedRequest("limit must be within 1...100000") }
-        // Entries waiting for their lazy flush ride along with this (empty) write: the answer
-        // includes every operation finished before the query.
+        try await self.flushAudit()
+        return try self.auditEntriesFlushed(query)
+    }
+
+    /// Writes the audit entries waiting for their lazy flush: they ride along with an empty write.
+    public func flushAudit() async throws {
         try await self.write { _, _ in () }
+    }
+
+    /// The newest audit entries matching `query`, oldest first, as stored now (without flushing the
+    /// waiting ones; a blocking read of the store, for a thread that may block).
+    public func auditEntriesFlushed(_ query: AuditQuery) throws -> [AuditEntry] {
+        guard (1...100_000).contains(query.limit) else { throw RegistryError.malformedRequest("limit must be within 1...100000") }
         return try self.readStore { txn in
             var matches: [AuditEntry] = []
             let start = query.since.map { [UInt8](bigEndian: UInt64(bitPattern: $0)) } ?? []

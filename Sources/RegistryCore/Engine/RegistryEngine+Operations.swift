@@ -52,7 +52,7 @@ extension RegistryEngine {
 
     // MARK: Register
 
-    /// Registers a face under an identifier (DESIGN §4): for each template, in its registry, (1) a
+    /// Registers a face under an identifier (README, engine behaviour): for each template, in its registry, (1) a
     /// template of another identifier scoring ≥ the identification threshold refuses it with
     /// `SIMILAR_FACE_REGISTERED` naming the best-scoring such identifier; else (2) if the identifier
     /// has templates there and none scores ≥ the authentication threshold, `FACE_MISMATCH` with the
@@ -195,7 +195,7 @@ extension RegistryEngine {
 
     // MARK: Identify
 
-    /// Identifies a face (DESIGN §4): the identifiers whose best template scores ≥ the identification
+    /// Identifies a face (README, engine behaviour): the identifiers whose best template scores ≥ the identification
     /// threshold, one per identifier, best first, ties in registration order.
     ///
     /// - Parameters:
@@ -253,7 +253,7 @@ extension RegistryEngine {
 
     // MARK: Authenticate
 
-    /// Authenticates a face as `identifier` (DESIGN §4): `IDENTIFIER_NOT_REGISTERED` when no registry
+    /// Authenticates a face as `identifier` (README, engine behaviour): `IDENTIFIER_NOT_REGISTERED` when no registry
     /// of the gallery holds it (checked before any comparison); otherwise the first registry in
     /// priority order that holds the identifier and for which the face has a template decides, by
     /// comparing with that identifier's templates only. One registry decides, rather than "any of

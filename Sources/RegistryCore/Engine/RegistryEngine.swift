@@ -4,7 +4,7 @@ import Locks
 import Synchronization
 
 /// The face template registry: galleries of tagged templates for several algorithms, stored in LMDB,
-/// with the register / identify / authenticate semantics of DESIGN §4.
+/// with the register / identify / authenticate semantics of the README's engine behaviour.
 ///
 /// ## Concurrency
 /// - **Writes** (register, import, auto-enrolment, deletions, gallery definitions) are queued to one
@@ -35,27 +35,37 @@ public final class RegistryEngine: @unchecked Sendable {
 
     /// Opens (creating if needed) the store in directory `path` and loads the index.
     /// - Throws: ``RegistryError`` for a configuration the store cannot be opened with (a newer schema,
-    ///   an algorithm whose stored registries the configuration no longer defines or changed), or an
-    ///   `LMDBError` when the environment cannot be opened (e.g. `EBUSY`: already open in this process).
+    ///   an algorithm whose stored registries the configuration no longer defines or changed), for a
+    ///   damaged store (an empty or truncated data file, a record or payload failing its checksum: the
+    ///   message names it and says to restore from a backup) and for files it may not write; or an
+    ///   `LMDBError` when the environment cannot be opened otherwise (e.g. `EBUSY`: already open).
     public init(path: String, configuration: EngineConfiguration = EngineConfiguration()) throws {
         self.catalog = try AlgorithmCatalog(configured: configuration.algorithms)
         self.auditRetention = configuration.auditRetention
-        self.store = try Store(path: path, configuration: configuration)
+        // What liblmdb cannot check (wild page pointers in a damaged file) faults; say what it means.
+        let fault = "the store in \(path) is probably damaged: reading it at start-up faulted. \(RegistryError.restoreAdvice)"
         do {
-            try self.store.environment.write { txn in
-                try self.store.prepareSchema(txn)
-                try self.checkEncryption(txn, key: configuration.encryptionKey)
-                try self.reconcileAlgorithms(txn)
-                if try txn.get(self.store.galleries, key: Array(GalleryConfiguration.defaultName.utf8)) == nil {
-                    _ = try self.writeGallery(txn, configuration.defaultGallery, existing: nil)
+            self.store = try FaultReport.during(fault) { try Store(path: path, configuration: configuration) }
+        } catch {
+            throw RegistryError.opening(path, error)
+        }
+        do {
+            try FaultReport.during(fault) {
+                try self.store.environment.write { txn in
+                    try self.store.prepareSchema(txn)
+                    try self.checkEncryption(txn, key: configuration.encryptionKey)
+                    try self.reconcileAlgorithms(txn)
+                    if try txn.get(self.store.galleries, key: Array(GalleryConfiguration.defaultName.utf8)) == nil {
+                        _ = try self.writeGallery(txn, configuration.defaultGallery, existing: nil)
+                    }
                 }
+                try self.load()
             }
-            try self.load()
             // Identification never reads LMDB: the pages the load walked need not stay mapped.
             self.store.environment.releaseResidentPages()
         } catch {
             self.store.close()
-            throw error
+            throw RegistryError.opening(path, error)
         }
         self.writer = WriteQueue(maximumBatch: configuration.maximumBatch) { [unowned self] batch in
             self.run(batch)
@@ -338,7 +348,10 @@ public final class RegistryEngine: @unchecked Sendable {
                 }
                 self.state[name] = gallery
             }
-            let galleriesById = Dictionary(uniqueKeysWithValues: self.state.values.map { ($0.id, $0) })
+            // Two records claiming one id would trap `uniqueKeysWithValues`: refuse them instead.
+            let galleriesById = try Dictionary(self.state.values.map { ($0.id, $0) }) { first, _ in
+                throw StoreCorruption("two galleries have id \(first.id)")
+            }
             try txn.forEach(self.store.profiles) { key, value in
                 guard key.count > 4, let gallery = galleriesById[key.loadBigEndian(as: UInt32.self)] else { return .continue }
                 let identifier = String(decoding: UnsafeRawBufferPointer(rebasing: key[4...]), as: UTF8.self)
@@ -349,6 +362,11 @@ public final class RegistryEngine: @unchecked Sendable {
             // Every registry reserves room for all templates: address space only (the row buffers
             // are mappings whose pages are touched as rows are written), so no buffer regrows.
             let total = try txn.count(self.store.templates)
+            // The count comes from the database's own record: bound it by what the file can hold (a
+            // record and its key take more than 32 bytes) before reserving memory for it.
+            guard total >= 0, total <= self.store.environment.usedBytes / 32 else {
+                throw StoreCorruption("the template database claims \(total) records, more than data.mdb can hold")
+            }
             let list = Array(registries.values.map(\.1))
             let position = Dictionary(uniqueKeysWithValues: list.enumerated().map { ($1.id, $0) })
             for registry in list { registry.reserve(total) }
@@ -365,12 +383,14 @@ public final class RegistryEngine: @unchecked Sendable {
                 var placed = 0
                 do {
                     try txn.forEach(self.store.templates) { key, value in
-                        let id = key.loadBigEndian(as: UInt64.self)
-                        let record = try TemplateRecord(decoding: value)
-                        guard let (gallery, registry) = registries[record.registryId], placed < total else {
+                        let id = try Store.templateId(key)
+                        let record = try TemplateRecord(decoding: value, id: id)
+                        guard placed < total else { throw StoreCorruption("more template records than the database counts") }
+                        guard let (gallery, registry) = registries[record.registryId], gallery.id == record.galleryId else {
                             throw StoreCorruption("template \(id) belongs to registry \(record.registryId), which no gallery has")
                         }
-                        placements[placed] = Placement(id: id, registry: position[registry.id]!, row: registry.count)
+                        placements[placed] = Placement(
+                            id: id, registry: position[registry.id]!, row: registry.count, checksum: record.payloadChecksum)
                         gallery.add(to: registry, templateId: id, identifier: record.identifier, mask: 0) { _ in }
                         placed += 1
                         progress.publish(placed)
@@ -394,6 +414,8 @@ private struct Placement {
     var id: UInt64
     var registry: Int
     var row: Int
+    /// The payload checksum of the template's record.
+    var checksum: UInt32
 }
 
 /// How far the record pass has placed templates, for the payload pass following it.
@@ -466,12 +488,18 @@ private final class PayloadLoader: @unchecked Sendable {
         var next = 0
         var filled = 0
         var scratch: [UInt8] = []
+        // The checksum of the current template's stored parts, checked against its record's.
+        var crc = CRC32C()
         // Plain vector payloads are copied part by part straight into their row; landmark payloads
         // (normalised on load) and sealed payloads (opened first) are gathered in `scratch`.
         let sealed = self.store.cipher.withLock { $0 != nil }
         func finish(_ placement: Placement) throws {
             let registry = self.registries[placement.registry]
-            let expected = registry.isLandmarks ? 4 + 4 * registry.stride : 4 * registry.stride
+            let expected = PreparedTemplate.payloadSize(of: registry.algorithm)
+            guard crc.value == placement.checksum else {
+                throw StoreCorruption("template \(placement.id): its payload does not match its checksum")
+            }
+            crc = CRC32C()
             if sealed {
                 do {
                     scratch = try self.store.openPayload(scratch, id: placement.id)
@@ -501,7 +529,7 @@ private final class PayloadLoader: @unchecked Sendable {
             scratch.removeAll(keepingCapacity: true)
         }
         try txn.forEach(self.store.vectors) { key, value in
-            let id = key.loadBigEndian(as: UInt64.self) >> 8
+            let (id, _) = try Store.vectorPart(key)
             while self.progress.wait(for: next) && self.placements[next].id < id {
                 try finish(self.placements[next])
                 next += 1
@@ -512,6 +540,7 @@ private final class PayloadLoader: @unchecked Sendable {
             }
             let placement = self.placements[next]
             let registry = self.registries[placement.registry]
+            crc.update(value)
             if sealed || registry.isLandmarks {
                 scratch.append(contentsOf: value)
             } else {

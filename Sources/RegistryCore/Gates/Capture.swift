@@ -14,7 +14,7 @@ public struct FaceBox: Sendable, Hashable {
 }
 
 /// What the client's face detector reported about the capture a face's templates came from: the
-/// inputs of the capture quality score (seeds/002). Every field is optional on the wire; the quality
+/// inputs of the capture quality score (the capture quality design). Every field is optional on the wire; the quality
 /// score needs the four core inputs (confidence, face and image size, angles) and uses sharpness and
 /// lighting when present.
 public struct CaptureMetadata: Sendable, Hashable {

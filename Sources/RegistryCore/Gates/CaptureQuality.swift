@@ -1,4 +1,4 @@
-// The capture quality score of seeds/002 (DESIGN §9, quality gate): a weighted mean of six
+// The capture quality score of the capture quality design (the capture-gates design, quality gate): a weighted mean of six
 // normalised components computed from the client detector's `CaptureMetadata`.
 //
 // Every normalisation maps its input linearly between a 0.0 point and a 1.0 point and clamps to
@@ -81,7 +81,7 @@ public struct QualityAssessment: Sendable, Hashable {
     }
 }
 
-/// The weighted face capture quality score (seeds/002).
+/// The weighted face capture quality score (the capture quality design).
 public enum CaptureQuality {
     // MARK: Normalisation points (input at 0.0, input at 1.0)
 

@@ -1,5 +1,5 @@
-// The depth liveness gate (seeds/004, DESIGN.md §9): nine checks over 10 × 10 depth grids, four
-// mandatory and five optional, with fixed thresholds or an identifier's personalised ones (seeds/003,
+// The depth liveness gate (the depth liveness design, the capture-gates design): nine checks over 10 × 10 depth grids, four
+// mandatory and five optional, with fixed thresholds or an identifier's personalised ones (the liveness enrolment design,
 // see LivenessProfile.swift).
 //
 // Depth grids describe a face's shape, so nothing here prints depth values: verdicts carry only the
@@ -50,7 +50,7 @@ public struct DepthStatistics: Sendable, Hashable {
 
 // MARK: - Checks and verdict
 
-/// The nine liveness checks of seeds/004, in report order: the four mandatory ones first (all must
+/// The nine liveness checks of the depth liveness design, in report order: the four mandatory ones first (all must
 /// pass), then the five optional ones (at least ``DepthLiveness/minimumOptionalPassed`` must pass).
 ///
 /// The per-frame checks look at the LAST frame of the capture; `temporalConsistency` and
@@ -96,12 +96,12 @@ public enum LivenessCheck: String, CaseIterable, Sendable {
 
 /// Which thresholds decided a verdict.
 public enum LivenessThresholdSource: String, Sendable, Hashable {
-    /// The fixed thresholds of seeds/004 (no profile was given).
+    /// The fixed thresholds of the depth liveness design (no profile was given).
     case fixed
     /// The identifier's personalised thresholds (its ``LivenessProfile``), and the face was live.
     case personalised
     /// The personalised evaluation was not live, so the fixed thresholds were applied to the last frame
-    /// (seeds/004 "fallback"); this verdict is the fixed one, live or not.
+    /// (the depth liveness design "fallback"); this verdict is the fixed one, live or not.
     case fixedFallback
 }
 
@@ -190,9 +190,9 @@ public struct LivenessVerdict: Sendable, Hashable {
 
 // MARK: - Evaluation
 
-/// The depth liveness checks (seeds/004) and their evaluation with fixed or personalised thresholds.
+/// The depth liveness checks (the depth liveness design) and their evaluation with fixed or personalised thresholds.
 public enum DepthLiveness {
-    /// The fixed thresholds of seeds/004, metres.
+    /// The fixed thresholds of the depth liveness design, metres.
     public enum Fixed {
         public static let realisticDepth: ClosedRange<Float> = 0.2...3.0
         public static let minimumCenterStdDev: Float = 0.005

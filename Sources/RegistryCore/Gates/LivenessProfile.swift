@@ -1,7 +1,7 @@
-// Liveness enrolment and personalised thresholds (seeds/003, DESIGN.md §9): an identifier captures depth
+// Liveness enrolment and personalised thresholds (the liveness enrolment design, the capture-gates design): an identifier captures depth
 // frames over seven poses; the statistics of those frames become its personalised check ranges.
 
-/// The poses of liveness enrolment (seeds/003), each captured over several frames.
+/// The poses of liveness enrolment (the liveness enrolment design), each captured over several frames.
 public enum EnrolmentPose: String, CaseIterable, Sendable {
     case center, left, right, up, down, closer, further
 }
@@ -63,7 +63,7 @@ public enum LivenessProfileDecodingError: Error, Sendable, Hashable, CustomStrin
     }
 }
 
-/// An identifier's personalised liveness thresholds (seeds/003).
+/// An identifier's personalised liveness thresholds (the liveness enrolment design).
 ///
 /// For each of the seven statistics of ``DepthStatistics`` the profile holds the range
 /// mean ± k·std (population std) of that statistic over ALL enrolment frames, every pose together,

@@ -1,4 +1,4 @@
-/// One line of the audit trail (DESIGN §7): who (uid, pid) did what to which identifiers, when, and
+/// One line of the audit trail (PROTOCOL.md): who (uid, pid) did what to which identifiers, when, and
 /// the outcome. Never template data.
 public struct AuditEntry: Sendable, Hashable {
     /// Microseconds since the Unix epoch.

@@ -1,4 +1,4 @@
-/// The three thresholds of a registry (DESIGN §4). A score equal to a threshold passes.
+/// The three thresholds of a registry (README, engine behaviour). A score equal to a threshold passes.
 public struct Thresholds: Sendable, Hashable {
     public var authentication: Float
     public var identification: Float
@@ -52,12 +52,12 @@ public struct RegistryConfiguration: Sendable, Hashable {
     }
 }
 
-/// Which operations of a gallery need a live face (depth liveness, DESIGN §9).
+/// Which operations of a gallery need a live face (depth liveness, the capture-gates design).
 public struct LivenessPolicy: Sendable, Hashable {
     public var authenticate: Bool
     public var identify: Bool
     public var register: Bool
-    /// Also require two of seeds/004's optional checks: a non-planar surface (`depthDistribution`)
+    /// Also require two of the depth liveness design's optional checks: a non-planar surface (`depthDistribution`)
     /// and micro-movement across frames (`microMovement`). The seed's 3-of-5 rule alone accepts a
     /// photo held at about 26° or more and a static mask; strict mode refuses both.
     public var strict: Bool

@@ -4,7 +4,7 @@ enum Names {
     static let maximumIdentifierBytes = 256
     static let maximumGalleryBytes = 64
 
-    /// An identifier is UTF-8 of 1…256 bytes with no control characters (DESIGN §2).
+    /// An identifier is UTF-8 of 1…256 bytes with no control characters (PROTOCOL.md, names).
     static func validateIdentifier(_ identifier: String) throws(RegistryError) {
         let bytes = identifier.utf8.count
         guard bytes > 0 else { throw .malformedRequest("identifier is empty") }

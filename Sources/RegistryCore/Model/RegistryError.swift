@@ -1,12 +1,12 @@
 import Glibc
 import LMDB
 
-/// A refused or failed registry operation: a stable code (DESIGN §6), a human message, and the
+/// A refused or failed registry operation: a stable code (PROTOCOL.md §5), a human message, and the
 /// structured details a client needs to act on it.
 ///
 /// Messages name identifiers, algorithms, galleries and scores; never template values.
 public struct RegistryError: Error, Sendable, CustomStringConvertible {
-    /// The stable error codes of DESIGN §6 (the engine produces a subset; the daemon and the client
+    /// The stable error codes of PROTOCOL.md §5 (the engine produces a subset; the daemon and the client
     /// library use the rest).
     public enum Code: String, Sendable, Hashable, CaseIterable {
         case similarFaceRegistered = "SIMILAR_FACE_REGISTERED"
@@ -25,6 +25,8 @@ public struct RegistryError: Error, Sendable, CustomStringConvertible {
         case storageFull = "STORAGE_FULL"
         case shuttingDown = "SHUTTING_DOWN"
         case `internal` = "INTERNAL"
+        /// The daemon serves its maximum number of connections: retry later.
+        case tooManyConnections = "TOO_MANY_CONNECTIONS"
     }
 
     /// Structured details, by code.
@@ -97,14 +99,45 @@ public struct RegistryError: Error, Sendable, CustomStringConvertible {
         if error.isMapFull {
             return RegistryError(.storageFull, "the store reached its maximum size (\(error))")
         }
-        if error.code == ENOSPC || error.code == EDQUOT {
-            return RegistryError(.storageFull, "the disk holding the store is full (\(error))")
+        if error.isDiskFull {
+            // EIO included: a full file system often fails the commit's write or fsync with it, and a
+            // disk that fails writes leaves the client in the same place (retry later, elsewhere).
+            return RegistryError(.storageFull, "the disk holding the store is full or failing (\(error))")
         }
+        if error.isNotWritable {
+            let what = error.code == EROFS ? "is on a read-only file system" : "is not writable (permission denied)"
+            return RegistryError(.internal, "the store \(what): \(error)")
+        }
+        if error.isDamaged { return .damagedStore("\(error)") }
         return RegistryError(.internal, "storage error: \(error)")
+    }
+
+    /// The documented recovery from a damaged store.
+    static let restoreAdvice = "Restore the data directory from a backup (registryctl backup makes them)"
+
+    /// A store that failed its checks; the message says the documented recovery.
+    static func damagedStore(_ what: String) -> RegistryError {
+        RegistryError(.internal, "the store is damaged: \(what). \(Self.restoreAdvice)")
+    }
+
+    /// Why a store could not be opened, in the terms an operator acts on: damage (restore from a
+    /// backup), permissions, another process holding it; `RegistryError`s as they are.
+    static func opening(_ path: String, _ error: any Error) -> any Error {
+        switch error {
+        case let error as StoreCorruption:
+            return RegistryError(.internal, "cannot open the store in \(path): \(RegistryError.damagedStore("\(error)").message)")
+        case let error as LMDBError where error.isDamaged || error.isNotWritable || error.isDiskFull:
+            let mapped = RegistryError.storage(error)
+            return RegistryError(mapped.code, "cannot open the store in \(path): \(mapped.message)")
+        case let error as LMDBError where error.code == ENOENT && error.detail != nil:
+            return RegistryError(.internal, "cannot open the store in \(path): \(error)")
+        default:
+            return error
+        }
     }
 }
 
-/// What a register check found in one registry (DESIGN §4 checks (1) and (2)).
+/// What a register check found in one registry (the README's engine behaviour checks (1) and (2)).
 public struct RegistrationFinding: Sendable, Hashable {
     public enum Kind: Sendable, Hashable {
         /// (1): the best-scoring template of another identifier reached the identification threshold.

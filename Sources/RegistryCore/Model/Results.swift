@@ -22,7 +22,7 @@ public struct StoredTemplate: Sendable, Hashable {
     public var source: TemplateSource
     /// Quality score in [0, 1] when known (the landmark symmetry/coverage score for landmark templates).
     public var quality: Float?
-    /// The landmark symmetry/coverage score (seeds/000), for landmark templates.
+    /// The landmark symmetry/coverage score (the CoMa landmark matcher), for landmark templates.
     public var landmarkQuality: Float?
     /// The stored template, when asked for (vectors as stored: L2-normalised for cosine algorithms).
     public var template: FaceTemplate?

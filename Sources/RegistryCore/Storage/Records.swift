@@ -1,4 +1,4 @@
-/// The on-disk records of schema version 2 (see ``Store/migrations`` for version 1). Integers in values are little-endian; keys are big-endian
+/// The on-disk records of schema version 3 (see ``Store/migrations`` for versions 1 and 2). Integers in values are little-endian; keys are big-endian
 /// so that LMDB's byte order is numeric order.
 ///
 /// ```
@@ -6,7 +6,7 @@
 ///              | "encryption_check" -> AES-GCM sealed known text (encrypted stores; payloads are then sealed)
 /// algorithms   u32 version -> AlgorithmRecord (what stored registries were created with)
 /// galleries    name (UTF-8) -> GalleryRecord
-/// templates    u64 template id -> TemplateRecord            (ids grow in registration order: appends)
+/// templates    u64 template id -> TemplateRecord, with checksums (ids grow in registration order: appends)
 /// vectors      u64 (template id << 8 | part) -> payload part (see VectorLayout)
 /// identifiers  u32 gallery id, identifier, 0x00, u64 template id -> u32 registry id
 /// profiles     u32 gallery id, identifier -> liveness profile (erased with the identifier)
@@ -47,22 +47,28 @@ enum Keys {
 
 /// A stored template's metadata (the `templates` value).
 ///
-/// Schema 2 layout: registry id u32, gallery id u32, registered-at µs i64, source u8, capture quality
-/// f32 (NaN: none), identifier (u16 length + UTF-8), landmark quality f32 (NaN: none). Schema 1 had no
-/// landmark quality and kept the landmark quality in the capture-quality slot (see the migration).
+/// Schema 3 layout: registry id u32, gallery id u32, registered-at µs i64, source u8, capture quality
+/// f32 (NaN: none), identifier (u16 length + UTF-8), landmark quality f32 (NaN: none), payload checksum
+/// u32 (CRC-32C of the payload's stored bytes, all parts in order: sealed bytes in an encrypted store),
+/// record checksum u32 (CRC-32C of the template id, big-endian, and every byte before it, so a record
+/// moved to another key fails too). Schema 2 stopped after the landmark quality; schema 1 had no
+/// landmark quality and kept the landmark quality in the capture-quality slot (see the migrations).
 struct TemplateRecord: Sendable, Equatable {
     var registryId: UInt32
     var galleryId: UInt32
     var registeredAt: Int64
     var source: TemplateSource
-    /// The capture quality score (seeds/002), when the face carried capture metadata.
+    /// The capture quality score (the capture quality design), when the face carried capture metadata.
     var quality: Float?
     var identifier: String
-    /// The landmark symmetry/coverage score (seeds/000), for landmark templates.
+    /// The landmark symmetry/coverage score (the CoMa landmark matcher), for landmark templates.
     var landmarkQuality: Float?
+    /// CRC-32C of the payload as stored (see ``Store/putTemplate(_:id:record:payload:)``).
+    var payloadChecksum: UInt32 = 0
 
-    func encoded() -> [UInt8] {
-        var writer = ByteWriter(capacity: 28 + self.identifier.utf8.count)
+    /// The schema 2 fields (what schema 3 checksums), as schema 2 stored them.
+    func encodedFields() -> [UInt8] {
+        var writer = ByteWriter(capacity: 36 + self.identifier.utf8.count)
         writer.append(self.registryId)
         writer.append(self.galleryId)
         writer.append(self.registeredAt)
@@ -71,6 +77,22 @@ struct TemplateRecord: Sendable, Equatable {
         writer.append(string: self.identifier)
         writer.append(self.landmarkQuality ?? .nan)
         return writer.bytes
+    }
+
+    /// The schema 3 record of template `id`: the fields, the payload checksum and the record checksum.
+    func encoded(id: UInt64) -> [UInt8] {
+        var writer = ByteWriter(capacity: 36 + self.identifier.utf8.count)
+        writer.append(bytes: self.encodedFields())
+        writer.append(self.payloadChecksum)
+        writer.append(Self.recordChecksum(id: id, writer.bytes))
+        return writer.bytes
+    }
+
+    private static func recordChecksum(id: UInt64, _ bytes: some Collection<UInt8>) -> UInt32 {
+        var crc = CRC32C()
+        crc.update([UInt8](bigEndian: id))
+        crc.update(Array(bytes))
+        return crc.value
     }
 
     init(
@@ -86,9 +108,20 @@ struct TemplateRecord: Sendable, Equatable {
         self.landmarkQuality = landmarkQuality
     }
 
-    /// Decodes a schema 2 record (a schema 1 record decodes too, without landmark quality).
-    init(decoding bytes: UnsafeRawBufferPointer) throws(StoreCorruption) {
-        var reader = ByteReader(bytes)
+    /// Decodes the record of template `id` written with schema `version`: for schema 3, only after its
+    /// record checksum matched (a schema 1 record decodes as schema 2 does, without landmark quality).
+    /// - Throws: ``StoreCorruption`` naming the template id (never its data).
+    init(decoding bytes: UnsafeRawBufferPointer, id: UInt64, schema version: UInt32 = Store.schemaVersion) throws(StoreCorruption) {
+        var fields = bytes
+        if version >= 3 {
+            guard bytes.count >= 8,
+                bytes.loadUnaligned(fromByteOffset: bytes.count - 4, as: UInt32.self).littleEndian
+                    == Self.recordChecksum(id: id, bytes.prefix(bytes.count - 4))
+            else { throw StoreCorruption("template \(id): its record does not match its checksum") }
+            self.payloadChecksum = bytes.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt32.self).littleEndian
+            fields = UnsafeRawBufferPointer(rebasing: bytes[..<(bytes.count - 8)])
+        }
+        var reader = ByteReader(fields)
         let source: UInt8
         do {
             self.registryId = try reader.read()
@@ -101,9 +134,10 @@ struct TemplateRecord: Sendable, Equatable {
             let landmarkQuality = reader.remaining >= 4 ? try reader.read(Float.self) : .nan
             self.landmarkQuality = landmarkQuality.isNaN ? nil : landmarkQuality
         } catch {
-            throw StoreCorruption("truncated template record")
+            throw StoreCorruption("template \(id): truncated record")
         }
-        guard let decoded = TemplateSource(rawValue: source) else { throw StoreCorruption("template source \(source)") }
+        guard reader.remaining == 0 else { throw StoreCorruption("template \(id): \(reader.remaining) bytes after its record") }
+        guard let decoded = TemplateSource(rawValue: source) else { throw StoreCorruption("template \(id): unknown source \(source)") }
         self.source = decoded
     }
 }
@@ -252,7 +286,7 @@ struct StoreCorruption: Error, CustomStringConvertible {
 }
 
 /// How a template's payload is split across `vectors` entries so that disk bytes per template stay
-/// close to the template's size (DESIGN §5).
+/// close to the template's size (README, storage).
 ///
 /// LMDB moves a value that does not fit half a page into overflow pages, whole pages each: a 2,048-byte
 /// (512-float) template would take 4 KiB on 4 KiB pages. Instead the payload is cut into equal parts

@@ -9,11 +9,12 @@ import Synchronization
 /// under its own rules (see ``Environment``).
 final class Store: @unchecked Sendable {
     /// The schema this code writes. Older stores are migrated on open; newer ones are refused.
-    static let schemaVersion: UInt32 = 2
+    static let schemaVersion: UInt32 = 3
 
     /// Migrations from version `n` (the key) to `n + 1`, run in order inside the open transaction.
     static let migrations: [UInt32: @Sendable (borrowing Transaction, Store) throws -> Void] = [
-        1: { txn, store in try store.migrateFrom1(txn) }
+        1: { txn, store in try store.migrateFrom1(txn) },
+        2: { txn, store in try store.migrateFrom2(txn) },
     ]
 
     /// Schema 1 → 2: gallery records gain per-registry minimum qualities and the liveness policy;
@@ -28,13 +29,42 @@ final class Store: @unchecked Sendable {
         for (key, record) in galleries { try txn.put(self.galleries, key: key, value: record.encoded()) }
         var templates: [([UInt8], TemplateRecord)] = []
         try txn.forEach(self.templates) { key, value in
-            var record = try TemplateRecord(decoding: value)
+            var record = try TemplateRecord(decoding: value, id: try Self.templateId(key), schema: 1)
             record.landmarkQuality = record.quality
             record.quality = nil
             templates.append((Array(key), record))
             return .continue
         }
-        for (key, record) in templates { try txn.put(self.templates, key: key, value: record.encoded()) }
+        for (key, record) in templates { try txn.put(self.templates, key: key, value: record.encodedFields()) }
+    }
+
+    /// Schema 2 → 3: every template record gains the checksum of its payload (as stored: sealed in an
+    /// encrypted store) and its own checksum. Schema 2 stores were never checked, so this can only
+    /// vouch for what is there now; records and payloads that do not decode are refused here already.
+    func migrateFrom2(_ txn: borrowing Transaction) throws {
+        var templates: [(UInt64, TemplateRecord)] = []
+        try txn.forEach(self.templates) { key, value in
+            let id = try Self.templateId(key)
+            templates.append((id, try TemplateRecord(decoding: value, id: id, schema: 2)))
+            return .continue
+        }
+        for (id, var record) in templates {
+            record.payloadChecksum = try self.storedPayloadChecksum(txn, id: id)
+            try txn.put(self.templates, key: Keys.template(id), value: record.encoded(id: id))
+        }
+    }
+
+    /// The id in a `templates` key.
+    static func templateId(_ key: UnsafeRawBufferPointer) throws(StoreCorruption) -> UInt64 {
+        guard key.count == 8 else { throw StoreCorruption("a template key of \(key.count) bytes") }
+        return key.loadBigEndian(as: UInt64.self)
+    }
+
+    /// The template id and part number in a `vectors` key.
+    static func vectorPart(_ key: UnsafeRawBufferPointer) throws(StoreCorruption) -> (id: UInt64, part: Int) {
+        guard key.count == 8 else { throw StoreCorruption("a payload key of \(key.count) bytes") }
+        let value = key.loadBigEndian(as: UInt64.self)
+        return (value >> 8, Int(value & 0xFF))
     }
 
     let environment: Environment
@@ -55,6 +85,7 @@ final class Store: @unchecked Sendable {
         options.mapSize = configuration.initialMapSize
         options.maxMapSize = configuration.maximumMapSize
         options.durable = configuration.durable
+        options.damageAdvice = RegistryError.restoreAdvice
         let environment = try Environment(path: path, options: options)
         do {
             let handles = try environment.write { txn in
@@ -164,20 +195,25 @@ final class Store: @unchecked Sendable {
     /// Writes a template: its metadata, its payload parts and its identifier-index entry. `id` must be
     /// greater than every stored id (ids come from the engine's counter), so all three are appends.
     func putTemplate(_ txn: borrowing Transaction, id: UInt64, record: TemplateRecord, payload: [UInt8]) throws {
-        try txn.put(self.templates, key: Keys.template(id), value: record.encoded(), flags: .append)
-        try self.putPayload(txn, id: id, payload: payload, append: true, cipher: self.cipher.withLock { $0 })
+        let stored = try self.storedForm(payload, id: id, cipher: self.cipher.withLock { $0 })
+        var record = record
+        record.payloadChecksum = CRC32C.checksum(stored)
+        try txn.put(self.templates, key: Keys.template(id), value: record.encoded(id: id), flags: .append)
+        try self.putParts(txn, id: id, stored: stored, append: true)
         var registry = ByteWriter()
         registry.append(record.registryId)
         try txn.put(
             self.identifiers, key: Keys.identifierEntry(record.galleryId, record.identifier, id), value: registry.bytes)
     }
 
-    /// Writes a payload's parts, sealed when the store is encrypted. `append` for a new template (its
-    /// id is the greatest), not for a rewrite.
-    private func putPayload(
-        _ txn: borrowing Transaction, id: UInt64, payload plain: [UInt8], append: Bool, cipher: PayloadCipher?
-    ) throws {
-        let payload = try cipher.map { try $0.seal(plain, templateId: id) } ?? plain
+    /// A payload as stored: sealed when the store is encrypted.
+    private func storedForm(_ plain: [UInt8], id: UInt64, cipher: PayloadCipher?) throws -> [UInt8] {
+        try cipher.map { try $0.seal(plain, templateId: id) } ?? plain
+    }
+
+    /// Writes a payload's stored bytes in parts. `append` for a new template (its id is the greatest),
+    /// not for a rewrite.
+    private func putParts(_ txn: borrowing Transaction, id: UInt64, stored payload: [UInt8], append: Bool) throws {
         let partSize = VectorLayout.partSize(payloadBytes: payload.count, pageSize: self.pageSize)
         try payload.withUnsafeBytes { bytes in
             var part = 0
@@ -195,11 +231,16 @@ final class Store: @unchecked Sendable {
         }
     }
 
-    /// Replaces a template's payload, sealed with `cipher` (a key being rotated in).
+    /// Replaces a template's payload, sealed with `cipher` (a key being rotated in), and its record's
+    /// payload checksum.
     func rewritePayload(_ txn: borrowing Transaction, id: UInt64, payload: [UInt8], sealedWith cipher: PayloadCipher) throws {
+        guard var record = try self.templateRecord(txn, id: id) else { throw StoreCorruption("template \(id): no record") }
         var part = 0
         while try txn.delete(self.vectors, key: Keys.vectorPart(id, part: part)) { part += 1 }
-        try self.putPayload(txn, id: id, payload: payload, append: false, cipher: cipher)
+        let stored = try self.storedForm(payload, id: id, cipher: cipher)
+        record.payloadChecksum = CRC32C.checksum(stored)
+        try self.putParts(txn, id: id, stored: stored, append: false)
+        try txn.put(self.templates, key: Keys.template(id), value: record.encoded(id: id))
     }
 
     /// Opens a stored payload (as read from its parts) when the store is encrypted.
@@ -212,7 +253,7 @@ final class Store: @unchecked Sendable {
     @discardableResult
     func deleteTemplate(_ txn: borrowing Transaction, id: UInt64) throws -> TemplateRecord? {
         guard let value = try txn.get(self.templates, key: Keys.template(id)) else { return nil }
-        let record = try TemplateRecord(decoding: value)
+        let record = try TemplateRecord(decoding: value, id: id)
         try txn.delete(self.templates, key: Keys.template(id))
         var part = 0
         while try txn.delete(self.vectors, key: Keys.vectorPart(id, part: part)) { part += 1 }
@@ -222,18 +263,39 @@ final class Store: @unchecked Sendable {
 
     func templateRecord(_ txn: borrowing Transaction, id: UInt64) throws -> TemplateRecord? {
         guard let value = try txn.get(self.templates, key: Keys.template(id)) else { return nil }
-        return try TemplateRecord(decoding: value)
+        return try TemplateRecord(decoding: value, id: id)
     }
 
-    /// A template's payload, reassembled from its parts (and opened when the store is encrypted).
+    /// A template's payload, reassembled from its parts, checked against its record's checksum and
+    /// opened when the store is encrypted.
+    /// - Throws: ``StoreCorruption`` naming the template when the record or the payload is damaged.
     func payload(_ txn: borrowing Transaction, id: UInt64) throws -> [UInt8] {
+        guard let record = try self.templateRecord(txn, id: id) else { throw StoreCorruption("template \(id): no record") }
+        let stored = try self.storedPayload(txn, id: id)
+        guard CRC32C.checksum(stored) == record.payloadChecksum else {
+            throw StoreCorruption("template \(id): its payload does not match its checksum")
+        }
+        return try self.openPayload(stored, id: id)
+    }
+
+    /// A template's payload bytes as stored: its parts in order (part numbers must run 0, 1, …).
+    func storedPayload(_ txn: borrowing Transaction, id: UInt64) throws -> [UInt8] {
         var bytes: [UInt8] = []
+        var expected = 0
         try txn.forEach(self.vectors, from: Keys.vectorPart(id, part: 0)) { key, value in
-            guard key.loadBigEndian(as: UInt64.self) >> 8 == id else { return .stop }
+            let (owner, part) = try Self.vectorPart(key)
+            guard owner == id else { return .stop }
+            guard part == expected else { throw StoreCorruption("template \(id): payload part \(part) where \(expected) belongs") }
+            expected += 1
             bytes.append(contentsOf: value)
             return .continue
         }
-        return try self.openPayload(bytes, id: id)
+        return bytes
+    }
+
+    /// The checksum of a template's payload as stored.
+    func storedPayloadChecksum(_ txn: borrowing Transaction, id: UInt64) throws -> UInt32 {
+        CRC32C.checksum(try self.storedPayload(txn, id: id))
     }
 
     /// The template ids of an identifier in a gallery, in registration order.
@@ -254,6 +316,7 @@ final class Store: @unchecked Sendable {
         var ids: [UInt64] = []
         try txn.forEach(self.identifiers, from: prefix) { key, _ in
             guard key.starts(with: prefix) else { return .stop }
+            guard key.count >= prefix.count + 10 else { throw StoreCorruption("an identifier-index key of \(key.count) bytes") }
             ids.append(key.loadBigEndian(at: key.count - 8, as: UInt64.self))
             return .continue
         }
@@ -272,6 +335,7 @@ final class Store: @unchecked Sendable {
         var more = false
         try txn.forEach(self.identifiers, from: start) { key, _ in
             guard key.starts(with: prefix) else { return .stop }
+            guard key.count >= prefix.count + 10 else { throw StoreCorruption("an identifier-index key of \(key.count) bytes") }
             let name = String(decoding: key[prefix.count..<(key.count - 9)], as: UTF8.self)
             if result.last == name { return .continue }
             if result.count == limit {
