@@ -34,7 +34,7 @@ public enum RegistryClientError: Error, CustomStringConvertible {
 /// let result = try await client.identify(face: Face(FaceTemplate(algorithm: 24, vector: values)))
 /// ```
 ///
-/// Refusals and failures the daemon reports are thrown as ``RegistryError`` with the DESIGN §6 code
+/// Refusals and failures the daemon reports are thrown as ``RegistryError`` with the PROTOCOL.md §5 code
 /// and details; transport failures as ``RegistryClientError``.
 public final class RegistryClient: Sendable {
     private let channel: any Channel

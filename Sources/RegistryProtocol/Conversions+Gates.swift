@@ -1,7 +1,7 @@
 import RegistryCore
 import SwiftProtobuf
 
-// Conversions of the capture-gate types (DESIGN §9): capture metadata, depth frames, quality
+// Conversions of the capture-gate types (README, capture gates): capture metadata, depth frames, quality
 // assessments, liveness verdicts and profiles.
 
 extension Registry_V1_FaceBox {

@@ -7,7 +7,7 @@ import SwiftProtobuf
 /// The protocol version this code speaks.
 public enum ProtocolVersion {
     public static let major: UInt32 = 1
-    public static let minor: UInt32 = 0
+    public static let minor: UInt32 = 1
 }
 
 // MARK: Templates and faces
@@ -409,6 +409,7 @@ extension Registry_V1_ErrorCode {
         case .storageFull: self = .storageFull
         case .shuttingDown: self = .shuttingDown
         case .internal: self = .internal
+        case .tooManyConnections: self = .tooManyConnections
         }
     }
 }
@@ -431,6 +432,7 @@ extension RegistryError.Code {
         case .unsupportedVersion: self = .unsupportedVersion
         case .storageFull: self = .storageFull
         case .shuttingDown: self = .shuttingDown
+        case .tooManyConnections: self = .tooManyConnections
         case .internal, .unspecified, .UNRECOGNIZED: self = .internal
         }
     }

@@ -42,7 +42,7 @@ public struct Peer: Sendable, Hashable {
     }
 }
 
-/// The rights an operation needs (DESIGN §7).
+/// The rights an operation needs (PROTOCOL.md).
 public enum OperationClass: String, Sendable, CaseIterable {
     /// identify, authenticate.
     case identify

@@ -3,10 +3,18 @@ import NIOCore
 import RegistryCore
 
 /// What reaches a connection's async reader: a frame it must start itself, or a request the event
-/// loop already decoded and checked.
+/// loop already decoded and checked (with the size of its frame, charged to the connection's account
+/// until its reply is written).
 enum InboundRequest: Sendable {
     case frame(ByteBuffer)
-    case pending(RequestDispatcher.Pending)
+    case pending(RequestDispatcher.Pending, frameBytes: Int)
+
+    var frameBytes: Int {
+        switch self {
+        case .frame(let frame): frame.readableBytes
+        case .pending(_, let bytes): bytes
+        }
+    }
 }
 
 /// Answers on the event loop the requests that need no waiting — authentications that write
@@ -23,6 +31,7 @@ final class FastPathHandler: ChannelDuplexHandler {
     typealias OutboundOut = ByteBuffer
 
     private let dispatcher: RequestDispatcher
+    private let account: ConnectionAccount
     private var peer: Peer?
     /// False until the peer's credentials are read; requests meanwhile go the async way.
     private var peerKnown = false
@@ -30,8 +39,9 @@ final class FastPathHandler: ChannelDuplexHandler {
     private var unanswered = 0
     private var closing = false
 
-    init(dispatcher: RequestDispatcher) {
+    init(dispatcher: RequestDispatcher, account: ConnectionAccount) {
         self.dispatcher = dispatcher
+        self.account = account
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -48,13 +58,19 @@ final class FastPathHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = self.unwrapInboundIn(data)
+        // After a reply that closes the connection nothing more is run or answered.
         guard !self.closing else { return }
+        // Held until the reply is written (the connection's writer releases it); a reply given here
+        // is handed to the channel at once, whose write buffer bounds it.
+        self.account.charge(frame.readableBytes)
         guard self.peerKnown && self.unanswered == 0 else {
             self.unanswered += 1
             context.fireChannelRead(self.wrapInboundOut(.frame(frame)))
             return
         }
-        switch self.dispatcher.begin(frame, from: self.peer) {
+        let start = self.dispatcher.begin(frame, from: self.peer)
+        if case .reply = start { self.account.release(frame.readableBytes) }
+        switch start {
         case .reply(let reply):
             if reply.closeConnection {
                 self.closing = true
@@ -65,7 +81,7 @@ final class FastPathHandler: ChannelDuplexHandler {
             }
         case .pending(let pending):
             self.unanswered += 1
-            context.fireChannelRead(self.wrapInboundOut(.pending(pending)))
+            context.fireChannelRead(self.wrapInboundOut(.pending(pending, frameBytes: frame.readableBytes)))
         }
     }
 

@@ -1,3 +1,4 @@
+import Glibc
 import Logging
 import NIOPosix
 import RegistryCore
@@ -22,6 +23,7 @@ public struct RegistryDaemon: Sendable {
     /// - Parameter onReady: called once the store is open and the socket accepts connections.
     public func run(onReady: @escaping @Sendable (RegistryEngine) -> Void = { _ in }) async throws {
         let (engineConfiguration, galleries) = try self.configuration.validated()
+        try FileDescriptorLimit.ensure(connections: self.configuration.limits.maximumConnections, logger: self.logger)
         let activated = Systemd.activatedSocket()
         if activated == nil {
             // Refuse early, before touching the store, when another daemon serves on the socket.
@@ -44,7 +46,13 @@ public struct RegistryDaemon: Sendable {
         let policy = try AccessPolicy(self.configuration.access)
         let dispatcher = RequestDispatcher(engine: engine, logger: self.logger, policy: policy)
         let server = RegistryServer(
-            configuration: self.configuration, dispatcher: dispatcher, logger: self.logger, activatedSocket: activated)
+            configuration: self.configuration, dispatcher: dispatcher, logger: self.logger, activatedSocket: activated,
+            onDrainOverrun: {
+                // Like a crash, which the store survives (every acknowledged write is durable): better
+                // than leaving systemd to SIGKILL, or a manual stop hanging.
+                Systemd.notify("STATUS=exiting with requests still running")
+                exit(EXIT_FAILURE)
+            })
         let reloader = ReloadService(
             configurationPath: self.configurationPath, engine: engine, dispatcher: dispatcher, logger: self.logger)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
@@ -61,9 +69,9 @@ public struct RegistryDaemon: Sendable {
             services: services,
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: self.logger)
-        // Requests in flight get this long to finish after SIGTERM; then they are cancelled (a write
-        // that was not acknowledged may or may not have committed; an acknowledged one is durable).
-        groupConfiguration.maximumGracefulShutdownDuration = .seconds(30)
+        // The server closes connections still open at its drain deadline itself, and exits 5 s later
+        // if requests still run; this cancellation is the last resort after both.
+        groupConfiguration.maximumGracefulShutdownDuration = .seconds(self.configuration.limits.drainDeadlineSeconds + 10)
         let group = ServiceGroup(configuration: groupConfiguration)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
@@ -98,7 +106,8 @@ struct ReloadService: Service {
                 continue
             }
             do {
-                let configuration = try ServerConfiguration.load(path: path)
+                // File access off the cooperative pool (the path could name a FIFO or a slow mount).
+                let configuration = try await NIOThreadPool.singleton.runIfActive { try ServerConfiguration.load(path: path) }
                 let (_, galleries) = try configuration.validated()
                 let policy = try AccessPolicy(configuration.access)
                 for gallery in galleries {

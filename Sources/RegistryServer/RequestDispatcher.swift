@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import NIOPosix
 import RegistryCore
 import RegistryProtocol
 import SwiftProtobuf
@@ -118,6 +119,18 @@ public final class RequestDispatcher: Sendable {
         return .pending(Pending(id: request.id, operation: operation))
     }
 
+    /// Answers a pending request with an error without running it (the daemon is draining).
+    public func refuse(_ pending: Pending, with error: RegistryError, from peer: Peer?) -> Reply {
+        self.answer(pending.id, pending.operation, failure: error, peer: peer)
+    }
+
+    /// Runs blocking work (LMDB page reads, backups, files) on NIO's blocking-work thread pool, never
+    /// on the cooperative pool the requests' tasks share: with two cores, two blocked cooperative
+    /// threads would stop every other request, and shutdown with them.
+    private func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await NIOThreadPool.singleton.runIfActive(body)
+    }
+
     /// Runs a pending operation and answers it.
     public func finish(_ pending: Pending, from peer: Peer?) async -> Reply {
         do {
@@ -231,16 +244,20 @@ public final class RequestDispatcher: Sendable {
         case .listAlgorithms:
             return .listAlgorithms(.with { $0.algorithms = engine.catalog.all.map(Registry_V1_Algorithm.init) })
         case .listIdentifiers(let request):
-            let page = try engine.identifiers(
-                gallery: Self.gallery(request.gallery), after: request.after.isEmpty ? nil : request.after,
-                limit: request.limit == 0 ? 100 : Int(request.limit))
+            let page = try await self.blocking {
+                try engine.identifiers(
+                    gallery: Self.gallery(request.gallery), after: request.after.isEmpty ? nil : request.after,
+                    limit: request.limit == 0 ? 100 : Int(request.limit))
+            }
             return .listIdentifiers(.with {
                 $0.identifiers = page.identifiers
                 if let next = page.next { $0.next = next }
             })
         case .getTemplates(let request):
-            let templates = try engine.templates(
-                gallery: Self.gallery(request.gallery), identifier: request.identifier, includeData: request.includeData)
+            let templates = try await self.blocking {
+                try engine.templates(
+                    gallery: Self.gallery(request.gallery), identifier: request.identifier, includeData: request.includeData)
+            }
             return .getTemplates(.with { $0.templates = templates.map(Registry_V1_StoredTemplate.init) })
         case .deleteTemplate(let request):
             let deleted = try await engine.deleteTemplate(gallery: Self.gallery(request.gallery), id: request.templateID)
@@ -279,9 +296,11 @@ public final class RequestDispatcher: Sendable {
                 $0.galleries = engine.galleries().map(Registry_V1_Gallery.init)
             })
         case .export(let request):
-            let page = try engine.exportTemplates(
-                gallery: Self.gallery(request.gallery), after: request.afterTemplateID,
-                limit: request.limit == 0 ? 1000 : Int(request.limit))
+            let page = try await self.blocking {
+                try engine.exportTemplates(
+                    gallery: Self.gallery(request.gallery), after: request.afterTemplateID,
+                    limit: request.limit == 0 ? 1000 : Int(request.limit))
+            }
             return .export(.with {
                 $0.templates = page.templates.map(Registry_V1_StoredTemplate.init)
                 $0.nextAfterTemplateID = page.next ?? 0
@@ -293,7 +312,7 @@ public final class RequestDispatcher: Sendable {
             return .import(.with { $0.templateIds = ids })
         case .backup(let request):
             guard !request.directory.isEmpty else { throw RegistryError.malformedRequest("backup needs a directory") }
-            let bytes = try engine.backup(to: request.directory)
+            let bytes = try await self.blocking { try engine.backup(to: request.directory) }
             self.logger.info("backup written", metadata: ["directory": "\(request.directory)", "bytes": "\(bytes)"])
             return .backup(.with { $0.bytes = UInt64(bytes) })
         case .verify:
@@ -322,13 +341,17 @@ public final class RequestDispatcher: Sendable {
             let deleted = try await engine.deleteLivenessProfile(gallery: Self.gallery(request.gallery), identifier: request.identifier)
             return .deleteLivenessProfile(.with { $0.deleted = deleted })
         case .audit(let request):
-            let entries = try await engine.auditEntries(AuditQuery(
+            let query = AuditQuery(
                 identifier: request.identifier.isEmpty ? nil : request.identifier,
                 since: request.sinceMicros == 0 ? nil : request.sinceMicros, until: request.untilMicros == 0 ? nil : request.untilMicros,
-                outcome: request.outcome.isEmpty ? nil : request.outcome, limit: request.limit == 0 ? 100 : Int(request.limit)))
+                outcome: request.outcome.isEmpty ? nil : request.outcome, limit: request.limit == 0 ? 100 : Int(request.limit))
+            // Entries waiting for their lazy flush first, so the answer includes every operation
+            // finished before the query; then the scan, which may read many pages.
+            try await engine.flushAudit()
+            let entries = try await self.blocking { try engine.auditEntriesFlushed(query) }
             return .audit(.with { $0.entries = entries.map(Registry_V1_AuditEntry.init) })
         case .setEncryptionKey(let request):
-            let key = try ServerConfiguration.readKey(path: request.keyFile)
+            let key = try await self.blocking { try ServerConfiguration.readKey(path: request.keyFile) }
             let count = try await engine.setEncryptionKey(key)
             self.logger.notice("templates encrypted with a new key", metadata: ["templates": "\(count)"])
             return .setEncryptionKey(.with { $0.templates = UInt64(count) })

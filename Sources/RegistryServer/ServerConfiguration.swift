@@ -28,10 +28,24 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         public var maximumFrameBytes: Int = 4 << 20
         /// Connections served at once; more are told so and closed.
         public var maximumConnections: Int = 256
-        /// A connection that sends nothing for this long is closed.
+        /// A connection with no request in progress that sends nothing for this long is closed (one
+        /// waiting for the reply to its own long request is not idle).
         public var idleTimeoutSeconds: Int = 300
+        /// A frame must arrive whole within this long of its first byte; a client trickling bytes to
+        /// hold a connection slot is closed after it.
+        public var frameDeadlineSeconds: Int = 10
         /// Requests of one connection being processed at once; further frames wait unread.
         public var maximumRequestsInFlight: Int = 64
+        /// Reply bytes a connection may have waiting to be written before the daemon stops reading its
+        /// requests (a client that pipelines and never reads is slowed, not buffered without end).
+        public var maximumUnwrittenReplyBytes: Int = 1 << 20
+        /// Request and reply bytes held across all connections (read but not answered, answered but
+        /// not yet written); above it, connections already holding bytes are not read from.
+        public var maximumBufferedBytes: Int = 256 << 20
+        /// After SIGTERM, how long requests already started get to finish and their replies to be
+        /// written before the remaining connections are closed. Keep it below the unit's
+        /// TimeoutStopSec (45 s), after which systemd sends SIGKILL.
+        public var drainDeadlineSeconds: Int = 30
         /// Threads serving the socket (nil: one fewer than the cores, at least one). Clients of a Unix
         /// socket run on the same machine: measured on 2 cores with 50 connections, one event loop
         /// answered 90-96k authentications/s and two 79-86k (fewer context switches, and the other
@@ -51,6 +65,11 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
             self.idleTimeoutSeconds = try container.decodeIfPresent(Int.self, forKey: .idleTimeoutSeconds) ?? defaults.idleTimeoutSeconds
             self.maximumRequestsInFlight =
                 try container.decodeIfPresent(Int.self, forKey: .maximumRequestsInFlight) ?? defaults.maximumRequestsInFlight
+            self.frameDeadlineSeconds = try container.decodeIfPresent(Int.self, forKey: .frameDeadlineSeconds) ?? defaults.frameDeadlineSeconds
+            self.maximumUnwrittenReplyBytes =
+                try container.decodeIfPresent(Int.self, forKey: .maximumUnwrittenReplyBytes) ?? defaults.maximumUnwrittenReplyBytes
+            self.maximumBufferedBytes = try container.decodeIfPresent(Int.self, forKey: .maximumBufferedBytes) ?? defaults.maximumBufferedBytes
+            self.drainDeadlineSeconds = try container.decodeIfPresent(Int.self, forKey: .drainDeadlineSeconds) ?? defaults.drainDeadlineSeconds
             self.eventLoops = try container.decodeIfPresent(Int.self, forKey: .eventLoops)
         }
     }
@@ -147,6 +166,12 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         } catch {
             throw ConfigurationError("cannot read \(path): \(error)")
         }
+        return try Self.decode(data, from: path)
+    }
+
+    /// Decodes a configuration file's contents (`path` names it in messages).
+    /// - Throws: ``ConfigurationError``.
+    public static func decode(_ data: Data, from path: String) throws(ConfigurationError) -> ServerConfiguration {
         do {
             return try JSONDecoder().decode(ServerConfiguration.self, from: data)
         } catch {
@@ -164,6 +189,14 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         guard self.limits.maximumRequestsInFlight >= 1 else {
             throw ConfigurationError("limits.maximumRequestsInFlight must be at least 1")
         }
+        guard self.limits.frameDeadlineSeconds >= 1 else { throw ConfigurationError("limits.frameDeadlineSeconds must be at least 1") }
+        guard self.limits.maximumUnwrittenReplyBytes >= 1024 else {
+            throw ConfigurationError("limits.maximumUnwrittenReplyBytes must be at least 1024")
+        }
+        guard self.limits.maximumBufferedBytes >= self.limits.maximumFrameBytes else {
+            throw ConfigurationError("limits.maximumBufferedBytes must be at least limits.maximumFrameBytes")
+        }
+        guard self.limits.drainDeadlineSeconds >= 1 else { throw ConfigurationError("limits.drainDeadlineSeconds must be at least 1") }
         guard (1...256).contains(self.limits.resolvedEventLoops) else { throw ConfigurationError("limits.eventLoops must be within 1...256") }
         var algorithms: [Algorithm] = []
         for entry in self.algorithms {
@@ -237,14 +270,35 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
 
 extension ServerConfiguration {
     /// Reads key material from a file (the daemon's own; never logged).
-    /// - Throws: ``RegistryError`` (`malformedRequest`) when it cannot be read.
+    ///
+    /// Only a regular file is read, and it is opened non-blocking: a FIFO, a device or a socket named
+    /// as the key file is refused at once instead of blocking the thread that reads it (a FIFO with
+    /// no writer would block `open` and `read` forever).
+    /// - Throws: ``RegistryError`` (`malformedRequest`) naming the file and the problem.
     public static func readKey(path: String) throws(RegistryError) -> [UInt8] {
-        guard !path.isEmpty, let file = fopen(path, "r") else {
-            throw .malformedRequest("cannot read the key file \(path)")
+        guard !path.isEmpty else { throw .malformedRequest("the key file's path is empty") }
+        let file = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+        guard file >= 0 else {
+            throw .malformedRequest("cannot read the key file \(path): \(String(cString: strerror(errno)))")
         }
-        defer { fclose(file) }
+        defer { close(file) }
+        var info = stat()
+        guard fstat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw .malformedRequest("the key file \(path) is not a regular file")
+        }
+        // A key is 32 bytes or 64 hexadecimal characters (and a newline); read a little more so an
+        // over-long file is reported as such by the key parser rather than silently cut.
         var bytes = [UInt8](repeating: 0, count: 256)
-        let count = fread(&bytes, 1, bytes.count, file)
+        var count = 0
+        while count < bytes.count {
+            let read = bytes.withUnsafeMutableBytes { Glibc.read(file, $0.baseAddress! + count, $0.count - count) }
+            if read < 0 && errno == EINTR { continue }
+            guard read >= 0 else {
+                throw .malformedRequest("cannot read the key file \(path): \(String(cString: strerror(errno)))")
+            }
+            if read == 0 { break }
+            count += read
+        }
         return Array(bytes.prefix(count))
     }
 }

@@ -13,7 +13,8 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
         discussion: """
             Reads the JSON configuration file given by --config (every field optional; see
             config/registryd.json), then applies the flags on top. SIGTERM and SIGINT stop accepting
-            connections, finish the requests in flight and close the store; SIGHUP reloads the
+            connections and reading requests, answer every request already read (those not yet
+            started with SHUTTING_DOWN) within the drain deadline, and close the store; SIGHUP reloads the
             galleries' registry order and thresholds from the configuration file.
             """)
 
@@ -38,8 +39,14 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Connections served at once (default: 256).")
     var maximumConnections: Int?
 
-    @Option(name: .long, help: "Seconds a silent connection stays open (default: 300).")
+    @Option(name: .long, help: "Seconds a connection with no request in progress may stay silent (default: 300).")
     var idleTimeout: Int?
+
+    @Option(name: .long, help: "Seconds a frame may take to arrive whole once its first byte is in (default: 10).")
+    var frameDeadline: Int?
+
+    @Option(name: .long, help: "Seconds requests in flight get to finish after SIGTERM (default: 30).")
+    var drainDeadline: Int?
 
     @Option(name: .long, help: "Requests per connection processed at once (default: 64).")
     var maximumInFlight: Int?
@@ -59,6 +66,8 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
         if let maximumFrameBytes { configuration.limits.maximumFrameBytes = maximumFrameBytes }
         if let maximumConnections { configuration.limits.maximumConnections = maximumConnections }
         if let idleTimeout { configuration.limits.idleTimeoutSeconds = idleTimeout }
+        if let frameDeadline { configuration.limits.frameDeadlineSeconds = frameDeadline }
+        if let drainDeadline { configuration.limits.drainDeadlineSeconds = drainDeadline }
         if let maximumInFlight { configuration.limits.maximumRequestsInFlight = maximumInFlight }
         if let eventLoops { configuration.limits.eventLoops = eventLoops }
         guard let level = Logger.Level(rawValue: configuration.logLevel) else {

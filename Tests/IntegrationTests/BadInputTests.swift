@@ -81,7 +81,7 @@ import Testing
         connection.send(Array(frame.prefix(frame.count / 2)))
         #expect(try connection.response() == nil, "half a frame must not be answered")
         // The client disconnects mid-request: nothing of it may be stored.
-        close(connection.fd)
+        connection.disconnect()
         try await self.expectStillServing(daemon)
         do {
             _ = try await client.templates(identifier: "mallory")
@@ -102,7 +102,7 @@ import Testing
                 $0.face = Registry_V1_Face(Face(
                     FaceTemplate(algorithm: 24, vector: axis(index)), FaceTemplate(algorithm: 16, vector: axis(index + 64))))
             }))))
-            close(connection.fd)  // before the answer
+            connection.disconnect()  // before the answer
         }
         usleep(300_000)
         let client = try await daemon.client()

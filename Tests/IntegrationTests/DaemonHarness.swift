@@ -62,7 +62,11 @@ final class Daemon: @unchecked Sendable {
 
     /// Starts (or restarts) the process on the same socket and data directory.
     func start() throws {
-        guard let binary = executable("registryd") else { throw HarnessError("registryd binary not found next to the tests") }
+        // REGISTRYD_BINARY runs the tests against another build (e.g. an older one, to show a test
+        // fails there).
+        guard let binary = getenv("REGISTRYD_BINARY").map({ String(cString: $0) }) ?? executable("registryd") else {
+            throw HarnessError("registryd binary not found next to the tests")
+        }
         let arguments = [binary, "--socket", self.socketPath, "--data", self.dataPath, "--log-level", "warning"] + self.extraArguments
         let pid = try spawn(arguments, environment: self.environment, log: self.directory + "/registryd.log")
         self.pid = pid
@@ -123,7 +127,11 @@ func spawn(_ arguments: [String], environment: [String] = [], log: String) throw
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 2, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+    // Nothing of the runner's: a daemon left behind by a crashed test process must not hold the
+    // runner's output open (CI would wait for its end), nor read its input.
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
     var pid: pid_t = 0
     let rc = posix_spawnp(&pid, arguments[0], &actions, nil, argv, envp)
     guard rc == 0 else { throw HarnessError("posix_spawn \(arguments[0]): \(rc)") }
@@ -151,20 +159,36 @@ func executable(_ name: String) -> String? {
 }
 
 /// A plain blocking Unix-socket connection, for sending bytes no well-behaved client would.
-final class RawConnection {
-    let fd: Int32
+/// (`@unchecked Sendable`: a descriptor; tests read and write it from one thread each.)
+final class RawConnection: @unchecked Sendable {
+    /// -1 once ``disconnect()`` closed it: the descriptor is closed exactly once, since a second
+    /// close may hit a number the process has reused meanwhile (an event loop's socket or selector,
+    /// which NIO then finds registered twice and traps on).
+    private(set) var fd: Int32
 
     init(_ path: String, timeoutSeconds: Int = 5) throws {
-        self.fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard Self.connect(self.fd, path) else {
-            close(self.fd)
+        // The descriptor becomes the object's only once connected: a class whose init throws after
+        // its properties are set still runs deinit, which would close the descriptor a second time,
+        // perhaps after its number was reused by another connection of this process (a NIO
+        // client's: its writes then failed with EBADF, or went to the wrong socket).
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard Self.connect(fd, path) else {
+            close(fd)
             throw HarnessError("cannot connect to \(path)")
         }
+        self.fd = fd
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(self.fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
-    deinit { close(self.fd) }
+    deinit { self.disconnect() }
+
+    /// Closes the connection as a client that goes away does.
+    func disconnect() {
+        guard self.fd >= 0 else { return }
+        close(self.fd)
+        self.fd = -1
+    }
 
     static func canConnect(_ path: String) -> Bool {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
@@ -224,9 +248,11 @@ final class RawConnection {
     }
 
     /// Whether the daemon closed the connection (EOF) within the receive timeout.
+    /// (A reset counts: the daemon closed while bytes this side sent were still unread.)
     func isClosedByPeer() -> Bool {
         var byte: UInt8 = 0
-        return recv(self.fd, &byte, 1, 0) == 0
+        let got = recv(self.fd, &byte, 1, 0)
+        return got == 0 || (got < 0 && errno == ECONNRESET)
     }
 }
 
@@ -242,4 +268,25 @@ func axis(_ index: Int, dimension: Int = 128) -> [Float] {
     var values = [Float](repeating: 0, count: dimension)
     values[index] = 1
     return values
+}
+
+/// A plain thread for blocking socket calls: test code that blocks must not sit on the cooperative
+/// pool or on libdispatch's (both sized to the cores, so blocked senders could starve the readers).
+final class BlockingThread: @unchecked Sendable {
+    private var thread = pthread_t()
+    private let body: @Sendable () -> Void
+
+    init(_ body: @escaping @Sendable () -> Void) {
+        self.body = body
+        let box = Unmanaged.passRetained(self)
+        pthread_create(&self.thread, nil, { raw in
+            let me = Unmanaged<BlockingThread>.fromOpaque(raw!).takeRetainedValue()
+            me.body()
+            return nil
+        }, box.toOpaque())
+    }
+
+    func join() {
+        pthread_join(self.thread, nil)
+    }
 }

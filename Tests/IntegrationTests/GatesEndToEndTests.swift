@@ -23,7 +23,7 @@ private func frames(count: Int = 4, distance: Float = 0.45, flat: Bool = false) 
     }
 }
 
-/// The capture gates of DESIGN §9 through the daemon: details survive the wire.
+/// The capture gates (README) through the daemon: details survive the wire.
 @Suite struct GatesEndToEndTests {
     @Test func qualityAndLivenessGatesWithAProfileThroughTheDaemon() async throws {
         let daemon = try Daemon()

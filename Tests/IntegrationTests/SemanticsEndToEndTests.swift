@@ -5,7 +5,7 @@ import RegistryProtocol
 import SwiftProtobuf
 import Testing
 
-/// DESIGN §4 through the real daemon and the client library: a representative case per rule.
+/// the README's engine behaviour through the real daemon and the client library: a representative case per rule.
 @Suite struct SemanticsEndToEndTests {
     func arcface(_ flipped: Set<Int> = []) -> FaceTemplate { FaceTemplate(algorithm: 24, vector: signs(flipped)) }
     func dlib(_ flipped: Set<Int> = []) -> FaceTemplate { FaceTemplate(algorithm: 16, vector: signs(flipped)) }

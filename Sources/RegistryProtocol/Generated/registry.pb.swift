@@ -62,6 +62,9 @@ public nonisolated enum Registry_V1_ErrorCode: SwiftProtobuf.Enum, Swift.CaseIte
   case storageFull // = 14
   case shuttingDown // = 15
   case `internal` // = 16
+
+  /// The daemon serves its maximum number of connections; retry later. The connection is closed after it.
+  case tooManyConnections // = 17
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -87,6 +90,7 @@ public nonisolated enum Registry_V1_ErrorCode: SwiftProtobuf.Enum, Swift.CaseIte
     case 14: self = .storageFull
     case 15: self = .shuttingDown
     case 16: self = .internal
+    case 17: self = .tooManyConnections
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -110,6 +114,7 @@ public nonisolated enum Registry_V1_ErrorCode: SwiftProtobuf.Enum, Swift.CaseIte
     case .storageFull: return 14
     case .shuttingDown: return 15
     case .internal: return 16
+    case .tooManyConnections: return 17
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -133,6 +138,7 @@ public nonisolated enum Registry_V1_ErrorCode: SwiftProtobuf.Enum, Swift.CaseIte
     .storageFull,
     .shuttingDown,
     .internal,
+    .tooManyConnections,
   ]
 
 }
@@ -945,7 +951,7 @@ public nonisolated struct Registry_V1_TemplateProblem: Sendable {
 }
 
 /// The templates of one capture, at most one per algorithm, and optionally what the client measured
-/// about the capture: the quality inputs and depth frames for liveness (DESIGN §9).
+/// about the capture: the quality inputs and depth frames for liveness.
 public nonisolated struct Registry_V1_Face: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -2605,7 +2611,7 @@ public nonisolated struct Registry_V1_SetEncryptionKeyResult: Sendable {
 fileprivate nonisolated let _protobuf_package = "registry.v1"
 
 nonisolated extension Registry_V1_ErrorCode: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_UNSPECIFIED\0\u{1}ERROR_CODE_SIMILAR_FACE_REGISTERED\0\u{1}ERROR_CODE_FACE_MISMATCH\0\u{1}ERROR_CODE_IDENTIFIER_NOT_REGISTERED\0\u{1}ERROR_CODE_INCOMPATIBLE_TEMPLATES\0\u{1}ERROR_CODE_INVALID_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_ALGORITHM\0\u{1}ERROR_CODE_UNKNOWN_GALLERY\0\u{1}ERROR_CODE_QUALITY_TOO_LOW\0\u{1}ERROR_CODE_LIVENESS_FAILED\0\u{1}ERROR_CODE_PERMISSION_DENIED\0\u{1}ERROR_CODE_MALFORMED_REQUEST\0\u{1}ERROR_CODE_FRAME_TOO_LARGE\0\u{1}ERROR_CODE_UNSUPPORTED_VERSION\0\u{1}ERROR_CODE_STORAGE_FULL\0\u{1}ERROR_CODE_SHUTTING_DOWN\0\u{1}ERROR_CODE_INTERNAL\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_UNSPECIFIED\0\u{1}ERROR_CODE_SIMILAR_FACE_REGISTERED\0\u{1}ERROR_CODE_FACE_MISMATCH\0\u{1}ERROR_CODE_IDENTIFIER_NOT_REGISTERED\0\u{1}ERROR_CODE_INCOMPATIBLE_TEMPLATES\0\u{1}ERROR_CODE_INVALID_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_ALGORITHM\0\u{1}ERROR_CODE_UNKNOWN_GALLERY\0\u{1}ERROR_CODE_QUALITY_TOO_LOW\0\u{1}ERROR_CODE_LIVENESS_FAILED\0\u{1}ERROR_CODE_PERMISSION_DENIED\0\u{1}ERROR_CODE_MALFORMED_REQUEST\0\u{1}ERROR_CODE_FRAME_TOO_LARGE\0\u{1}ERROR_CODE_UNSUPPORTED_VERSION\0\u{1}ERROR_CODE_STORAGE_FULL\0\u{1}ERROR_CODE_SHUTTING_DOWN\0\u{1}ERROR_CODE_INTERNAL\0\u{1}ERROR_CODE_TOO_MANY_CONNECTIONS\0")
 }
 
 nonisolated extension Registry_V1_TemplateSource: SwiftProtobuf._ProtoNameProviding {

@@ -1,0 +1,394 @@
+import Glibc
+import RegistryClient
+import RegistryCore
+import Testing
+
+/// A damaged store, a full disk and an unwritable data directory, through the real daemon: it refuses
+/// to start with one clear line and a non-zero exit (never a signal), never starts empty where a store
+/// was, never serves a template that differs from what was stored, and names storage errors for what
+/// they are.
+@Suite(.serialized) struct StoreDamageTests {
+    // MARK: Damage at rest
+
+    @Test func randomBytesOverAPayloadPageAreRefusedAtStartNamingTheTemplate() async throws {
+        let (daemon, stored) = try await Self.daemonWithTemplates(count: 300)
+        daemon.stop()
+        // The page holding a known template's payload: the damage is certainly in live data.
+        let file = daemon.dataPath + "/data.mdb"
+        let data = try Self.read(file)
+        let needle = Self.payloadBytes(stored[150])
+        let offset = try #require(Self.find(needle, in: data), "the payload of a registered template should be in data.mdb")
+        var random = SeededGenerator(seed: 11)
+        try Self.write(file, at: offset & ~4095, (0..<4096).map { _ in UInt8.random(in: 0...255, using: &random) })
+
+        let outcome = try Self.startToExit(daemon)
+        #expect(outcome.exitedNormally, "registryd must exit with a message, not die of signal \(outcome.signal): \(outcome.log)")
+        #expect(outcome.status != 0)
+        #expect(outcome.log.contains("damaged") && outcome.log.contains("registryctl backup"), "\(outcome.log)")
+    }
+
+    /// 4 KiB of random bytes at several places in the data pages: whatever they hit (records, payloads,
+    /// LMDB's own branch and leaf pages, free pages), the daemon either refuses to start with a message
+    /// or starts and serves exactly what was stored.
+    @Test(arguments: Array(UInt64(1)...12))
+    func randomBytesAnywhereInTheDataNeverCrashTheDaemonNorAlterWhatItServes(seed: UInt64) async throws {
+        let (daemon, stored) = try await Self.daemonWithTemplates(count: 300)
+        daemon.stop()
+        let file = daemon.dataPath + "/data.mdb"
+        let size = try Self.read(file).count
+        var random = SeededGenerator(seed: seed)
+        let page = Int.random(in: 2..<(size / 4096), using: &random)
+        try Self.write(file, at: page * 4096, (0..<4096).map { _ in UInt8.random(in: 0...255, using: &random) })
+        try await Self.expectRefusedOrIntact(daemon, stored, what: "4 KiB of random bytes at page \(page)")
+    }
+
+    @Test func aDataFileTruncatedToHalfIsRefusedAsTruncated() async throws {
+        let (daemon, _) = try await Self.daemonWithTemplates(count: 300)
+        daemon.stop()
+        let file = daemon.dataPath + "/data.mdb"
+        var info = stat()
+        #expect(stat(file, &info) == 0)
+        #expect(truncate(file, off_t(info.st_size / 2)) == 0)
+
+        let outcome = try Self.startToExit(daemon)
+        #expect(outcome.exitedNormally, "registryd must exit with a message, not die of signal \(outcome.signal): \(outcome.log)")
+        #expect(outcome.status != 0)
+        #expect(outcome.log.contains("truncated") && outcome.log.contains("registryctl backup"), "\(outcome.log)")
+    }
+
+    @Test func aDataFileTruncatedToNothingIsRefusedNotStartedEmpty() async throws {
+        let (daemon, _) = try await Self.daemonWithTemplates(count: 20)
+        daemon.stop()
+        #expect(truncate(daemon.dataPath + "/data.mdb", 0) == 0)
+
+        let outcome = try Self.startToExit(daemon)
+        #expect(outcome.exitedNormally && outcome.status != 0, "an empty data.mdb must not start as an empty registry: \(outcome.log)")
+        #expect(outcome.log.contains("empty"), "\(outcome.log)")
+    }
+
+    @Test func aMissingDataFileBesideTheLockFileIsRefusedNotStartedEmpty() async throws {
+        let (daemon, _) = try await Self.daemonWithTemplates(count: 20)
+        daemon.stop()
+        #expect(unlink(daemon.dataPath + "/data.mdb") == 0)
+
+        let outcome = try Self.startToExit(daemon)
+        #expect(outcome.exitedNormally && outcome.status != 0, "\(outcome.log)")
+        #expect(outcome.log.contains("data.mdb is missing"), "\(outcome.log)")
+    }
+
+    /// The issue's trial: 200 random bit flips in the data pages, several times. Before checksums, one
+    /// trial served 219 altered templates and verify flagged 27. Now an altered template is never
+    /// served: the daemon refuses to start, or `verify` names every damaged record.
+    @Test func bitFlipsNeverLetTheDaemonServeAnAlteredTemplate() async throws {
+        var served = 0
+        var altered = 0
+        var flagged = 0
+        var refused = 0
+        for trial in 0..<5 {
+            let (daemon, stored) = try await Self.daemonWithTemplates(count: 300)
+            daemon.stop()
+            let file = daemon.dataPath + "/data.mdb"
+            var data = try Self.read(file)
+            var random = SeededGenerator(seed: 1000 + UInt64(trial))
+            for _ in 0..<200 {
+                let bit = Int.random(in: (2 * 4096 * 8)..<(data.count * 8), using: &random)
+                data[bit / 8] ^= 1 << (bit % 8)
+            }
+            try Self.write(file, at: 0, data)
+            let result = try await Self.serveAfterDamage(daemon, stored)
+            if let result {
+                served += 1
+                altered += result.altered
+                flagged += result.flagged
+            } else {
+                refused += 1
+            }
+        }
+        print("bit flips: \(refused) of 5 trials refused at start, \(served) started; altered templates served: \(altered), flagged by verify: \(flagged)")
+        #expect(altered == 0)
+    }
+
+    /// The same with the 200 flips all inside stored template payloads: the damage only checksums can
+    /// see (LMDB's pages stay well-formed). Before them, the daemon started and served every altered
+    /// template, and verify, comparing with an index loaded from the same bytes, flagged none.
+    @Test func bitFlipsInPayloadsAreRefusedAtStartNamingATemplate() async throws {
+        let (daemon, stored) = try await Self.daemonWithTemplates(count: 300)
+        daemon.stop()
+        let file = daemon.dataPath + "/data.mdb"
+        var data = try Self.read(file)
+        // Where each payload's first 8 bytes are in the file: the live copy, and stale copies in pages
+        // LMDB freed (copy-on-write), which get the same flips so that whichever is live has them.
+        var copies: [UInt64: [Int]] = [:]
+        for template in stored {
+            copies[Self.payloadBytes(template).withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }] = []
+        }
+        data.withUnsafeBytes { bytes in
+            for offset in 0..<(bytes.count - 64) {
+                let prefix = bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                if copies[prefix] != nil { copies[prefix]!.append(offset) }
+            }
+        }
+        let found = copies.values.filter { !$0.isEmpty }.sorted { $0[0] < $1[0] }
+        #expect(found.count == stored.count, "every payload should be found in data.mdb")
+        var random = SeededGenerator(seed: 207)
+        for _ in 0..<200 {
+            let bit = Int.random(in: 0..<(64 * 8), using: &random)
+            for offset in found.randomElement(using: &random)! { data[offset + bit / 8] ^= 1 << (bit % 8) }
+        }
+        try Self.write(file, at: 0, data)
+        let result = try await Self.serveAfterDamage(daemon, stored)
+        print("bit flips in payloads: \(result.map { "started; altered templates served: \($0.altered), flagged by verify: \($0.flagged)" } ?? "refused at start")")
+        #expect(result == nil, "flipped payloads must not be loaded")
+        #expect(daemon.log.contains("its payload does not match its checksum"), "\(daemon.log)")
+    }
+
+    // MARK: Storage errors
+
+    /// Registrations until a 2 MiB tmpfs fills: `STORAGE_FULL`, and the daemon keeps answering.
+    @Test(.enabled(if: geteuid() == 0, "mounting a tmpfs needs root"))
+    func aFullDiskAnswersStorageFullAndTheDaemonKeepsServing() async throws {
+        let mount = try Self.temporaryMount(options: "size=2m")
+        guard let mount else {
+            print("skipped: mounting a tmpfs is not allowed here")
+            return
+        }
+        defer { Self.unmount(mount) }
+        // The harness's data directory becomes a link to the small file system.
+        let daemon = try Daemon()
+        daemon.stop()
+        #expect(system("rm -rf '\(daemon.dataPath)'") == 0 && symlink(mount, daemon.dataPath) == 0)
+        try daemon.start()
+        // Stopped before the unmount (defers run in reverse order).
+        defer { daemon.stop() }
+        let client = try await daemon.client()
+        var random = SeededGenerator(seed: 7)
+        var full: RegistryError?
+        for index in 0..<20_000 {
+            do {
+                _ = try await client.register(identifier: "person-\(index)", face: Face(FaceTemplate(algorithm: 24, vector: Self.randomVector(&random))))
+            } catch let error as RegistryError {
+                full = error
+                break
+            }
+        }
+        #expect(full?.code == .storageFull, "a full disk must answer STORAGE_FULL: \(String(describing: full))")
+        // Still serving: reads work, and the galleries are listed.
+        #expect(try await client.galleries().isEmpty == false)
+        _ = try await client.identify(face: Face(FaceTemplate(algorithm: 24, vector: Self.randomVector(&random))))
+        await client.close()
+    }
+
+    /// A read-only data directory (root ignores file modes, so a read-only mount) is reported as such,
+    /// not as "another process has it open".
+    @Test func anUnwritableDataDirectoryIsNamedAsSuch() async throws {
+        let directory = try Daemon.temporaryDirectory()
+        defer { _ = system("rm -rf '\(directory)'") }
+        var data = directory + "/data"
+        var mount: String?
+        if geteuid() == 0 {
+            mount = try Self.temporaryMount(options: "ro,size=1m")
+            guard let mount else {
+                print("skipped: mounting a tmpfs is not allowed here")
+                return
+            }
+            data = mount
+        } else {
+            #expect(mkdir(data, 0o500) == 0)
+        }
+        defer { if let mount { Self.unmount(mount) } }
+        guard let binary = executable("registryd") else { throw HarnessError("registryd binary not found") }
+        let log = directory + "/registryd.log"
+        let pid = try spawn([binary, "--socket", directory + "/registryd.sock", "--data", data], log: log)
+        let outcome = Self.waitForExit(pid, log: log)
+        #expect(outcome.exitedNormally && outcome.status != 0, "\(outcome.log)")
+        #expect(!outcome.log.contains("another process"), "\(outcome.log)")
+        #expect(outcome.log.contains("read-only file system") || outcome.log.contains("not writable"), "\(outcome.log)")
+    }
+
+    // MARK: Helpers
+
+    /// A daemon holding `count` arcface templates of random directions, and the templates it serves.
+    static func daemonWithTemplates(count: Int) async throws -> (Daemon, [StoredTemplate]) {
+        let daemon = try Daemon()
+        let client = try await daemon.client()
+        var random = SeededGenerator(seed: UInt64(count))
+        let vectors = (0..<count).map { _ in Self.randomVector(&random) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, vector) in vectors.enumerated() {
+                if index >= 16 { try await group.next() }
+                group.addTask {
+                    _ = try await client.register(identifier: "person-\(index)", face: Face(FaceTemplate(algorithm: 24, vector: vector)))
+                }
+            }
+            try await group.waitForAll()
+        }
+        let stored = try await Self.exportAll(client)
+        #expect(stored.count == count)
+        await client.close()
+        return (daemon, stored)
+    }
+
+    static func exportAll(_ client: RegistryClient) async throws -> [StoredTemplate] {
+        var all: [StoredTemplate] = []
+        var after: UInt64 = 0
+        while true {
+            let page = try await client.export(after: after, limit: 1000)
+            all += page.templates
+            guard let next = page.next else { return all }
+            after = next
+        }
+    }
+
+    /// Starts the daemon on its damaged store: nil when it refused to start (with a message and a
+    /// non-zero exit, never a signal), else the number of templates it served altered, after checking
+    /// that `verify` reports every one of them.
+    static func serveAfterDamage(_ daemon: Daemon, _ stored: [StoredTemplate]) async throws -> (altered: Int, flagged: Int)? {
+        do {
+            try daemon.start()
+        } catch {
+            let outcome = Self.lastExit(daemon)
+            #expect(outcome.exitedNormally, "registryd must exit with a message, not die of a signal: \(daemon.log)")
+            #expect(daemon.log.contains("damaged") && daemon.log.contains("registryctl backup"), "\(daemon.log)")
+            return nil
+        }
+        let client = try await daemon.client()
+        defer { daemon.stop(signal: SIGKILL) }
+        let original = Dictionary(uniqueKeysWithValues: stored.map { ($0.id, $0) })
+        var served: [StoredTemplate] = []
+        var problems: [String] = []
+        do {
+            served = try await Self.exportAll(client)
+        } catch let error as RegistryError {
+            // Refused: a damaged record or page is never served.
+            #expect(error.message.contains("damaged"), "\(error)")
+        }
+        do {
+            problems = try await client.verify().problems
+        } catch let error as RegistryError {
+            #expect(error.message.contains("damaged"), "\(error)")
+            problems = [error.message]
+        } catch is RegistryClientError {
+            // The daemon stopped: only acceptable as an exit with the damage message (liblmdb's own
+            // consistency checks failed on a page the start-up did not read).
+            var status: Int32 = 0
+            #expect(waitpid(daemon.pid, &status, 0) == daemon.pid)
+            #expect(status & 0x7F == 0 && status != 0, "registryd died of signal \(status & 0x7F): \(daemon.log)")
+            #expect(daemon.log.contains("damaged") && daemon.log.contains("registryctl backup"), "\(daemon.log)")
+        }
+        await client.close()
+        let altered = served.filter { original[$0.id] != $0 }
+        let flagged = altered.filter { template in problems.contains { $0.contains("template \(template.id)") } }
+        #expect(flagged.count == altered.count, "altered templates served and not flagged by verify: \(altered.count - flagged.count)")
+        return (altered.count, flagged.count)
+    }
+
+    static func expectRefusedOrIntact(_ daemon: Daemon, _ stored: [StoredTemplate], what: String) async throws {
+        let result = try await Self.serveAfterDamage(daemon, stored)
+        #expect((result?.altered ?? 0) == 0, "\(what): altered templates served")
+    }
+
+    struct Outcome {
+        var exitedNormally: Bool
+        var status: Int32
+        var signal: Int32
+        var log: String
+    }
+
+    /// Starts registryd on `daemon`'s socket and data and waits for it to exit (it is expected to refuse).
+    static func startToExit(_ daemon: Daemon) throws -> Outcome {
+        guard let binary = executable("registryd") else { throw HarnessError("registryd binary not found") }
+        let log = daemon.directory + "/refused.log"
+        let pid = try spawn([binary, "--socket", daemon.socketPath, "--data", daemon.dataPath], log: log)
+        return Self.waitForExit(pid, log: log)
+    }
+
+    static func waitForExit(_ pid: pid_t, log: String) -> Outcome {
+        var status: Int32 = 0
+        for _ in 0..<400 {
+            if waitpid(pid, &status, WNOHANG) == pid {
+                let text = (try? Self.read(log)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+                let exited = status & 0x7F == 0
+                return Outcome(exitedNormally: exited, status: exited ? (status >> 8) & 0xFF : 0, signal: status & 0x7F, log: text)
+            }
+            usleep(25_000)
+        }
+        kill(pid, SIGKILL)
+        waitpid(pid, &status, 0)
+        return Outcome(exitedNormally: true, status: 0, signal: 0, log: "registryd was still running after 10 s")
+    }
+
+    /// The harness reaps a daemon that exits during start-up without keeping its status; start it
+    /// again by hand to learn how it ends.
+    static func lastExit(_ daemon: Daemon) -> Outcome {
+        (try? Self.startToExit(daemon)) ?? Outcome(exitedNormally: false, status: 0, signal: 0, log: "")
+    }
+
+    static func randomVector(_ random: inout SeededGenerator) -> [Float] {
+        (0..<128).map { _ in Float.random(in: -1...1, using: &random) }
+    }
+
+    /// The stored (normalised, little-endian float32) bytes of a served template.
+    static func payloadBytes(_ template: StoredTemplate) -> [UInt8] {
+        guard case .vector(let values) = template.template?.data else { return [] }
+        return values.withUnsafeBytes { Array($0) }
+    }
+
+    static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        // Payloads are split in parts: the first 64 bytes are in one part.
+        let probe = Array(needle.prefix(64))
+        guard !probe.isEmpty, haystack.count >= probe.count else { return nil }
+        for start in 0...(haystack.count - probe.count) where haystack[start] == probe[0] {
+            if haystack[start..<(start + probe.count)].elementsEqual(probe) { return start }
+        }
+        return nil
+    }
+
+    static func read(_ path: String) throws -> [UInt8] {
+        guard let file = fopen(path, "rb") else { throw HarnessError("cannot open \(path)") }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            if count == 0 { return bytes }
+            bytes += buffer[0..<count]
+        }
+    }
+
+    static func write(_ path: String, at offset: Int, _ bytes: [UInt8]) throws {
+        let fd = open(path, O_WRONLY)
+        guard fd >= 0 else { throw HarnessError("cannot open \(path)") }
+        defer { close(fd) }
+        guard bytes.withUnsafeBytes({ pwrite(fd, $0.baseAddress, $0.count, off_t(offset)) }) == bytes.count else {
+            throw HarnessError("cannot write \(path)")
+        }
+    }
+
+    /// A fresh tmpfs mounted with `options`, or nil where mounting is not allowed.
+    static func temporaryMount(options: String) throws -> String? {
+        let point = try Daemon.temporaryDirectory()
+        guard system("mount -t tmpfs -o \(options) tmpfs '\(point)' 2>/dev/null") == 0 else {
+            rmdir(point)
+            return nil
+        }
+        return point
+    }
+
+    static func unmount(_ point: String) {
+        _ = system("umount '\(point)'")
+        rmdir(point)
+    }
+}
+
+/// SplitMix64: deterministic noise, the same on every run.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { self.state = seed }
+    mutating func next() -> UInt64 {
+        self.state &+= 0x9E37_79B9_7F4A_7C15
+        var z = self.state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

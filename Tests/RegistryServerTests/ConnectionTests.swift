@@ -1,0 +1,115 @@
+import Glibc
+import Logging
+import NIOCore
+import NIOEmbedded
+import RegistryCore
+import RegistryProtocol
+import SwiftProtobuf
+import Testing
+
+@testable import RegistryServer
+
+/// A ``Connection`` over an in-memory channel and a real store: its reader, writer and ordering
+/// without a socket.
+@Suite struct ConnectionTests {
+    let directory: String
+    let engine: RegistryEngine
+    let dispatcher: RequestDispatcher
+    let root = Peer(uid: 0, gid: 0, pid: 1, groups: [0])
+
+    init() throws {
+        var template = Array("/tmp/registryd-connection-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "mkdtemp failed")
+        self.directory = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        self.engine = try RegistryEngine(path: self.directory + "/data")
+        self.dispatcher = RequestDispatcher(engine: self.engine, logger: Logger(label: "test"), policy: try AccessPolicy(nil))
+    }
+
+    func cleanUp() {
+        self.engine.close()
+        _ = system("rm -rf '\(self.directory)'")
+    }
+
+    /// A channel with the connection's handlers, and the connection serving it.
+    func serve() async throws -> (NIOAsyncTestingChannel, Task<Void, Never>) {
+        let channel = NIOAsyncTestingChannel()
+        let account = ConnectionAccount(budget: BufferBudget(limit: 1 << 30))
+        let async = try await channel.testingEventLoop.executeInContext {
+            let operations = channel.pipeline.syncOperations
+            try operations.addHandler(ByteToMessageHandler(FrameDecoder(maximumFrameLength: 1 << 20)))
+            try operations.addHandler(MessageToByteHandler(FrameEncoder()))
+            try operations.addHandler(FastPathHandler(dispatcher: self.dispatcher, account: account))
+            return try NIOAsyncChannel<InboundRequest, ByteBuffer>(wrappingChannelSynchronously: channel)
+        }
+        let connection = Connection(
+            channel: channel, account: account, dispatcher: self.dispatcher, maximumRequestsInFlight: 8, logger: Logger(label: "test"))
+        let task = Task { [root] in await connection.run(async, peer: root) }
+        return (channel, task)
+    }
+
+    static func frame(_ id: UInt64, _ operation: Registry_V1_Request.OneOf_Operation) throws -> ByteBuffer {
+        var request = Registry_V1_Request()
+        request.id = id
+        request.operation = operation
+        let body: [UInt8] = try request.serializedBytes()
+        var buffer = ByteBuffer()
+        buffer.writeInteger(UInt32(body.count))
+        buffer.writeBytes(body)
+        return buffer
+    }
+
+    static func registration(_ id: UInt64, _ identifier: String, axis: Int) throws -> ByteBuffer {
+        var vector = [Float](repeating: 0, count: 128)
+        vector[axis] = 1
+        return try Self.frame(id, .register(.with {
+            $0.identifier = identifier
+            $0.face.templates = [.with {
+                $0.algorithm = 24
+                $0.vector = vector
+            }]
+        }))
+    }
+
+    /// The next reply written, decoded.
+    static func reply(_ channel: NIOAsyncTestingChannel) async throws -> Registry_V1_Response {
+        var buffer = try await channel.waitForOutboundWrite(as: ByteBuffer.self)
+        let length = buffer.readInteger(as: UInt32.self)
+        let body = buffer.readBytes(length: Int(try #require(length)))
+        return try Registry_V1_Response(serializedBytes: try #require(body))
+    }
+
+    @Test func aRefusedHelloStopsEveryLaterRequestFromRunning() async throws {
+        defer { self.cleanUp() }
+        let (channel, task) = try await self.serve()
+        var bytes = try Self.registration(1, "before", axis: 0)
+        bytes.writeImmutableBuffer(try Self.frame(2, .hello(.with { $0.protocolMajor = 2 })))
+        for i in 0..<5 { bytes.writeImmutableBuffer(try Self.registration(UInt64(3 + i), "after-\(i)", axis: 1 + i)) }
+        try await channel.writeInbound(bytes)
+        let first = try await Self.reply(channel)
+        #expect(first.id == 1)
+        guard case .register = first.result else { Issue.record("the first registration was not answered"); return }
+        let second = try await Self.reply(channel)
+        guard case .error(let error) = second.result else { Issue.record("the hello was not refused"); return }
+        #expect(second.id == 2 && error.code == .unsupportedVersion)
+        await task.value  // the connection ends after the refusal
+        #expect(try self.engine.identifiers().identifiers == ["before"])
+    }
+
+    @Test func aClientThatStopsSendingGetsEveryReplyInOrder() async throws {
+        defer { self.cleanUp() }
+        let (channel, task) = try await self.serve()
+        var bytes = ByteBuffer()
+        for i in 0..<20 { bytes.writeImmutableBuffer(try Self.registration(UInt64(i + 1), "p\(i)", axis: i)) }
+        try await channel.writeInbound(bytes)
+        // The client half-closes: its input ends, the replies still go out.
+        channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        for i in 0..<20 {
+            let reply = try await Self.reply(channel)
+            #expect(reply.id == UInt64(i + 1))
+            guard case .register = reply.result else { Issue.record("request \(i + 1) was refused"); continue }
+        }
+        await task.value
+        #expect(try self.engine.identifiers().identifiers.count == 20)
+    }
+}
