@@ -15,6 +15,24 @@ let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
 let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
 let unixSignals = Target.Dependency.product(name: "UnixSignals", package: "swift-service-lifecycle")
 
+// libFuzzer targets (tools/fuzz builds them with -sanitize=fuzzer,address; a plain build links each as
+// a no-op executable). Sources in fuzz/targets/<name>, seed corpora in fuzz/corpus/.
+let fuzzTargets: [Target] = [
+    .executableTarget(name: "FuzzFrame", dependencies: ["RegistryProtocol", nioCore, protobuf], path: "fuzz/targets/FuzzFrame", swiftSettings: strictSettings),
+    .executableTarget(
+        name: "FuzzDispatch", dependencies: ["RegistryServer", "RegistryProtocol", "RegistryCore", nioCore, protobuf, logging],
+        path: "fuzz/targets/FuzzDispatch", swiftSettings: strictSettings),
+    .executableTarget(
+        name: "FuzzCtlInput", dependencies: ["RegistryCtlInput", "RegistryCore"], path: "fuzz/targets/FuzzCtlInput",
+        swiftSettings: strictSettings),
+    .executableTarget(
+        name: "FuzzConfig", dependencies: ["RegistryServer", "RegistryCore"], path: "fuzz/targets/FuzzConfig", swiftSettings: strictSettings),
+    // Writes the generated seeds (tools/fuzz --seeds); an ordinary executable.
+    .executableTarget(
+        name: "FuzzSeeds", dependencies: ["RegistryCtlInput", "RegistryProtocol", "RegistryCore", protobuf], path: "fuzz/targets/FuzzSeeds",
+        swiftSettings: strictSettings),
+]
+
 let package = Package(
     name: "registryd",
     products: [
@@ -24,6 +42,7 @@ let package = Package(
         .library(name: "RegistryCore", targets: ["RegistryCore"]),
         .executable(name: "registry-bench", targets: ["registry-bench"]),
         .executable(name: "registry-load", targets: ["registry-load"]),
+        .executable(name: "registry-crash-loop", targets: ["registry-crash-loop"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
@@ -61,8 +80,11 @@ let package = Package(
         .executableTarget(
             name: "registryd", dependencies: ["RegistryServer", argumentParser, logging, serviceLifecycle],
             swiftSettings: strictSettings),
+        // registryctl's input files (Ver-ID JSON templates, face and enrolment files, the protobuf export
+        // stream): a library, so that a fuzz target can link the parsers.
+        .target(name: "RegistryCtlInput", dependencies: ["RegistryCore", "RegistryProtocol", protobuf], swiftSettings: strictSettings),
         .executableTarget(
-            name: "registryctl", dependencies: ["RegistryClient", "RegistryProtocol", "RegistryCore", argumentParser, protobuf],
+            name: "registryctl", dependencies: ["RegistryClient", "RegistryProtocol", "RegistryCore", "RegistryCtlInput", argumentParser, protobuf],
             swiftSettings: strictSettings),
         // Benchmark: fills a registry and times identify (prints figures; not a test).
         .executableTarget(name: "registry-bench", dependencies: ["RegistryCore", "RegistryClient"], swiftSettings: strictSettings),
@@ -72,6 +94,9 @@ let package = Package(
             swiftSettings: strictSettings),
         // Child process for the crash-durability test: registers, prints "acknowledged", waits to be killed.
         .executableTarget(name: "registry-crash-probe", dependencies: ["RegistryCore"], swiftSettings: strictSettings),
+        // Crash loop (tools/crash-loop): SIGKILL/SIGTERM registryd under pipelined registrations, restart, check.
+        .executableTarget(
+            name: "registry-crash-loop", dependencies: ["RegistryProtocol", protobuf, argumentParser], swiftSettings: strictSettings),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "CLMDB"], swiftSettings: strictSettings),
         .testTarget(
             name: "RegistryCoreTests",
@@ -85,11 +110,21 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOTestUtils", package: "swift-nio"),
             ],
             swiftSettings: strictSettings),
-        .testTarget(name: "RegistryCtlTests", dependencies: ["registryctl", "RegistryCore", argumentParser], swiftSettings: strictSettings),
+        .testTarget(
+            name: "RegistryCtlTests", dependencies: ["registryctl", "RegistryCtlInput", "RegistryCore", argumentParser], swiftSettings: strictSettings),
+        // The server in-process: connection handlers on embedded channels, a connection over a real store.
+        .testTarget(
+            name: "RegistryServerTests",
+            dependencies: [
+                "RegistryServer", "RegistryProtocol", "RegistryCore", nioCore, logging, protobuf,
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["RegistryClient", "RegistryProtocol", "RegistryCore", "registryd", "registryctl", nioCore, nioPosix, protobuf],
             swiftSettings: strictSettings),
-    ],
+    ] + fuzzTargets,
     swiftLanguageModes: [.v6]
 )
+

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates the capture-gate examples of the README walkthrough (DESIGN §9) from alice.json and
+"""Generates the capture-gate examples of the README walkthrough (README, capture gates) from alice.json and
 alice-again.json: faces with capture metadata (alice-capture.json: "excellent"; alice-poor-capture.json:
 "poor"), faces with depth frames (alice-live.json: a face-like surface that moves, live; alice-photo.json:
 a flat plane, not live) and liveness enrolment frames for every pose (alice-poses.json).

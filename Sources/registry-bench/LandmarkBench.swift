@@ -1,7 +1,7 @@
 import Glibc
 import RegistryCore
 
-/// Identification over landmark templates (seeds/000's weighted 3-D distance). Generates random
+/// Identification over landmark templates (the CoMa landmark matcher's weighted 3-D distance). Generates random
 /// faces, registers them in a temporary store, writes their normalised rows for tools/bench's numpy
 /// implementation of the same algorithm, then times identify per query.
 ///

@@ -1,6 +1,7 @@
 import ArgumentParser
 import RegistryClient
 import RegistryCore
+import RegistryCtlInput
 
 /// `registryctl authenticate IDENTIFIER FILE...`: is this face that person?
 struct AuthenticateCommand: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import RegistryClient
 import RegistryCore
+import RegistryCtlInput
 
 /// `registryctl backup DIRECTORY`: a compacting hot copy of the store, written by the daemon.
 struct BackupCommand: AsyncParsableCommand {

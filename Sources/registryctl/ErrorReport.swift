@@ -1,5 +1,6 @@
 import RegistryClient
 import RegistryCore
+import RegistryCtlInput
 
 /// An error as `registryctl` reports it: a stable code, a message and the daemon's details.
 struct ErrorReport: Encodable {

@@ -1,5 +1,6 @@
 import RegistryClient
 import RegistryCore
+import RegistryCtlInput
 
 /// The exit statuses of `registryctl`, for scripts.
 ///

@@ -1,6 +1,7 @@
 import ArgumentParser
 import RegistryClient
 import RegistryCore
+import RegistryCtlInput
 
 /// `registryctl identify FILE...`: who is this face?
 struct IdentifyCommand: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import RegistryClient
 import RegistryCore
+import RegistryCtlInput
 
 /// `registryctl import FILE`: stores exported templates (without the register checks).
 struct ImportCommand: AsyncParsableCommand {

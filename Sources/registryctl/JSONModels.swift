@@ -184,7 +184,7 @@ struct StoredTemplateJSON: Codable, Hashable {
     var source: String
     /// The capture quality score of the face it came from (when the face carried capture metadata).
     var quality: Float?
-    /// The landmark symmetry/coverage score (seeds/000), for landmark templates.
+    /// The landmark symmetry/coverage score (the CoMa landmark matcher), for landmark templates.
     var landmarkQuality: Float?
     var template: TemplateDataJSON?
 
@@ -329,9 +329,9 @@ struct GalleryJSON: Codable, Hashable {
     }
 }
 
-// MARK: Capture gates (DESIGN §9)
+// MARK: Capture gates
 
-/// A capture quality assessment (seeds/002).
+/// A capture quality assessment (the capture quality design).
 struct QualityJSON: Codable, Hashable {
     var score: Float
     /// excellent, good, fair, poor.
@@ -391,7 +391,7 @@ struct LivenessCheckJSON: Codable, Hashable {
     }
 }
 
-/// A liveness verdict (seeds/003-004).
+/// A liveness verdict (the liveness enrolment and depth liveness designs).
 struct LivenessVerdictJSON: Codable, Hashable {
     var live: Bool
     /// Which thresholds decided: fixed, personalised, fixed_fallback.

@@ -1,7 +1,7 @@
 import ArgumentParser
 import RegistryCore
 
-/// `registryctl profile show|reset|enrol`: identifiers' liveness profiles (DESIGN §9).
+/// `registryctl profile show|reset|enrol`: identifiers' liveness profiles (README, capture gates).
 struct ProfileCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "profile",

@@ -1,6 +1,7 @@
 import ArgumentParser
 import RegistryClient
 import RegistryCore
+import RegistryCtlInput
 
 /// `registryctl profile enrol IDENTIFIER FILE`: enrols (or re-enrols) a liveness profile.
 struct ProfileEnrolCommand: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import RegistryClient
 import RegistryCore
+import RegistryCtlInput
 
 /// `registryctl register IDENTIFIER FILE...`: registers one face under an identifier.
 struct RegisterCommand: AsyncParsableCommand {

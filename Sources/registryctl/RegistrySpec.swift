@@ -3,7 +3,7 @@ import RegistryCore
 
 /// A `--registry` argument of `gallery define`: `ALGORITHM[:AUTH,IDENT,AUTO][@MINQ[/MINAUTOQ]]`, where
 /// ALGORITHM is a name (`arcface`) or a version (`24`), the optional thresholds are in (0, 1], and the
-/// optional quality gates (DESIGN §9) are the capture quality scores in [0, 1] a face must reach to be
+/// optional quality gates (README, capture gates) are the capture quality scores in [0, 1] a face must reach to be
 /// registered (MINQ) and auto-enrolled (MINAUTOQ) in the registry: `arcface@0.6`,
 /// `arcface:0.6,0.6,0.6@0.6/0.7`, `arcface@/0.7` (auto-enrolment only).
 public struct RegistrySpec: Sendable, Hashable, CustomStringConvertible {

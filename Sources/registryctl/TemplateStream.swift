@@ -1,5 +1,6 @@
 import RegistryClient
 import RegistryCore
+import RegistryCtlInput
 import RegistryProtocol
 import SwiftProtobuf
 
@@ -112,7 +113,7 @@ struct TemplateStreamWriter {
 
 /// Reads files written by ``TemplateStreamWriter`` (or by anything else that speaks the formats)
 /// into the items `import` sends.
-enum TemplateStreamReader {
+extension TemplateStreamReader {
     /// The import items of a file's contents.
     /// - Parameters:
     ///   - bytes: the contents.
@@ -124,39 +125,5 @@ enum TemplateStreamReader {
         case .verid: try TemplateJSON.importItems(from: bytes, file: file)
         case .protobuf: try self.protobufItems(from: bytes, file: file)
         }
-    }
-
-    /// Reads a stream of length-prefixed `StoredTemplate` messages.
-    static func protobufItems(from bytes: [UInt8], file: String) throws(InputFileError) -> [ImportItem] {
-        var items: [ImportItem] = []
-        var offset = 0
-        while offset < bytes.count {
-            let record = items.count + 1
-            guard bytes.count - offset >= 4 else {
-                throw InputFileError(file: file, message: "record \(record) at byte \(offset): truncated length prefix (\(bytes.count - offset) of 4 bytes)")
-            }
-            let length = bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
-            let start = offset + 4
-            guard bytes.count - start >= length else {
-                throw InputFileError(
-                    file: file,
-                    message: "record \(record) at byte \(offset): truncated (\(length) bytes announced, \(bytes.count - start) remain)")
-            }
-            let message: Registry_V1_StoredTemplate
-            do {
-                message = try Registry_V1_StoredTemplate(serializedBytes: Array(bytes[start..<start + length]))
-            } catch {
-                throw InputFileError(file: file, message: "record \(record) at byte \(offset): not a registry.v1.StoredTemplate message")
-            }
-            guard !message.identifier.isEmpty else {
-                throw InputFileError(file: file, message: "record \(record) at byte \(offset): no identifier")
-            }
-            guard message.hasTemplate, !message.template.vector.isEmpty || !message.template.landmarks.isEmpty else {
-                throw InputFileError(file: file, message: "record \(record) at byte \(offset): no template data")
-            }
-            items.append(ImportItem(identifier: message.identifier, template: FaceTemplate(message.template)))
-            offset = start + length
-        }
-        return items
     }
 }

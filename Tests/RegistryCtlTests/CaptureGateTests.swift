@@ -4,9 +4,10 @@ import Glibc
 import RegistryCore
 import Testing
 
+@testable import RegistryCtlInput
 @testable import registryctl
 
-// Capture gates in registryctl (DESIGN §9): face files with capture metadata and depth frames, the
+// Capture gates in registryctl (README, capture gates): face files with capture metadata and depth frames, the
 // extended --registry spec and --liveness, the profile commands, the walkthrough's example files, and
 // how QUALITY_TOO_LOW and LIVENESS_FAILED are reported.
 

@@ -5,6 +5,7 @@ import RegistryClient
 import RegistryCore
 import Testing
 
+@testable import RegistryCtlInput
 @testable import registryctl
 
 // MARK: Helpers

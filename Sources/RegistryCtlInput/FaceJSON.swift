@@ -1,7 +1,7 @@
 import FoundationEssentials
 import RegistryCore
 
-// Face files and liveness enrolment files (DESIGN §9): the JSON forms of capture metadata and depth
+// Face files and liveness enrolment files (README, capture gates): the JSON forms of capture metadata and depth
 // frames.
 //
 // A face file is a template file (one template object or an array of them) or a face object:

@@ -1,17 +1,17 @@
 /// Finds the first syntax error of a JSON document (RFC 8259) and where it is, for messages: the
 /// decoder only says that a document is not valid. The messages name the position and the kind of
 /// problem, never the offending text (it may be template data).
-enum JSONSyntaxChecker {
-    struct Problem: Error, Equatable {
-        var offset: Int
-        var what: String
+public enum JSONSyntaxChecker {
+    public struct Problem: Error, Equatable {
+        public var offset: Int
+        public var what: String
     }
 
     /// Deeper nesting is reported rather than recursed into.
     static let maximumDepth = 512
 
     /// The first problem, or nil for a well-formed document.
-    static func firstProblem(in bytes: [UInt8]) -> Problem? {
+    public static func firstProblem(in bytes: [UInt8]) -> Problem? {
         var parser = Parser(bytes: bytes)
         do {
             parser.skipWhitespace()
@@ -25,7 +25,7 @@ enum JSONSyntaxChecker {
     }
 
     /// 1-based line and column (in bytes) of an offset.
-    static func position(of offset: Int, in bytes: [UInt8]) -> (line: Int, column: Int) {
+    public static func position(of offset: Int, in bytes: [UInt8]) -> (line: Int, column: Int) {
         var line = 1
         var lineStart = 0
         for index in 0..<min(offset, bytes.count) where bytes[index] == 0x0A {

@@ -1,0 +1,392 @@
+import Glibc
+import RegistryProtocol
+import SwiftProtobuf
+
+/// What became of one registration sent in a round.
+enum Outcome: Equatable {
+    case unanswered
+    case ok
+    case refused(Registry_V1_ErrorCode)
+}
+
+/// Which signal a round sends.
+enum CrashSignal: String {
+    case kill, term
+
+    var number: Int32 { self == .kill ? SIGKILL : SIGTERM }
+}
+
+/// The figures of one round, summed into the run's totals.
+struct RoundFigures {
+    var sent = 0
+    var acknowledged = 0
+    var shuttingDown = 0
+    var otherErrors = 0
+    var unanswered = 0
+    var stored = 0
+    var lost = 0
+    var unansweredStored = 0
+    var refusedStored = 0
+    /// SIGTERM: seconds from the signal to the daemon's exit.
+    var exitSeconds: Double?
+
+    mutating func add(_ other: RoundFigures) {
+        self.sent += other.sent
+        self.acknowledged += other.acknowledged
+        self.shuttingDown += other.shuttingDown
+        self.otherErrors += other.otherErrors
+        self.unanswered += other.unanswered
+        self.stored += other.stored
+        self.lost += other.lost
+        self.unansweredStored += other.unansweredStored
+        self.refusedStored += other.refusedStored
+        if let seconds = other.exitSeconds { self.exitSeconds = max(self.exitSeconds ?? 0, seconds) }
+    }
+}
+
+/// Settings shared by every round.
+struct RoundSettings {
+    let seed: UInt64
+    let binary: String
+    let socketPath: String
+    let dataDirectory: String
+    let logPath: String
+    let daemonArguments: [String]
+    let connections: Int
+    let window: Int
+    let maximumDelayMilliseconds: Int
+    let drainDeadlineSeconds: Double
+    let startSeconds: Double
+
+    func startDaemon() throws -> Daemon {
+        let daemon = try Daemon(
+            binary: self.binary, socketPath: self.socketPath, dataDirectory: self.dataDirectory, logPath: self.logPath,
+            extraArguments: self.daemonArguments)
+        do {
+            try daemon.waitUntilReady(seconds: self.startSeconds)
+        } catch {
+            daemon.killHard()
+            throw error
+        }
+        return daemon
+    }
+}
+
+/// One round: load and signal, then restart and check. Violations are collected, not thrown, so a
+/// failing round reports everything it found.
+struct CrashRound {
+    let number: Int
+    let signal: CrashSignal
+    let settings: RoundSettings
+    /// Templates stored before this round (every earlier round's stored registrations).
+    let storedBefore: Int
+
+    private(set) var figures = RoundFigures()
+    private(set) var violations: [String] = []
+    private(set) var delayMilliseconds = 0
+    private var outcomes: [[Outcome]] = []
+
+    init(number: Int, signal: CrashSignal, settings: RoundSettings, storedBefore: Int) {
+        self.number = number
+        self.signal = signal
+        self.settings = settings
+        self.storedBefore = storedBefore
+    }
+
+    mutating func run() {
+        var random = SplitMix64.derived(self.settings.seed, UInt64(self.number), 0xDE1A_7)
+        self.delayMilliseconds = Int(random.uniform() * Double(self.settings.maximumDelayMilliseconds + 1))
+        do {
+            let daemon = try self.settings.startDaemon()
+            defer { daemon.killHard() }
+            try self.load(daemon)
+        } catch {
+            self.violations.append("before the restart: \(error)")
+            return
+        }
+        do {
+            let daemon = try self.settings.startDaemon()
+            defer { daemon.killHard() }
+            try self.check(daemon)
+            daemon.signal(SIGTERM)
+            if let status = daemon.wait(seconds: self.settings.drainDeadlineSeconds) {
+                if status != .exited(0) { self.violations.append("the restarted daemon, idle, ended with \(status) after SIGTERM") }
+            } else {
+                self.violations.append("the restarted daemon, idle, still ran \(self.settings.drainDeadlineSeconds) s after SIGTERM")
+            }
+        } catch {
+            self.violations.append("after the restart: \(error)")
+        }
+    }
+
+    // MARK: Load and signal
+
+    /// Pipelines registrations on every connection until the signal, then reads replies until each
+    /// connection closes.
+    private mutating func load(_ daemon: Daemon) throws {
+        let connections = try (0..<self.settings.connections).map { _ in try FrameConnection(path: self.settings.socketPath) }
+        self.outcomes = Array(repeating: [], count: connections.count)
+        var answered = Array(repeating: 0, count: connections.count)
+        let clock = ContinuousClock()
+        let signalAt = clock.now.advanced(by: .milliseconds(self.delayMilliseconds))
+        var signalledAt: ContinuousClock.Instant?
+        var exitedAt: ContinuousClock.Instant?
+        // After the signal: the daemon's deadline, plus slack for a SIGKILLed one's sockets to close.
+        let closeAllowance = Duration.milliseconds(Int64(self.settings.drainDeadlineSeconds * 1000) + 5000)
+
+        while true {
+            if signalledAt == nil {
+                if clock.now >= signalAt {
+                    daemon.signal(self.signal.number)
+                    signalledAt = clock.now
+                } else if daemon.poll() {
+                    self.violations.append("the daemon ended before the signal: \(daemon.status!)")
+                    signalledAt = clock.now
+                }
+            }
+            if exitedAt == nil && signalledAt != nil && daemon.poll() { exitedAt = clock.now }
+            if signalledAt == nil {
+                // Keep `window` requests in flight on each open connection; none are sent after the signal.
+                for (index, connection) in connections.enumerated() where !connection.readClosed && !connection.writeClosed {
+                    while self.outcomes[index].count - answered[index] < self.settings.window {
+                        try connection.enqueue(self.registerRequest(connection: index, sequence: self.outcomes[index].count))
+                        self.outcomes[index].append(.unanswered)
+                    }
+                }
+            }
+            for connection in connections { connection.flush() }
+            let wait = signalledAt == nil ? max(0, min(20, Int32(clock.now.duration(to: signalAt) / .milliseconds(1)))) : 20
+            Poll.wait(connections, milliseconds: wait)
+            for (index, connection) in connections.enumerated() {
+                let wasOpen = !connection.readClosed
+                for reply in try connection.receive() {
+                    self.record(reply, connection: index, answered: &answered[index])
+                }
+                if wasOpen && connection.readClosed && signalledAt == nil {
+                    self.violations.append("connection \(index) was closed by the daemon before the signal")
+                }
+            }
+            if let signalledAt, connections.allSatisfy(\.readClosed) { _ = signalledAt; break }
+            if let signalledAt, signalledAt.duration(to: clock.now) > closeAllowance {
+                let open = connections.filter { !$0.readClosed }.count
+                self.violations.append("\(open) connections still open \(closeAllowance) after SIG\(self.signal.rawValue.uppercased())")
+                break
+            }
+        }
+        for connection in connections { connection.close() }
+
+        let signalled = signalledAt ?? clock.now
+        switch self.signal {
+        case .kill:
+            if daemon.wait(seconds: 10) == nil { self.violations.append("the daemon still ran 10 s after SIGKILL") }
+        case .term:
+            let left = self.settings.drainDeadlineSeconds - Self.seconds(signalled.duration(to: clock.now))
+            let status = daemon.wait(seconds: max(0, left))
+            if exitedAt == nil && status != nil { exitedAt = clock.now }
+            if let exitedAt { self.figures.exitSeconds = Self.seconds(signalled.duration(to: exitedAt)) }
+            switch status {
+            case nil:
+                self.violations.append("the daemon still ran \(self.settings.drainDeadlineSeconds) s (the drain deadline) after SIGTERM")
+            case .exited(0)?:
+                break
+            case let status?:
+                self.violations.append("the daemon ended with \(status) after SIGTERM (expected exit status 0)")
+            }
+        }
+        for outcome in self.outcomes.joined() {
+            self.figures.sent += 1
+            switch outcome {
+            case .ok: self.figures.acknowledged += 1
+            case .refused(.shuttingDown): self.figures.shuttingDown += 1
+            case .refused: self.figures.otherErrors += 1
+            case .unanswered: self.figures.unanswered += 1
+            }
+        }
+    }
+
+    private func registerRequest(connection: Int, sequence: Int) -> Registry_V1_Request {
+        let registration = Registration(round: self.number, connection: connection, sequence: sequence)
+        var request = Registry_V1_Request()
+        request.id = UInt64(sequence) + 1
+        request.register = .with {
+            $0.identifier = registration.identifier
+            $0.face.templates = [
+                .with {
+                    $0.algorithm = Registration.algorithm
+                    $0.vector = registration.template(seed: self.settings.seed)
+                }
+            ]
+        }
+        return request
+    }
+
+    /// Replies come in request order (PROTOCOL §3): each answers the oldest unanswered request.
+    private mutating func record(_ reply: Registry_V1_Response, connection: Int, answered: inout Int) {
+        guard answered < self.outcomes[connection].count else {
+            self.violations.append("connection \(connection): a reply (id \(reply.id)) to no request")
+            return
+        }
+        let sequence = answered
+        answered += 1
+        let identifier = Registration(round: self.number, connection: connection, sequence: sequence).identifier
+        guard reply.id == UInt64(sequence) + 1 else {
+            self.violations.append("connection \(connection): reply id \(reply.id) where \(sequence + 1) (\(identifier)) was due")
+            return
+        }
+        switch reply.result {
+        case .register(let result)?:
+            if result.stored.count == 1 && result.stored[0].identifier == identifier {
+                self.outcomes[connection][sequence] = .ok
+            } else {
+                self.violations.append("\(identifier): acknowledged with \(result.stored.count) stored templates (expected 1, its own)")
+            }
+        case .error(let error)?:
+            self.outcomes[connection][sequence] = .refused(error.code)
+        default:
+            self.violations.append("\(identifier): answered with a reply that is not a registration's")
+        }
+    }
+
+    // MARK: Check after the restart
+
+    /// Compares what the restarted daemon holds with what the round's replies promised.
+    private mutating func check(_ daemon: Daemon) throws {
+        let connection = try FrameConnection(path: self.settings.socketPath)
+        defer { connection.close() }
+        var nextID: UInt64 = 0
+        func request(_ build: (inout Registry_V1_Request) -> Void) -> Registry_V1_Request {
+            nextID += 1
+            var request = Registry_V1_Request()
+            request.id = nextID
+            build(&request)
+            return request
+        }
+
+        // This round's identifiers in the store: they are contiguous in byte order.
+        let prefix = Registration.prefix(round: self.number)
+        var stored = Set<String>()
+        var after = prefix
+        listing: while true {
+            let reply = try connection.call(request { $0.listIdentifiers = .with { $0.after = after; $0.limit = 10_000 } })
+            guard case .listIdentifiers(let page)? = reply.result else { throw CrashLoopError("list_identifiers: \(Self.describe(reply))") }
+            for identifier in page.identifiers {
+                guard identifier.hasPrefix(prefix) else { break listing }
+                stored.insert(identifier)
+            }
+            guard page.hasNext else { break }
+            after = page.next
+        }
+        self.figures.stored = stored.count
+
+        var sentIdentifiers = Set<String>()
+        var lost: [String] = []
+        var refusedStored: [String] = []
+        var unansweredStored: [String] = []
+        for (connectionIndex, outcomes) in self.outcomes.enumerated() {
+            for (sequence, outcome) in outcomes.enumerated() {
+                let identifier = Registration(round: self.number, connection: connectionIndex, sequence: sequence).identifier
+                sentIdentifiers.insert(identifier)
+                let isStored = stored.contains(identifier)
+                switch outcome {
+                case .ok where !isStored: lost.append(identifier)
+                case .refused(let code) where isStored: refusedStored.append("\(identifier) (\(code))")
+                case .unanswered where isStored: unansweredStored.append(identifier)
+                default: break
+                }
+            }
+        }
+        self.figures.lost = lost.count
+        self.figures.refusedStored = refusedStored.count
+        self.figures.unansweredStored = unansweredStored.count
+        if !lost.isEmpty {
+            self.violations.append("\(lost.count) acknowledged registrations are missing: \(Self.some(lost))")
+        }
+        if !refusedStored.isEmpty {
+            self.violations.append("\(refusedStored.count) registrations answered with an error are stored: \(Self.some(refusedStored))")
+        }
+        if self.signal == .term && !unansweredStored.isEmpty {
+            self.violations.append(
+                "\(unansweredStored.count) registrations are stored that were never answered (of \(self.figures.unanswered) unanswered): \(Self.some(unansweredStored))"
+            )
+        }
+        let strangers = stored.subtracting(sentIdentifiers)
+        if !strangers.isEmpty {
+            self.violations.append("\(strangers.count) identifiers are stored that were never sent: \(Self.some(Array(strangers)))")
+        }
+
+        // Every stored registration of the round holds exactly the template sent (compared, never shown).
+        let candidates = stored.intersection(sentIdentifiers).sorted()
+        let replies = try connection.exchange(
+            candidates.map { identifier in
+                request { $0.getTemplates = .with { $0.identifier = identifier; $0.includeData = true } }
+            })
+        var wrongData: [String] = []
+        for (identifier, reply) in zip(candidates, replies) {
+            guard case .getTemplates(let result)? = reply.result else {
+                wrongData.append("\(identifier) (get_templates: \(Self.describe(reply)))")
+                continue
+            }
+            guard let registration = Registration(identifier: identifier), result.templates.count == 1 else {
+                wrongData.append("\(identifier) (\(result.templates.count) templates, expected 1)")
+                continue
+            }
+            let template = result.templates[0]
+            if template.algorithm != Registration.algorithm || !template.hasTemplate
+                || !Registration.sameBits(template.template.vector, registration.template(seed: self.settings.seed))
+            {
+                wrongData.append("\(identifier) (stored template differs from the one sent)")
+            }
+        }
+        if !wrongData.isEmpty {
+            self.violations.append("\(wrongData.count) stored registrations do not hold what was sent: \(Self.some(wrongData))")
+        }
+
+        // Earlier rounds' registrations are all still there (counted; their data is checked at the end).
+        let expectedTotal = self.storedBefore + stored.count
+        let galleries = try connection.call(request { $0.listGalleries = .init() })
+        guard case .listGalleries(let list)? = galleries.result, let gallery = list.galleries.first(where: { $0.name == "default" }) else {
+            throw CrashLoopError("list_galleries: \(Self.describe(galleries))")
+        }
+        if gallery.identifierCount != UInt64(expectedTotal) {
+            self.violations.append(
+                "the default gallery holds \(gallery.identifierCount) identifiers, expected \(expectedTotal) (\(self.storedBefore) from earlier rounds + \(stored.count))"
+            )
+        }
+
+        let verify = try connection.call(request { $0.verify = .init() }, timeoutSeconds: 600)
+        guard case .verify(let result)? = verify.result else { throw CrashLoopError("verify: \(Self.describe(verify))") }
+        if !result.problems.isEmpty {
+            self.violations.append("verify reports \(result.problems.count) problems: \(Self.some(result.problems))")
+        }
+        if result.templatesChecked != UInt64(expectedTotal) {
+            self.violations.append("verify checked \(result.templatesChecked) templates, expected \(expectedTotal)")
+        }
+    }
+
+    // MARK: Helpers
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
+    }
+
+    /// A reply named for a message: its error code, or its result case (never any template data).
+    static func describe(_ reply: Registry_V1_Response) -> String {
+        switch reply.result {
+        case .error(let error)?: "error \(error.code): \(error.message)"
+        case nil: "an empty reply"
+        case let result?: "an unexpected \(String(describing: result).prefix { $0 != "(" }) reply"
+        }
+    }
+
+    /// The first few of a list, for a violation message.
+    static func some(_ items: [String], count: Int = 5) -> String {
+        let shown = items.sorted().prefix(count).joined(separator: ", ")
+        return items.count > count ? "\(shown), …" : shown
+    }
+}
+
+extension FrameConnection {
+    func call(_ request: Registry_V1_Request, timeoutSeconds: Double) throws -> Registry_V1_Response {
+        try self.exchange([request], timeoutSeconds: timeoutSeconds)[0]
+    }
+}

@@ -1,0 +1,105 @@
+import Glibc
+
+/// SplitMix64: small, fast and seeded, so a run is replayed exactly from its seed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+
+    init(seed: UInt64) {
+        self.state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        self.state &+= 0x9E37_79B9_7F4A_7C15
+        var z = self.state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    mutating func uniform() -> Double {
+        Double(self.next() >> 11) * 0x1.0p-53
+    }
+
+    /// A standard normal value (Box-Muller).
+    mutating func gaussian() -> Double {
+        let u1 = max(self.uniform(), 0x1.0p-60)
+        let u2 = self.uniform()
+        return (-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2)
+    }
+
+    /// A generator for one item of a run: the seed and the item's coordinates mixed, so any
+    /// registration's template can be made again from its identifier alone.
+    static func derived(_ seed: UInt64, _ parts: UInt64...) -> SplitMix64 {
+        var mixer = SplitMix64(seed: seed)
+        for part in parts {
+            mixer.state ^= part &* 0xD6E8_FEB8_6659_FD93
+            _ = mixer.next()
+        }
+        return SplitMix64(seed: mixer.next())
+    }
+}
+
+/// The registrations of a run: identifier `r{round}-c{connection}-{sequence}`, each with its own
+/// random arcface template. Random 128-d unit vectors have cosine ≈ 0 (σ ≈ 0.09), far below the 0.6
+/// threshold, so no registration is refused as a similar face.
+struct Registration: Hashable {
+    static let algorithm: UInt32 = 24
+    static let dimension = 128
+
+    let round: Int
+    let connection: Int
+    let sequence: Int
+
+    var identifier: String { "r\(self.round)-c\(self.connection)-\(self.sequence)" }
+
+    /// The identifier prefix of one round's registrations. The `-` sorts below every digit, so a
+    /// round's identifiers are contiguous in the daemon's byte order (r1-… before r10-…).
+    static func prefix(round: Int) -> String { "r\(round)-" }
+
+    init(round: Int, connection: Int, sequence: Int) {
+        self.round = round
+        self.connection = connection
+        self.sequence = sequence
+    }
+
+    /// Parses an identifier this tool made.
+    init?(identifier: String) {
+        guard identifier.hasPrefix("r") else { return nil }
+        let parts = identifier.dropFirst().split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[1].hasPrefix("c"), let round = Int(parts[0]), let connection = Int(parts[1].dropFirst()),
+            let sequence = Int(parts[2]), round >= 0, connection >= 0, sequence >= 0
+        else { return nil }
+        self.init(round: round, connection: connection, sequence: sequence)
+        // Reject non-canonical spellings ("r01-…"): they would name another registration's template.
+        guard self.identifier == identifier else { return nil }
+    }
+
+    /// The template sent for this registration, which is also exactly what the daemon must store.
+    func template(seed: UInt64) -> [Float] {
+        var random = SplitMix64.derived(seed, UInt64(self.round), UInt64(self.connection), UInt64(self.sequence))
+        while true {
+            var vector = (0..<Self.dimension).map { _ in Float(random.gaussian()) }
+            // The daemon stores arcface vectors L2-normalised (PROTOCOL §4), in double, rounded to
+            // float; a vector that normalisation leaves bit for bit unchanged is stored as sent, so
+            // the check can demand equal bytes. A normalised vector is almost always such a fixed
+            // point after a step or two; the rare one that is not is drawn again.
+            for _ in 0..<4 {
+                let normalised = Self.normalised(vector)
+                if Self.sameBits(normalised, vector) { return vector }
+                vector = normalised
+            }
+        }
+    }
+
+    /// What the daemon does to a cosine template (RegistryCore's FaceTemplate.prepareVector).
+    static func normalised(_ values: [Float]) -> [Float] {
+        let norm = values.reduce(0.0) { $0 + Double($1) * Double($1) }.squareRoot()
+        if norm == 1 { return values }
+        return values.map { Float(Double($0) / norm) }
+    }
+
+    static func sameBits(_ a: [Float], _ b: [Float]) -> Bool {
+        a.count == b.count && zip(a, b).allSatisfy { $0.bitPattern == $1.bitPattern }
+    }
+}
