@@ -62,11 +62,7 @@ final class Daemon: @unchecked Sendable {
 
     /// Starts (or restarts) the process on the same socket and data directory.
     func start() throws {
-        // REGISTRYD_BINARY runs the tests against another build (e.g. an older one, to show a test
-        // fails there).
-        guard let binary = getenv("REGISTRYD_BINARY").map({ String(cString: $0) }) ?? executable("registryd") else {
-            throw HarnessError("registryd binary not found next to the tests")
-        }
+        let binary = try registrydBinary()
         let arguments = [binary, "--socket", self.socketPath, "--data", self.dataPath, "--log-level", "warning"] + self.extraArguments
         let pid = try spawn(arguments, environment: self.environment, log: self.directory + "/registryd.log")
         self.pid = pid
@@ -141,6 +137,15 @@ func spawn(_ arguments: [String], environment: [String] = [], log: String) throw
 struct HarnessError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// The registryd the tests start: REGISTRYD_BINARY when set (to run the tests against another build,
+/// e.g. an older one, to show a test fails there), else the one built beside the tests.
+func registrydBinary() throws -> String {
+    guard let binary = getenv("REGISTRYD_BINARY").map({ String(cString: $0) }) ?? executable("registryd") else {
+        throw HarnessError("registryd binary not found next to the tests")
+    }
+    return binary
 }
 
 /// A sibling executable of the test bundle (SwiftPM puts products in one directory).

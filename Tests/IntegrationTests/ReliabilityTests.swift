@@ -301,7 +301,8 @@ import Testing
 
 extension ReliabilityTests {
     @Test func moreConnectionsThanTheOpenFileLimitAllowsIsRefusedAtStart() async throws {
-        guard let binary = executable("registryd"), access("/usr/bin/prlimit", X_OK) == 0 else { return }
+        let binary = try registrydBinary()
+        try #require(access("/usr/bin/prlimit", X_OK) == 0, "prlimit (util-linux) is needed")
         let directory = try Daemon.temporaryDirectory()
         defer { _ = system("rm -rf '\(directory)'") }
         let log = directory + "/registryd.log"

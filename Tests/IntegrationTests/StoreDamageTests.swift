@@ -196,7 +196,7 @@ import Testing
             #expect(mkdir(data, 0o500) == 0)
         }
         defer { if let mount { Self.unmount(mount) } }
-        guard let binary = executable("registryd") else { throw HarnessError("registryd binary not found") }
+        let binary = try registrydBinary()
         let log = directory + "/registryd.log"
         let pid = try spawn([binary, "--socket", directory + "/registryd.sock", "--data", data], log: log)
         let outcome = Self.waitForExit(pid, log: log)
@@ -296,7 +296,7 @@ import Testing
 
     /// Starts registryd on `daemon`'s socket and data and waits for it to exit (it is expected to refuse).
     static func startToExit(_ daemon: Daemon) throws -> Outcome {
-        guard let binary = executable("registryd") else { throw HarnessError("registryd binary not found") }
+        let binary = try registrydBinary()
         let log = daemon.directory + "/refused.log"
         let pid = try spawn([binary, "--socket", daemon.socketPath, "--data", daemon.dataPath], log: log)
         return Self.waitForExit(pid, log: log)
