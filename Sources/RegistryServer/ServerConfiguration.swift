@@ -136,6 +136,9 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     /// systemd credential `store-key` ($CREDENTIALS_DIRECTORY/store-key) when there is one, else none.
     public var keyFile: String?
 
+    /// The longest audit retention `validated()` accepts: 100 years.
+    static let maximumAuditAgeDays = 36_500
+
     public struct AuditEntryRetention: Sendable, Codable, Equatable {
         public var maximumEntries: Int?
         public var maximumAgeDays: Int?
@@ -256,6 +259,13 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
             }
         }
         if let audit = self.audit {
+            if let entries = audit.maximumEntries, entries < 1 {
+                throw ConfigurationError("audit.maximumEntries must be at least 1")
+            }
+            // Bounded so that the age in seconds cannot overflow (and a century is retention enough).
+            if let days = audit.maximumAgeDays, !(1...Self.maximumAuditAgeDays).contains(days) {
+                throw ConfigurationError("audit.maximumAgeDays must be within 1...\(Self.maximumAuditAgeDays)")
+            }
             let defaults = AuditRetention()
             engine.auditRetention = AuditRetention(
                 maximumEntries: audit.maximumEntries ?? defaults.maximumEntries,
