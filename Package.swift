@@ -20,16 +20,16 @@ let unixSignals = Target.Dependency.product(name: "UnixSignals", package: "swift
 let fuzzTargets: [Target] = [
     .executableTarget(name: "FuzzFrame", dependencies: ["RegistryProtocol", nioCore, protobuf], path: "fuzz/targets/FuzzFrame", swiftSettings: strictSettings),
     .executableTarget(
-        name: "FuzzDispatch", dependencies: ["RegistryServer", "RegistryProtocol", "RegistryCore", nioCore, protobuf, logging],
+        name: "FuzzDispatch", dependencies: ["RegistryServer", "RegistryProtocol", "RegistryEngine", "RegistryModel", nioCore, protobuf, logging],
         path: "fuzz/targets/FuzzDispatch", swiftSettings: strictSettings),
     .executableTarget(
-        name: "FuzzCtlInput", dependencies: ["RegistryCtlInput", "RegistryCore"], path: "fuzz/targets/FuzzCtlInput",
+        name: "FuzzCtlInput", dependencies: ["RegistryCtlInput", "RegistryModel"], path: "fuzz/targets/FuzzCtlInput",
         swiftSettings: strictSettings),
     .executableTarget(
-        name: "FuzzConfig", dependencies: ["RegistryServer", "RegistryCore"], path: "fuzz/targets/FuzzConfig", swiftSettings: strictSettings),
+        name: "FuzzConfig", dependencies: ["RegistryServer", "RegistryModel"], path: "fuzz/targets/FuzzConfig", swiftSettings: strictSettings),
     // Writes the generated seeds (tools/fuzz --seeds); an ordinary executable.
     .executableTarget(
-        name: "FuzzSeeds", dependencies: ["RegistryCtlInput", "RegistryProtocol", "RegistryCore", protobuf], path: "fuzz/targets/FuzzSeeds",
+        name: "FuzzSeeds", dependencies: ["RegistryCtlInput", "RegistryProtocol", "RegistryModel", protobuf], path: "fuzz/targets/FuzzSeeds",
         swiftSettings: strictSettings),
 ]
 
@@ -39,7 +39,8 @@ let package = Package(
         .executable(name: "registryd", targets: ["registryd"]),
         .executable(name: "registryctl", targets: ["registryctl"]),
         .library(name: "RegistryClient", targets: ["RegistryClient"]),
-        .library(name: "RegistryCore", targets: ["RegistryCore"]),
+        .library(name: "RegistryModel", targets: ["RegistryModel"]),
+        .library(name: "RegistryEngine", targets: ["RegistryEngine"]),
         .executable(name: "registry-bench", targets: ["registry-bench"]),
         .executable(name: "registry-load", targets: ["registry-load"]),
         .executable(name: "registry-crash-loop", targets: ["registry-crash-loop"]),
@@ -62,67 +63,71 @@ let package = Package(
         .target(name: "Locks", swiftSettings: strictSettings),
         // A thin, safe Swift wrapper over the LMDB C API: environment, transactions, errors.
         .target(name: "LMDB", dependencies: ["CLMDB", "Locks"], swiftSettings: strictSettings),
-        // The registry engine: algorithms, validation, storage schema, in-memory index, semantics.
-        // No networking here, so the daemon and the CLI can both build on it.
+        // The value types every layer shares, with no dependency at all: faces, templates, landmarks,
+        // algorithms and their catalogue, results, errors, configuration, the capture and liveness gates'
+        // computations. The protocol, the client and registryctl build on this alone.
+        .target(name: "RegistryModel", swiftSettings: strictSettings),
+        // The registry engine: semantics, the in-memory index and its scans, the LMDB storage schema.
+        // No networking here.
         .target(
-            name: "RegistryCore", dependencies: ["LMDB", "Locks", .product(name: "Crypto", package: "swift-crypto")],
+            name: "RegistryEngine", dependencies: ["RegistryModel", "LMDB", "Locks", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSettings),
         // The wire: generated protobuf messages (proto/registry.proto), framing, and conversions to
         // and from the engine's types.
-        .target(name: "RegistryProtocol", dependencies: ["RegistryCore", protobuf, nioCore], swiftSettings: strictSettings),
+        .target(name: "RegistryProtocol", dependencies: ["RegistryModel", protobuf, nioCore], swiftSettings: strictSettings),
         // The daemon as a library: configuration, the NIO Unix-socket server, request dispatch.
         .target(
             name: "RegistryServer",
-            dependencies: ["RegistryCore", "RegistryProtocol", "CSystemd", nioCore, nioPosix, logging, serviceLifecycle, unixSignals],
+            dependencies: ["RegistryEngine", "RegistryModel", "RegistryProtocol", "CSystemd", nioCore, nioPosix, logging, serviceLifecycle, unixSignals],
             swiftSettings: strictSettings),
         // The Swift client library apps, registryctl and the tests use.
-        .target(name: "RegistryClient", dependencies: ["RegistryProtocol", "RegistryCore", nioCore, nioPosix], swiftSettings: strictSettings),
+        .target(name: "RegistryClient", dependencies: ["RegistryProtocol", "RegistryModel", nioCore, nioPosix], swiftSettings: strictSettings),
         .executableTarget(
             name: "registryd", dependencies: ["RegistryServer", argumentParser, logging, serviceLifecycle],
             swiftSettings: strictSettings),
         // registryctl's input files (Ver-ID JSON templates, face and enrolment files, the protobuf export
         // stream): a library, so that a fuzz target can link the parsers.
-        .target(name: "RegistryCtlInput", dependencies: ["RegistryCore", "RegistryProtocol", protobuf], swiftSettings: strictSettings),
+        .target(name: "RegistryCtlInput", dependencies: ["RegistryModel", "RegistryProtocol", protobuf], swiftSettings: strictSettings),
         .executableTarget(
-            name: "registryctl", dependencies: ["RegistryClient", "RegistryProtocol", "RegistryCore", "RegistryCtlInput", argumentParser, protobuf],
+            name: "registryctl", dependencies: ["RegistryClient", "RegistryProtocol", "RegistryModel", "RegistryCtlInput", argumentParser, protobuf],
             swiftSettings: strictSettings),
         // Benchmark: fills a registry and times identify (prints figures; not a test).
-        .executableTarget(name: "registry-bench", dependencies: ["RegistryCore", "RegistryClient"], swiftSettings: strictSettings),
+        .executableTarget(name: "registry-bench", dependencies: ["RegistryEngine", "RegistryModel", "RegistryClient"], swiftSettings: strictSettings),
         // Load tool: N connections driving the daemon, printing requests/s and latency percentiles.
         .executableTarget(
-            name: "registry-load", dependencies: ["RegistryClient", "RegistryCore", "RegistryProtocol", nioCore, nioPosix, protobuf],
+            name: "registry-load", dependencies: ["RegistryClient", "RegistryModel", "RegistryProtocol", nioCore, nioPosix, protobuf],
             swiftSettings: strictSettings),
         // Child process for the crash-durability test: registers, prints "acknowledged", waits to be killed.
-        .executableTarget(name: "registry-crash-probe", dependencies: ["RegistryCore"], swiftSettings: strictSettings),
+        .executableTarget(name: "registry-crash-probe", dependencies: ["RegistryEngine", "RegistryModel"], swiftSettings: strictSettings),
         // Crash loop (tools/crash-loop): SIGKILL/SIGTERM registryd under pipelined registrations, restart, check.
         .executableTarget(
             name: "registry-crash-loop", dependencies: ["RegistryProtocol", protobuf, argumentParser], swiftSettings: strictSettings),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "CLMDB"], swiftSettings: strictSettings),
         .testTarget(
-            name: "RegistryCoreTests",
-            dependencies: ["RegistryCore", "LMDB", "registry-crash-probe"],
+            name: "RegistryEngineTests",
+            dependencies: ["RegistryEngine", "RegistryModel", "LMDB", "registry-crash-probe"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "RegistryProtocolTests",
             dependencies: [
-                "RegistryProtocol", "RegistryCore", nioCore, protobuf,
+                "RegistryProtocol", "RegistryModel", nioCore, protobuf,
                 .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOTestUtils", package: "swift-nio"),
             ],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "RegistryCtlTests", dependencies: ["registryctl", "RegistryCtlInput", "RegistryCore", argumentParser], swiftSettings: strictSettings),
+            name: "RegistryCtlTests", dependencies: ["registryctl", "RegistryCtlInput", "RegistryModel", argumentParser], swiftSettings: strictSettings),
         // The server in-process: connection handlers on embedded channels, a connection over a real store.
         .testTarget(
             name: "RegistryServerTests",
             dependencies: [
-                "RegistryServer", "RegistryProtocol", "RegistryCore", nioCore, logging, protobuf,
+                "RegistryServer", "RegistryProtocol", "RegistryEngine", "RegistryModel", nioCore, logging, protobuf,
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             swiftSettings: strictSettings),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["RegistryClient", "RegistryProtocol", "RegistryCore", "registryd", "registryctl", nioCore, nioPosix, protobuf],
+            dependencies: ["RegistryClient", "RegistryProtocol", "RegistryModel", "registryd", "registryctl", nioCore, nioPosix, protobuf],
             swiftSettings: strictSettings),
     ] + fuzzTargets,
     swiftLanguageModes: [.v6]

@@ -1,7 +1,7 @@
 import Glibc
 import NIOCore
 import NIOPosix
-import RegistryCore
+import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 import Synchronization
@@ -108,7 +108,7 @@ public final class RegistryClient: Sendable {
         return hello
     }
 
-    /// Registers a face under an identifier (see ``RegistryEngine/register(gallery:identifier:face:force:)``).
+    /// Registers a face under an identifier (see ``Engine/register(gallery:identifier:face:force:)``).
     public func register(gallery: String = "", identifier: String, face: Face, force: Bool = false) async throws -> Registration {
         let result = try await self.send(.register(.with {
             $0.gallery = gallery
@@ -120,7 +120,7 @@ public final class RegistryClient: Sendable {
         return Registration(registration)
     }
 
-    /// Identifies a face (see ``RegistryEngine/identify(gallery:face:safe:autoEnrol:limit:)``).
+    /// Identifies a face (see ``Engine/identify(gallery:face:safe:autoEnrol:limit:)``).
     public func identify(gallery: String = "", face: Face, safe: Bool = true, autoEnrol: Bool = true, limit: Int? = nil) async throws -> Identification {
         let result = try await self.send(.identify(.with {
             $0.gallery = gallery
@@ -133,7 +133,7 @@ public final class RegistryClient: Sendable {
         return Identification(identification)
     }
 
-    /// Authenticates a face as an identifier (see ``RegistryEngine/authenticate(gallery:identifier:face:autoEnrol:)``).
+    /// Authenticates a face as an identifier (see ``Engine/authenticate(gallery:identifier:face:autoEnrol:)``).
     public func authenticate(gallery: String = "", identifier: String, face: Face, autoEnrol: Bool = true) async throws -> Authentication {
         let result = try await self.send(.authenticate(.with {
             $0.gallery = gallery

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import RegistryCore
+import RegistryModel
 
 // Face files and liveness enrolment files (README, capture gates): the JSON forms of capture metadata and depth
 // frames.

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import RegistryCore
+import RegistryModel
 
 /// The Ver-ID JSON template forms, read for `register`, `identify`, `authenticate` and `import`:
 ///

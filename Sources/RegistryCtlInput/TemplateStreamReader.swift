@@ -1,4 +1,4 @@
-import RegistryCore
+import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 

@@ -1,4 +1,4 @@
-import RegistryCore
+import RegistryModel
 import SwiftProtobuf
 
 // Conversions of the capture-gate types (README, capture gates): capture metadata, depth frames, quality

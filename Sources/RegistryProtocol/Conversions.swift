@@ -1,4 +1,4 @@
-import RegistryCore
+import RegistryModel
 import SwiftProtobuf
 
 // Conversions between the wire messages (proto/registry.proto) and the engine's types, in both

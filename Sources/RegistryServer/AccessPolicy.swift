@@ -1,5 +1,6 @@
 import Glibc
-import RegistryCore
+import RegistryEngine
+import RegistryModel
 import RegistryProtocol
 
 /// `struct ucred` of SO_PEERCRED (Glibc's Swift module hides it behind _GNU_SOURCE): same layout.

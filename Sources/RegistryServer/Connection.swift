@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
-import RegistryCore
+import RegistryEngine
+import RegistryModel
 import RegistryProtocol
 import Synchronization
 

@@ -1,6 +1,7 @@
 import Glibc
 import NIOCore
-import RegistryCore
+import RegistryEngine
+import RegistryModel
 
 /// What reaches a connection's async reader: a frame it must start itself, or a request the event
 /// loop already decoded and checked (with the size of its frame, charged to the connection's account

@@ -1,7 +1,8 @@
 import Glibc
 import Logging
 import NIOPosix
-import RegistryCore
+import RegistryEngine
+import RegistryModel
 import ServiceLifecycle
 import UnixSignals
 
@@ -21,7 +22,7 @@ public struct RegistryDaemon: Sendable {
 
     /// Runs until a shutdown signal, then drains and closes.
     /// - Parameter onReady: called once the store is open and the socket accepts connections.
-    public func run(onReady: @escaping @Sendable (RegistryEngine) -> Void = { _ in }) async throws {
+    public func run(onReady: @escaping @Sendable (Engine) -> Void = { _ in }) async throws {
         let (engineConfiguration, galleries) = try self.configuration.validated()
         try FileDescriptorLimit.ensure(connections: self.configuration.limits.maximumConnections, logger: self.logger)
         let activated = Systemd.activatedSocket()
@@ -29,7 +30,7 @@ public struct RegistryDaemon: Sendable {
             // Refuse early, before touching the store, when another daemon serves on the socket.
             try UnixSocketPath.prepare(self.configuration.socketPath)
         }
-        let engine = try RegistryEngine(path: self.configuration.dataDirectory, configuration: engineConfiguration)
+        let engine = try Engine(path: self.configuration.dataDirectory, configuration: engineConfiguration)
         defer { engine.close() }
         for gallery in galleries {
             try await engine.defineGallery(gallery)
@@ -45,7 +46,7 @@ public struct RegistryDaemon: Sendable {
 
         let policy = try AccessPolicy(self.configuration.access)
         let dispatcher = RequestDispatcher(engine: engine, logger: self.logger, policy: policy)
-        let server = RegistryServer(
+        let server = SocketServer(
             configuration: self.configuration, dispatcher: dispatcher, logger: self.logger, activatedSocket: activated,
             onDrainOverrun: {
                 // Like a crash, which the store survives (every acknowledged write is durable): better
@@ -94,7 +95,7 @@ public struct RegistryDaemon: Sendable {
 /// restart.
 struct ReloadService: Service {
     let configurationPath: String?
-    let engine: RegistryEngine
+    let engine: Engine
     let dispatcher: RequestDispatcher
     let logger: Logger
 

@@ -1,7 +1,8 @@
 import Logging
 import NIOCore
 import NIOPosix
-import RegistryCore
+import RegistryEngine
+import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 import Synchronization
@@ -14,7 +15,7 @@ public final class RequestDispatcher: Sendable {
     /// The daemon's version, reported by hello and stats.
     public static let serverVersion = "0.2.0"
 
-    let engine: RegistryEngine
+    let engine: Engine
     let logger: Logger
     /// Who may do what; replaced on SIGHUP.
     let policy: Mutex<AccessPolicy>
@@ -22,7 +23,7 @@ public final class RequestDispatcher: Sendable {
     let connections = Atomic<Int>(0)
     let requestsServed = Atomic<Int>(0)
 
-    public init(engine: RegistryEngine, logger: Logger, policy: AccessPolicy) {
+    public init(engine: Engine, logger: Logger, policy: AccessPolicy) {
         self.engine = engine
         self.logger = logger
         self.policy = Mutex(policy)

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
-import RegistryCore
+import RegistryEngine
+import RegistryModel
 
 /// The daemon's configuration: a JSON file, every field optional, overridable by flags.
 ///

@@ -2,7 +2,8 @@ import CSystemd
 import Glibc
 import Logging
 import NIOCore
-import RegistryCore
+import RegistryEngine
+import RegistryModel
 import ServiceLifecycle
 
 /// The daemon's side of systemd's protocols, through libsystemd (not re-implemented): socket
@@ -37,7 +38,7 @@ public enum Systemd {
 /// restarts it after `WatchdogSec`.
 struct WatchdogService: Service {
     let interval: Duration
-    let engine: RegistryEngine
+    let engine: Engine
     let eventLoops: any EventLoopGroup
     let logger: Logger
 

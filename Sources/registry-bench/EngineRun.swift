@@ -6,7 +6,8 @@
 // Defaults: 100,000 templates of 128 floats (the arcface registry of the default gallery), 101
 // identify queries, 2,000 concurrent checked registrations.
 import Glibc
-import RegistryCore
+import RegistryEngine
+import RegistryModel
 
 /// SplitMix64 with Box-Muller normals: deterministic random templates.
 struct Random {
@@ -67,7 +68,7 @@ enum EngineRun {
         var random = Random(state: 42)
 
         // Fill: imports of 10,000 templates per call, each one durable commit.
-        var engine = try RegistryEngine(path: directory, configuration: configuration)
+        var engine = try Engine(path: directory, configuration: configuration)
         let fillStart = now()
         var filled = 0
         while filled < options.count {
@@ -86,7 +87,7 @@ enum EngineRun {
         // Start-up: close and reopen, loading the index from LMDB.
         engine.close()
         let openStart = now()
-        engine = try RegistryEngine(path: directory, configuration: configuration)
+        engine = try Engine(path: directory, configuration: configuration)
         print("reopen (load index of \(options.count)): \(format((now() - openStart) * 1000)) ms")
 
         // Identify: one query at a time; every tenth query is a stored person, so results are produced.

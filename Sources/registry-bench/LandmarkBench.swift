@@ -1,5 +1,6 @@
 import Glibc
-import RegistryCore
+import RegistryEngine
+import RegistryModel
 
 /// Identification over landmark templates (the CoMa landmark matcher's weighted 3-D distance). Generates random
 /// faces, registers them in a temporary store, writes their normalised rows for tools/bench's numpy
@@ -25,7 +26,7 @@ enum LandmarkBench {
         _ = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         let directory = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         defer { _ = system("rm -rf '\(directory)'") }
-        let engine = try RegistryEngine(path: directory)
+        let engine = try Engine(path: directory)
         defer { engine.close() }
         let zero = Thresholds(authentication: 1e-6, identification: 1e-6, autoEnrolment: 1)
         let version = Algorithm.landmarks.version

@@ -1,6 +1,7 @@
 import Glibc
 import RegistryClient
-import RegistryCore
+import RegistryEngine
+import RegistryModel
 
 /// Identification over a store built from a raw float32 file, so that tools/bench can run FAISS on
 /// the very same rows. Row i is stored as identifier "p<i>"; the gallery "bench" has one registry
@@ -26,7 +27,7 @@ enum StoreBench {
         guard bytes.count % rowBytes == 0 else { throw UsageError("the vectors file is not a whole number of \(dimension)-float rows") }
         let rows = bytes.count / rowBytes
         mkdir(path, 0o755)
-        let engine = try RegistryEngine(path: path)
+        let engine = try Engine(path: path)
         defer { engine.close() }
         let zero = Thresholds(authentication: 1e-6, identification: 1e-6, autoEnrolment: 1)
         _ = try await engine.defineGallery(
@@ -53,7 +54,7 @@ enum StoreBench {
         let k = try flags.int("k", default: 10)
         let queries = try readRows(try flags.string("queries"), dimension: dimension)
         let start = now()
-        let engine = try RegistryEngine(path: path)
+        let engine = try Engine(path: path)
         let startup = now() - start
         defer { engine.close() }
         let memory = residentMemory()

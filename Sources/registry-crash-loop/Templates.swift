@@ -92,7 +92,7 @@ struct Registration: Hashable {
         }
     }
 
-    /// What the daemon does to a cosine template (RegistryCore's FaceTemplate.prepareVector).
+    /// What the daemon does to a cosine template (RegistryEngine's FaceTemplate.prepareVector).
     static func normalised(_ values: [Float]) -> [Float] {
         let norm = values.reduce(0.0) { $0 + Double($1) * Double($1) }.squareRoot()
         if norm == 1 { return values }

@@ -1,4 +1,4 @@
-// Child process of the crash-durability test (Tests/RegistryCoreTests/PersistenceTests.swift).
+// Child process of the crash-durability test (Tests/RegistryEngineTests/PersistenceTests.swift).
 //
 //     registry-crash-probe DIRECTORY COUNT [CONCURRENCY]
 //
@@ -9,7 +9,8 @@
 // killed: the test sends SIGKILL at an arbitrary point and checks that every acknowledged
 // registration is in the store when it is opened again.
 import Glibc
-import RegistryCore
+import RegistryEngine
+import RegistryModel
 
 let arguments = CommandLine.arguments
 let concurrency = arguments.count == 4 ? Int(arguments[3]) ?? 0 : 1
@@ -19,9 +20,9 @@ guard arguments.count == 3 || arguments.count == 4, let count = Int(arguments[2]
     exit(2)
 }
 
-let engine: RegistryEngine
+let engine: Engine
 do {
-    engine = try RegistryEngine(path: arguments[1])
+    engine = try Engine(path: arguments[1])
 } catch {
     let message = "registry-crash-probe: cannot open the store: \(error)\n"
     _ = message.withCString { write(2, $0, strlen($0)) }

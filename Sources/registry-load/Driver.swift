@@ -1,6 +1,6 @@
 import NIOCore
 import NIOPosix
-import RegistryCore
+import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 

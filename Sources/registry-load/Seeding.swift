@@ -1,5 +1,5 @@
 import RegistryClient
-import RegistryCore
+import RegistryModel
 
 /// Puts the people the workload needs into the gallery: one arcface registry holding `person-i` for
 /// every i below the people count, each with its deterministic template.

@@ -1,5 +1,5 @@
 import NIOCore
-import RegistryCore
+import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 

@@ -8,7 +8,7 @@
 // loop of one request at a time. Prints one line with requests/s and p50/p90/p99/max latency.
 import Glibc
 import RegistryClient
-import RegistryCore
+import RegistryModel
 
 let options: Options
 do {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
+import RegistryModel
 
 /// `registryctl algorithms`: the algorithms the daemon knows.
 struct AlgorithmsCommand: AsyncParsableCommand {

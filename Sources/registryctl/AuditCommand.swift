@@ -1,7 +1,7 @@
 import ArgumentParser
 import Glibc
 import RegistryClient
-import RegistryCore
+import RegistryModel
 
 /// `registryctl audit`: the audit trail — who (uid, pid) did what to which identifiers, when, and the outcome.
 struct AuditCommand: AsyncParsableCommand {

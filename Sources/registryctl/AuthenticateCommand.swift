@@ -1,7 +1,7 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
 import RegistryCtlInput
+import RegistryModel
 
 /// `registryctl authenticate IDENTIFIER FILE...`: is this face that person?
 struct AuthenticateCommand: AsyncParsableCommand {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
 import RegistryCtlInput
+import RegistryModel
 
 /// `registryctl backup DIRECTORY`: a compacting hot copy of the store, written by the daemon.
 struct BackupCommand: AsyncParsableCommand {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
+import RegistryModel
 
 /// `registryctl delete gallery NAME`: removes a gallery and all its templates.
 struct DeleteGalleryCommand: AsyncParsableCommand {

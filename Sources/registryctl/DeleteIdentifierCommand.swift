@@ -1,6 +1,6 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
+import RegistryModel
 
 /// `registryctl delete identifier ID`: erases a person from a gallery.
 struct DeleteIdentifierCommand: AsyncParsableCommand {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
+import RegistryModel
 
 /// `registryctl delete template TEMPLATE_ID`: removes one template.
 struct DeleteTemplateCommand: AsyncParsableCommand {

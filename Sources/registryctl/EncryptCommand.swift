@@ -1,7 +1,7 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
 import RegistryCtlInput
+import RegistryModel
 
 /// `registryctl encrypt --key-file PATH`: encrypt the templates at rest, or rotate their key.
 struct EncryptCommand: AsyncParsableCommand {

@@ -1,6 +1,6 @@
 import RegistryClient
-import RegistryCore
 import RegistryCtlInput
+import RegistryModel
 
 /// An error as `registryctl` reports it: a stable code, a message and the daemon's details.
 struct ErrorReport: Encodable {

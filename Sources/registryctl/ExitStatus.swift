@@ -1,6 +1,6 @@
 import RegistryClient
-import RegistryCore
 import RegistryCtlInput
+import RegistryModel
 
 /// The exit statuses of `registryctl`, for scripts.
 ///

@@ -1,6 +1,6 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
+import RegistryModel
 
 /// `registryctl export --output FILE`: all of a gallery's templates with their data.
 struct ExportCommand: AsyncParsableCommand {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
+import RegistryModel
 
 /// `registryctl galleries`: each gallery with its registries in priority order.
 struct GalleriesCommand: AsyncParsableCommand {

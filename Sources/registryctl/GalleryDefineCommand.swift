@@ -1,6 +1,6 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
+import RegistryModel
 
 /// `registryctl gallery define NAME --registry SPEC...`.
 struct GalleryDefineCommand: AsyncParsableCommand {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
+import RegistryModel
 
 /// `registryctl identifiers`: a gallery's identifiers, one page or all of them.
 struct IdentifiersCommand: AsyncParsableCommand {

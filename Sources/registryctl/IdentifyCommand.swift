@@ -1,7 +1,7 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
 import RegistryCtlInput
+import RegistryModel
 
 /// `registryctl identify FILE...`: who is this face?
 struct IdentifyCommand: AsyncParsableCommand {

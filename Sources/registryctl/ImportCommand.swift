@@ -1,7 +1,7 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
 import RegistryCtlInput
+import RegistryModel
 
 /// `registryctl import FILE`: stores exported templates (without the register checks).
 struct ImportCommand: AsyncParsableCommand {

@@ -1,5 +1,5 @@
 import RegistryClient
-import RegistryCore
+import RegistryModel
 
 // Codable mirrors of the engine's results for `--json`: numbers stay numbers (scores as floats,
 // template ids as integers), enumerations become lower_snake_case strings.

@@ -1,6 +1,6 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
+import RegistryModel
 
 /// `registryctl migration`: how far each registry of a gallery has caught up.
 struct MigrationCommand: AsyncParsableCommand {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Glibc
-import RegistryCore
+import RegistryModel
 
 /// Options every command takes: where the daemon is and how to print.
 struct GlobalOptions: ParsableArguments {

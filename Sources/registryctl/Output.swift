@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Glibc
 import RegistryClient
-import RegistryCore
+import RegistryModel
 
 /// What a command prints: a JSON document with `--json`, text otherwise, and its exit status.
 protocol CommandResult: Encodable {

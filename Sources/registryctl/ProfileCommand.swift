@@ -1,5 +1,5 @@
 import ArgumentParser
-import RegistryCore
+import RegistryModel
 
 /// `registryctl profile show|reset|enrol`: identifiers' liveness profiles (README, capture gates).
 struct ProfileCommand: AsyncParsableCommand {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
 import RegistryCtlInput
+import RegistryModel
 
 /// `registryctl profile enrol IDENTIFIER FILE`: enrols (or re-enrols) a liveness profile.
 struct ProfileEnrolCommand: AsyncParsableCommand {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
+import RegistryModel
 
 /// `registryctl profile reset IDENTIFIER`: deletes an identifier's liveness profile.
 struct ProfileResetCommand: AsyncParsableCommand {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
+import RegistryModel
 
 /// `registryctl profile show IDENTIFIER`: an identifier's liveness profile.
 struct ProfileShowCommand: AsyncParsableCommand {

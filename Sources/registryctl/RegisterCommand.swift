@@ -1,7 +1,7 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
 import RegistryCtlInput
+import RegistryModel
 
 /// `registryctl register IDENTIFIER FILE...`: registers one face under an identifier.
 struct RegisterCommand: AsyncParsableCommand {

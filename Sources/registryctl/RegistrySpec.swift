@@ -1,5 +1,5 @@
 import ArgumentParser
-import RegistryCore
+import RegistryModel
 
 /// A `--registry` argument of `gallery define`: `ALGORITHM[:AUTH,IDENT,AUTO][@MINQ[/MINAUTOQ]]`, where
 /// ALGORITHM is a name (`arcface`) or a version (`24`), the optional thresholds are in (0, 1], and the

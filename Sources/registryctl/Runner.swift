@@ -1,6 +1,6 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
+import RegistryModel
 
 /// Runs a command: connects to the daemon, calls the command's body, prints its result or its error
 /// the way the options say, and ends with the exit status.

@@ -1,6 +1,6 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
+import RegistryModel
 
 /// `registryctl show IDENTIFIER`: an identifier's templates.
 struct ShowCommand: AsyncParsableCommand {

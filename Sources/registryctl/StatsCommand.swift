@@ -1,6 +1,6 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
+import RegistryModel
 import RegistryProtocol
 
 /// `registryctl stats`: every figure the daemon reports, with each gallery's registries.

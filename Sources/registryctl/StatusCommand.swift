@@ -1,6 +1,6 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
+import RegistryModel
 import RegistryProtocol
 
 /// `registryctl status`: is the daemon up, which version, how busy, how big.

@@ -1,6 +1,6 @@
 import ArgumentParser
 import RegistryClient
-import RegistryCore
+import RegistryModel
 
 /// `registryctl verify`: the daemon re-reads every template and checks it against its index.
 struct VerifyCommand: AsyncParsableCommand {

@@ -261,7 +261,7 @@ final class RawConnection: @unchecked Sendable {
     }
 }
 
-/// Exact-score vectors (see RegistryCoreTests' Support.swift): the first 16 values are ±0.25.
+/// Exact-score vectors (see RegistryEngineTests' Support.swift): the first 16 values are ±0.25.
 func signs(_ flipped: Set<Int>, dimension: Int = 128) -> [Float] {
     var values = [Float](repeating: 0, count: dimension)
     for i in 0..<16 { values[i] = flipped.contains(i) ? -0.25 : 0.25 }

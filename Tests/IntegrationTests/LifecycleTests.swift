@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Glibc
 import RegistryClient
-import RegistryCore
+import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 import Testing

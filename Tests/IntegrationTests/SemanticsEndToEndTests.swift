@@ -1,6 +1,6 @@
 import Glibc
 import RegistryClient
-import RegistryCore
+import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 import Testing

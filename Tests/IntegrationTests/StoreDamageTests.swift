@@ -1,6 +1,6 @@
 import Glibc
 import RegistryClient
-import RegistryCore
+import RegistryModel
 import Testing
 
 /// A damaged store, a full disk and an unwritable data directory, through the real daemon: it refuses

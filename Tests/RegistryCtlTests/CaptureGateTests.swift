@@ -1,7 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import Glibc
-import RegistryCore
+import RegistryModel
 import Testing
 
 @testable import RegistryCtlInput

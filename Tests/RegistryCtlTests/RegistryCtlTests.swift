@@ -2,7 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import Glibc
 import RegistryClient
-import RegistryCore
+import RegistryModel
 import Testing
 
 @testable import RegistryCtlInput

@@ -1,6 +1,6 @@
 import NIOCore
 import NIOEmbedded
-import RegistryCore
+import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 import Testing

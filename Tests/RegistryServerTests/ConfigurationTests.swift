@@ -1,5 +1,6 @@
 import Foundation
-import RegistryCore
+import RegistryEngine
+import RegistryModel
 import Testing
 
 @testable import RegistryServer

@@ -2,7 +2,8 @@ import Glibc
 import Logging
 import NIOCore
 import NIOEmbedded
-import RegistryCore
+import RegistryEngine
+import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 import Testing
@@ -13,7 +14,7 @@ import Testing
 /// without a socket.
 @Suite struct ConnectionTests {
     let directory: String
-    let engine: RegistryEngine
+    let engine: Engine
     let dispatcher: RequestDispatcher
     let root = Peer(uid: 0, gid: 0, pid: 1, groups: [0])
 
@@ -22,7 +23,7 @@ import Testing
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(made != nil, "mkdtemp failed")
         self.directory = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        self.engine = try RegistryEngine(path: self.directory + "/data")
+        self.engine = try Engine(path: self.directory + "/data")
         self.dispatcher = RequestDispatcher(engine: self.engine, logger: Logger(label: "test"), policy: try AccessPolicy(nil))
     }
 

@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Glibc
-import RegistryCore
+import RegistryModel
 import RegistryServer
 
 /// A configuration file's bytes through the daemon's reading of it: decoding, `validated()` and the

@@ -1,5 +1,5 @@
-import RegistryCore
 import RegistryCtlInput
+import RegistryModel
 
 /// One file's bytes through every registryctl input parser: a face file (template object, array of
 /// them, or face object with capture metadata and depth frames), an export file (Ver-ID JSON records

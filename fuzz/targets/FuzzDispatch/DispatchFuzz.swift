@@ -2,7 +2,8 @@ import Dispatch
 import Glibc
 import Logging
 import NIOCore
-import RegistryCore
+import RegistryEngine
+import RegistryModel
 import RegistryProtocol
 import RegistryServer
 import SwiftProtobuf
@@ -34,7 +35,7 @@ final class DispatchFuzz: @unchecked Sendable {
     let root: String
     let peer: Peer
     let logger = Logger(label: "registryd-fuzz", factory: { _ in SwiftLogNoOpLogHandler() })
-    var engine: RegistryEngine
+    var engine: Engine
     var dispatcher: RequestDispatcher
     var generation = 0
     var runs = 0
@@ -53,12 +54,12 @@ final class DispatchFuzz: @unchecked Sendable {
         (self.engine, self.dispatcher) = Self.open(self.root + "/store-0", logger: self.logger)
     }
 
-    static func open(_ path: String, logger: Logger) -> (RegistryEngine, RequestDispatcher) {
+    static func open(_ path: String, logger: Logger) -> (Engine, RequestDispatcher) {
         guard mkdir(path, 0o700) == 0 else { fatalError("cannot create \(path)") }
         var configuration = EngineConfiguration(initialMapSize: 1 << 20, maximumMapSize: 256 << 20, durable: false)
         configuration.auditRetention = AuditRetention(maximumEntries: 1000, maximumAgeSeconds: nil)
         do {
-            let engine = try RegistryEngine(path: path, configuration: configuration)
+            let engine = try Engine(path: path, configuration: configuration)
             let policy = try AccessPolicy(nil)
             return (engine, RequestDispatcher(engine: engine, logger: logger, policy: policy))
         } catch {

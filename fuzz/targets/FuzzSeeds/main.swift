@@ -1,6 +1,6 @@
 import Glibc
-import RegistryCore
 import RegistryCtlInput
+import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 

@@ -1,0 +1,459 @@
+import Glibc
+import LMDB
+import Locks
+import RegistryModel
+
+extension Engine {
+    // MARK: Galleries
+
+    /// The galleries, by name.
+    public func galleries() -> [GalleryInfo] {
+        self.indexLock.withReadLock {
+            self.state.values.sorted { $0.name < $1.name }.map(Self.info)
+        }
+    }
+
+    /// One gallery.
+    /// - Throws: ``RegistryError`` (`unknownGallery`).
+    public func gallery(_ name: String) throws(RegistryError) -> GalleryInfo {
+        try self.indexLock.withReadLock { () throws(RegistryError) in Self.info(try self.gallery(named: name)) }
+    }
+
+    private static func info(_ gallery: GalleryIndex) -> GalleryInfo {
+        GalleryInfo(
+            name: gallery.name,
+            registries: gallery.registries.map {
+                RegistryInfo(
+                    algorithm: $0.algorithm, thresholds: $0.thresholds, templateCount: $0.count,
+                    identifierCount: $0.identifierCount, minimumQuality: $0.minimumQuality,
+                    minimumAutoEnrolmentQuality: $0.minimumAutoEnrolmentQuality)
+            },
+            identifierCount: gallery.identifierCount, liveness: gallery.liveness, livenessK: gallery.livenessK)
+    }
+
+    /// Creates a gallery, or reconfigures an existing one: registry order (priority), thresholds, new
+    /// registries. A registry left out must be empty.
+    /// - Throws: ``RegistryError`` (`malformedRequest`, `unknownAlgorithm`).
+    @discardableResult
+    public func defineGallery(_ configuration: GalleryConfiguration) async throws -> GalleryInfo {
+        try Names.validateGallery(configuration.name)
+        try await self.write(exclusive: true) { txn, context in
+            let existing = self.state[configuration.name]
+            let (record, algorithms) = try self.writeGallery(txn, configuration, existing: existing)
+            context.record(.defineGallery(name: configuration.name, record: record, algorithms: algorithms))
+        }
+        return try self.gallery(configuration.name)
+    }
+
+    /// Deletes a gallery with every template and liveness profile in it. `default` cannot be deleted
+    /// (it always exists); delete its identifiers instead.
+    /// - Returns: the number of templates erased.
+    public func deleteGallery(_ name: String) async throws -> Int {
+        try Names.validateGallery(name)
+        guard name != GalleryConfiguration.defaultName else {
+            throw RegistryError.malformedRequest("the default gallery always exists and cannot be deleted")
+        }
+        return try await self.write(exclusive: true) { txn, context in
+            let gallery = try self.gallery(named: name)
+            let ids = try self.store.templateIds(txn, galleryId: gallery.id)
+            for id in ids { try self.store.deleteTemplate(txn, id: id) }
+            try self.store.deleteProfiles(txn, galleryId: gallery.id)
+            try self.store.deleteGalleryRecord(txn, name: name)
+            context.record(.deleteGallery(name: name))
+            return ids.count
+        }
+    }
+
+    /// Bytes of the store's map in use (LMDB pages up to the last one written).
+    public var storeBytesInUse: Int { self.store.environment.usedBytes }
+
+    // MARK: Deletion
+
+    /// Deletes one template of a gallery.
+    /// - Returns: whether it existed (in that gallery).
+    public func deleteTemplate(gallery name: String = GalleryConfiguration.defaultName, id: UInt64) async throws -> Bool {
+        try Names.validateGallery(name)
+        return try await self.write { txn, context in
+            let gallery = try self.gallery(named: name)
+            guard let record = try self.store.templateRecord(txn, id: id), record.galleryId == gallery.id else { return false }
+            try self.store.deleteTemplate(txn, id: id)
+            context.record(.remove(id: id, galleryId: gallery.id, registryId: record.registryId))
+            // The identifier's last template: it is erased, so is its liveness profile.
+            if try self.store.templateIds(txn, galleryId: gallery.id, identifier: record.identifier).isEmpty {
+                try self.store.deleteProfile(txn, galleryId: gallery.id, identifier: record.identifier)
+                context.record(.setProfile(galleryId: gallery.id, identifier: record.identifier, profile: nil))
+            }
+            return true
+        }
+    }
+
+    /// Erases an identifier from a gallery: its templates in every registry and its liveness profile.
+    /// - Returns: the number of templates erased (0 when it was not registered).
+    public func deleteIdentifier(gallery name: String = GalleryConfiguration.defaultName, identifier: String) async throws -> Int {
+        try Names.validateGallery(name)
+        try Names.validateIdentifier(identifier)
+        return try await self.write { txn, context in
+            let gallery = try self.gallery(named: name)
+            let ids = try self.store.templateIds(txn, galleryId: gallery.id, identifier: identifier)
+            for id in ids {
+                guard let record = try self.store.deleteTemplate(txn, id: id) else { continue }
+                context.record(.remove(id: id, galleryId: gallery.id, registryId: record.registryId))
+            }
+            try self.store.deleteProfile(txn, galleryId: gallery.id, identifier: identifier)
+            context.record(.setProfile(galleryId: gallery.id, identifier: identifier, profile: nil))
+            return ids.count
+        }
+    }
+
+    // MARK: Listing
+
+    /// A read transaction whose storage errors surface as ``RegistryError``s (`SHUTTING_DOWN` once closed).
+    func readStore<T>(_ body: (borrowing Transaction) throws -> T) throws -> T {
+        do {
+            return try self.store.environment.read(body)
+        } catch let error as LMDBError {
+            throw RegistryError.storage(error)
+        }
+    }
+
+    /// A page of a gallery's identifiers in byte order, starting after `after`.
+    /// - Parameters:
+    ///   - limit: page size, 1...10,000.
+    public func identifiers(
+        gallery name: String = GalleryConfiguration.defaultName,
+        after: String? = nil,
+        limit: Int = 100
+    ) throws -> IdentifierPage {
+        guard (1...10_000).contains(limit) else { throw RegistryError.malformedRequest("limit must be within 1...10000") }
+        let galleryId = try self.indexLock.withReadLock { () throws(RegistryError) in try self.gallery(named: name).id }
+        let (identifiers, more) = try self.readStore { txn in
+            try self.store.identifierPage(txn, galleryId: galleryId, after: after, limit: limit)
+        }
+        return IdentifierPage(identifiers: identifiers, next: more ? identifiers.last : nil)
+    }
+
+    /// An identifier's templates, in registration order: metadata, and the templates themselves when
+    /// `includeData` (an admin export; vectors as stored).
+    /// - Throws: ``RegistryError`` (`identifierNotRegistered` when it has none).
+    public func templates(
+        gallery name: String = GalleryConfiguration.defaultName,
+        identifier: String,
+        includeData: Bool = false
+    ) throws -> [StoredTemplate] {
+        try Names.validateIdentifier(identifier)
+        let (galleryId, algorithmOf) = try self.indexLock.withReadLock { () throws(RegistryError) in
+            let gallery = try self.gallery(named: name)
+            return (gallery.id, Dictionary(uniqueKeysWithValues: gallery.registries.map { ($0.id, $0.algorithm) }))
+        }
+        let result = try self.readStore { txn in
+            try self.store.templateIds(txn, galleryId: galleryId, identifier: identifier).compactMap { id -> StoredTemplate? in
+                guard let record = try self.store.templateRecord(txn, id: id), let algorithm = algorithmOf[record.registryId] else {
+                    return nil
+                }
+                var template: FaceTemplate?
+                if includeData {
+                    let payload = try self.store.payload(txn, id: id)
+                    let data = payload.withUnsafeBytes { PreparedTemplate.decodePayload($0, algorithm: algorithm) }
+                    template = FaceTemplate(algorithm: algorithm.version, data: data)
+                }
+                return StoredTemplate(
+                    id: id, identifier: identifier, algorithm: algorithm.version, registeredAt: record.registeredAt,
+                    source: record.source, quality: record.quality, template: template, landmarkQuality: record.landmarkQuality)
+            }
+        }
+        guard !result.isEmpty else {
+            throw RegistryError(.identifierNotRegistered, "'\(identifier)' is not registered in gallery '\(name)'")
+        }
+        return result
+    }
+
+    /// Per registry (priority order): identifiers held out of the gallery's total.
+    public func migrationStatus(gallery name: String = GalleryConfiguration.defaultName) throws(RegistryError) -> [MigrationStatus] {
+        try self.indexLock.withReadLock { () throws(RegistryError) in
+            let gallery = try self.gallery(named: name)
+            return gallery.registries.map {
+                MigrationStatus(
+                    algorithm: $0.algorithm.version, identifiersHeld: $0.identifierCount,
+                    galleryIdentifiers: gallery.identifierCount)
+            }
+        }
+    }
+}
+
+extension Engine {
+    // MARK: Export, backup, verification
+
+    /// One page of a gallery's templates with their data, in registration order, after template id
+    /// `after` (exclusive; 0 from the start).
+    /// - Returns: the templates, and the id to pass as `after` for the next page (nil on the last).
+    public func exportTemplates(
+        gallery name: String = GalleryConfiguration.defaultName,
+        after: UInt64 = 0,
+        limit: Int = 1000
+    ) throws -> (templates: [StoredTemplate], next: UInt64?) {
+        guard (1...10_000).contains(limit) else { throw RegistryError.malformedRequest("limit must be within 1...10000") }
+        let (galleryId, algorithmOf) = try self.indexLock.withReadLock { () throws(RegistryError) in
+            let gallery = try self.gallery(named: name)
+            return (gallery.id, Dictionary(uniqueKeysWithValues: gallery.registries.map { ($0.id, $0.algorithm) }))
+        }
+        return try self.readStore { txn in
+            var page: [StoredTemplate] = []
+            var more = false
+            var records: [(UInt64, TemplateRecord)] = []
+            try txn.forEach(self.store.templates, from: Keys.template(after &+ 1)) { key, value in
+                let record = try TemplateRecord(decoding: value, id: try Store.templateId(key))
+                guard record.galleryId == galleryId else { return .continue }
+                if records.count == limit {
+                    more = true
+                    return .stop
+                }
+                records.append((key.loadBigEndian(as: UInt64.self), record))
+                return .continue
+            }
+            for (id, record) in records {
+                guard let algorithm = algorithmOf[record.registryId] else { continue }
+                let payload = try self.store.payload(txn, id: id)
+                let data = payload.withUnsafeBytes { PreparedTemplate.decodePayload($0, algorithm: algorithm) }
+                page.append(StoredTemplate(
+                    id: id, identifier: record.identifier, algorithm: algorithm.version, registeredAt: record.registeredAt,
+                    source: record.source, quality: record.quality, template: FaceTemplate(algorithm: algorithm.version, data: data),
+                    landmarkQuality: record.landmarkQuality))
+            }
+            return (page, more ? records.last?.0 : nil)
+        }
+    }
+
+    /// Writes a compacted, consistent copy of the store into the new directory `path` while the
+    /// registry keeps serving (LMDB's hot copy). Returns the copy's size in bytes.
+    public func backup(to path: String) throws -> Int {
+        // A new directory only, and the copy readable by the daemon's user alone: it is the whole
+        // biometric store.
+        guard mkdir(path, 0o700) == 0 else {
+            throw RegistryError.malformedRequest("backup needs a new directory; cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+        do {
+            try self.store.environment.copy(to: path, compact: true)
+        } catch {
+            throw RegistryError(.internal, "backup to \(path) failed: \(error)")
+        }
+        chmod(path + "/data.mdb", 0o600)
+        var info = stat()
+        return stat(path + "/data.mdb", &info) == 0 ? Int(info.st_size) : 0
+    }
+
+    /// Checks the store against itself, then the index against the store. Runs between group commits,
+    /// so the store and the index are at the same point.
+    ///
+    /// The store: every template record matches its checksum and belongs to a stored gallery's
+    /// registry; its payload parts run 0, 1, … and match the record's payload checksum, open with the
+    /// store's key and have the algorithm's size; no payload part lacks a record; the identifier index
+    /// and the template records list the same templates with the same identifier and registry. The
+    /// index: every template has its row, with the same data, and no row lacks a template. Problems
+    /// name template ids, identifiers and registries, never template data.
+    /// - Returns: the number of templates checked and a description of each problem found.
+    public func verify() async throws -> (checked: Int, problems: [String]) {
+        try await self.write(exclusive: true) { txn, _ in
+            var problems: [String] = []
+            // The registries as the store defines them (not as the index loaded them).
+            var storedRegistries: [UInt32: (galleryId: UInt32, algorithm: Algorithm?)] = [:]
+            for (name, gallery) in try self.store.storedGalleries(txn) {
+                for entry in gallery.registries {
+                    let algorithm = try? self.catalog.algorithm(version: entry.algorithm)
+                    if algorithm == nil { problems.append("gallery '\(name)' has a registry of unknown algorithm \(entry.algorithm)") }
+                    storedRegistries[entry.id] = (gallery.id, algorithm)
+                }
+            }
+            var records: [UInt64: TemplateRecord] = [:]
+            var checked = 0
+            try txn.forEach(self.store.templates) { key, value in
+                checked += 1
+                do {
+                    let id = try Store.templateId(key)
+                    records[id] = try TemplateRecord(decoding: value, id: id)
+                } catch let corruption as StoreCorruption {
+                    problems.append(corruption.description)
+                }
+                return .continue
+            }
+            for (id, record) in records.sorted(by: { $0.key < $1.key }) {
+                guard let (galleryId, algorithm) = storedRegistries[record.registryId], galleryId == record.galleryId else {
+                    problems.append("template \(id) belongs to registry \(record.registryId), which its gallery does not have")
+                    continue
+                }
+                do {
+                    let payload = try self.store.payload(txn, id: id)
+                    if let algorithm, payload.count != PreparedTemplate.payloadSize(of: algorithm) {
+                        problems.append("template \(id) has \(payload.count) payload bytes, expected \(PreparedTemplate.payloadSize(of: algorithm))")
+                    }
+                } catch let corruption as StoreCorruption {
+                    problems.append(corruption.description)
+                } catch let error as LMDBError {
+                    throw error  // the writer must see it (a map to grow, a closed store)
+                } catch {
+                    problems.append("template \(id) does not open with the store's key")
+                }
+            }
+            try txn.forEach(self.store.vectors) { key, _ in
+                guard let (id, part) = try? Store.vectorPart(key) else {
+                    problems.append("a payload key of \(key.count) bytes")
+                    return .continue
+                }
+                if part == 0 && records[id] == nil { problems.append("payload of template \(id) has no record") }
+                return .continue
+            }
+            var indexed = Set<UInt64>()
+            try txn.forEach(self.store.identifiers) { key, value in
+                guard key.count >= 14, key[key.count - 9] == 0, value.count == 4 else {
+                    problems.append("an identifier-index entry of \(key.count) bytes does not decode")
+                    return .continue
+                }
+                let galleryId = key.loadBigEndian(as: UInt32.self)
+                let identifier = String(decoding: UnsafeRawBufferPointer(rebasing: key[4..<(key.count - 9)]), as: UTF8.self)
+                let id = key.loadBigEndian(at: key.count - 8, as: UInt64.self)
+                let registryId = UInt32(littleEndian: value.loadUnaligned(as: UInt32.self))
+                indexed.insert(id)
+                guard let record = records[id] else {
+                    problems.append("the identifier index lists template \(id) of '\(identifier)', which has no record")
+                    return .continue
+                }
+                if record.galleryId != galleryId || record.identifier != identifier || record.registryId != registryId {
+                    problems.append("the identifier index and the record of template \(id) disagree on its gallery, identifier or registry")
+                }
+                return .continue
+            }
+            for id in records.keys.sorted() where !indexed.contains(id) {
+                problems.append("template \(id) is missing from the identifier index")
+            }
+            problems += self.compareIndex(with: records, txn)
+            return (checked, problems)
+        }
+    }
+
+    /// The index against the (checked) store: every template record has its row with the same data,
+    /// and every registry has as many rows as the store has records for it.
+    private func compareIndex(with records: [UInt64: TemplateRecord], _ txn: borrowing Transaction) -> [String] {
+        var problems: [String] = []
+        var registries: [UInt32: RegistryIndex] = [:]
+        for gallery in self.state.values {
+            for registry in gallery.registries { registries[registry.id] = registry }
+        }
+        var seen: [UInt32: Int] = [:]
+        let rowsByTemplate = registries.mapValues { $0.rowsByTemplate() }
+        for (id, record) in records.sorted(by: { $0.key < $1.key }) {
+            guard let registry = registries[record.registryId], let row = rowsByTemplate[record.registryId]?[id] else {
+                problems.append("template \(id) is stored but not in the index")
+                continue
+            }
+            seen[registry.id, default: 0] += 1
+            // A payload that fails its checks was reported by the store pass.
+            guard let payload = try? self.store.payload(txn, id: id), payload.count == PreparedTemplate.payloadSize(of: registry.algorithm) else {
+                continue
+            }
+            let expected: [Float] = payload.withUnsafeBytes { bytes in
+                switch PreparedTemplate.decodePayload(bytes, algorithm: registry.algorithm) {
+                case .vector(let values): return values  // stored prepared
+                case .landmarks: return registry.isLandmarks ? Self.normalisedLandmarks(bytes) : []
+                }
+            }
+            let actual = Array(UnsafeBufferPointer(start: registry.row(row), count: registry.stride))
+            if expected != actual { problems.append("template \(id) differs between the store and the index") }
+        }
+        for (id, registry) in registries where registry.count != seen[id, default: 0] {
+            problems.append("the \(registry.algorithm) registry indexes \(registry.count) templates, the store has \(seen[id, default: 0])")
+        }
+        return problems
+    }
+
+    /// A stored landmark payload (mask, raw coordinates) normalised as the index holds it.
+    private static func normalisedLandmarks(_ bytes: UnsafeRawBufferPointer) -> [Float] {
+        let mask = bytes.loadUnaligned(as: UInt32.self)
+        let raw = stride(from: 4, to: bytes.count, by: 4).map { bytes.loadUnaligned(fromByteOffset: $0, as: Float.self) }
+        return LandmarkAlgorithm.normalised(DenseLandmarks(mask: mask, coordinates: raw))
+    }
+}
+
+extension Engine {
+    // MARK: Liveness profiles
+
+    /// Enrols (or re-enrols) an identifier's liveness profile from depth frames captured over the
+    /// enrolment poses (the liveness enrolment design), with the gallery's k unless `k` is given.
+    /// - Throws: ``RegistryError``: `identifierNotRegistered`; `malformedRequest` naming the pose and
+    ///   the problem when the frames are too few or fail the fixed checks.
+    @discardableResult
+    public func enrolLivenessProfile(
+        gallery name: String = GalleryConfiguration.defaultName,
+        identifier: String,
+        frames: [EnrolmentPose: [DepthFrame]],
+        k: Float? = nil
+    ) async throws -> LivenessProfile {
+        try Names.validateGallery(name)
+        try Names.validateIdentifier(identifier)
+        let (galleryId, galleryK) = try self.indexLock.withReadLock { () throws(RegistryError) in
+            let gallery = try self.gallery(named: name)
+            guard gallery.contains(identifier) else {
+                throw RegistryError(.identifierNotRegistered, "'\(identifier)' is not registered in gallery '\(name)'")
+            }
+            return (gallery.id, gallery.livenessK)
+        }
+        let profile: LivenessProfile
+        do {
+            profile = try LivenessProfile.enrol(frames, k: k ?? galleryK)
+        } catch {
+            throw RegistryError.malformedRequest("liveness enrolment refused: \(error)")
+        }
+        try await self.write { txn, context in
+            let gallery = try self.gallery(named: name)
+            guard gallery.id == galleryId, Matching.holdsAnywhere(gallery, identifier: identifier, batch: context.batch) else {
+                throw RegistryError(.identifierNotRegistered, "'\(identifier)' is not registered in gallery '\(name)'")
+            }
+            try txn.put(self.store.profiles, key: Keys.profile(galleryId, identifier), value: profile.encoded())
+            context.record(.setProfile(galleryId: galleryId, identifier: identifier, profile: profile))
+        }
+        return profile
+    }
+
+    /// An identifier's liveness profile, if it enrolled one.
+    public func livenessProfile(gallery name: String = GalleryConfiguration.defaultName, identifier: String) throws(RegistryError) -> LivenessProfile? {
+        try self.indexLock.withReadLock { () throws(RegistryError) in try self.gallery(named: name).profile(of: identifier) }
+    }
+
+    /// Erases an identifier's liveness profile (its templates stay). Returns whether it had one.
+    public func deleteLivenessProfile(gallery name: String = GalleryConfiguration.defaultName, identifier: String) async throws -> Bool {
+        try Names.validateGallery(name)
+        try Names.validateIdentifier(identifier)
+        return try await self.write { txn, context in
+            let gallery = try self.gallery(named: name)
+            let existed = try txn.delete(self.store.profiles, key: Keys.profile(gallery.id, identifier))
+            context.record(.setProfile(galleryId: gallery.id, identifier: identifier, profile: nil))
+            return existed
+        }
+    }
+}
+
+extension Engine {
+    // MARK: Encryption at rest
+
+    /// Encrypts every stored template with `key` (32 bytes or 64 hex characters), or re-encrypts them
+    /// when the store is already encrypted (key rotation), in one transaction: every template or none.
+    /// From then on the store opens only with this key.
+    /// - Returns: the number of templates (re-)encrypted.
+    public func setEncryptionKey(_ key: [UInt8]) async throws -> Int {
+        let newCipher = try PayloadCipher(keyMaterial: key)
+        return try await self.write(exclusive: true) { txn, context in
+            // Read every payload with the current key, write it sealed with the new one; the store
+            // switches keys only after the commit (an IndexChange), so a failed or re-run batch is safe.
+            var ids: [UInt64] = []
+            try txn.forEach(self.store.templates) { key, _ in
+                ids.append(key.loadBigEndian(as: UInt64.self))
+                return .continue
+            }
+            for id in ids {
+                try self.store.rewritePayload(txn, id: id, payload: try self.store.payload(txn, id: id), sealedWith: newCipher)
+            }
+            try txn.put(
+                self.store.meta, key: Keys.encryptionCheck, value: try newCipher.seal(PayloadCipher.checkPlaintext, templateId: 0))
+            context.record(.setCipher(newCipher))
+            return ids.count
+        }
+    }
+}

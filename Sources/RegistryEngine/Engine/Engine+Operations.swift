@@ -1,0 +1,468 @@
+import LMDB
+import Locks
+import RegistryModel
+
+extension Engine {
+    // MARK: Preparing requests
+
+    /// A face's templates validated and prepared against a gallery, keyed by algorithm version.
+    /// - Throws: ``RegistryError``: `malformedRequest` (no templates, two of one algorithm),
+    ///   `unknownAlgorithm` (unknown, or no registry for it in the gallery), `invalidTemplate`.
+    func prepare(_ face: Face, for gallery: GalleryIndex) throws(RegistryError) -> [UInt32: PreparedTemplate] {
+        guard !face.templates.isEmpty else { throw .malformedRequest("the face carries no templates") }
+        var prepared: [UInt32: PreparedTemplate] = [:]
+        for template in face.templates {
+            let algorithm = try self.catalog.algorithm(version: template.algorithm)
+            guard prepared[algorithm.version] == nil else {
+                throw .malformedRequest("the face carries two \(algorithm) templates; at most one per algorithm")
+            }
+            guard gallery.registry(algorithm: algorithm.version) != nil else {
+                throw RegistryError(.unknownAlgorithm, "gallery '\(gallery.name)' has no registry for \(algorithm)")
+            }
+            do {
+                prepared[algorithm.version] = try PreparedTemplate(template, algorithm: algorithm)
+            } catch {
+                throw .invalidTemplate(algorithm, error)
+            }
+        }
+        return prepared
+    }
+
+    /// Validates names and prepares the face under the index read lock (the gallery's registries
+    /// can change concurrently only through the writer, which takes the write lock).
+    private func prepareRequest(
+        gallery name: String,
+        identifier: String?,
+        face: Face
+    ) throws(RegistryError) -> (galleryId: UInt32, templates: [UInt32: PreparedTemplate]) {
+        try Names.validateGallery(name)
+        if let identifier { try Names.validateIdentifier(identifier) }
+        return try self.indexLock.withReadLock { () throws(RegistryError) in
+            let gallery = try self.gallery(named: name)
+            return (gallery.id, try self.prepare(face, for: gallery))
+        }
+    }
+
+    /// The gallery an operation prepared against, re-read on the writer thread: it may have been
+    /// deleted (or recreated) since.
+    private func currentGallery(_ name: String, id: UInt32) throws(RegistryError) -> GalleryIndex {
+        let gallery = try self.gallery(named: name)
+        guard gallery.id == id else { throw .unknownGallery(name) }
+        return gallery
+    }
+
+    // MARK: Register
+
+    /// Registers a face under an identifier (README, engine behaviour): for each template, in its registry, (1) a
+    /// template of another identifier scoring ≥ the identification threshold refuses it with
+    /// `SIMILAR_FACE_REGISTERED` naming the best-scoring such identifier; else (2) if the identifier
+    /// has templates there and none scores ≥ the authentication threshold, `FACE_MISMATCH` with the
+    /// best score. All templates are checked, then all written in one transaction, or none.
+    ///
+    /// - Parameters:
+    ///   - force: store despite the findings (the operator's "register anyway"); the reply lists them.
+    /// - Returns: the stored templates (in registry priority order) and, when forced, the findings.
+    /// - Throws: ``RegistryError``.
+    public func register(
+        gallery name: String = GalleryConfiguration.defaultName,
+        identifier: String,
+        face: Face,
+        force: Bool = false
+    ) async throws -> Registration {
+        let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: identifier, face: face)
+        let quality = face.capture.flatMap(CaptureQuality.assess)
+        let liveness = try self.indexLock.withReadLock { () throws(RegistryError) -> LivenessVerdict? in
+            let gallery = try self.currentGallery(name, id: galleryId)
+            let verdict = try Self.livenessGate(
+                face, required: gallery.liveness.register, strict: gallery.liveness.strict, profile: gallery.profile(of: identifier))
+            for registry in gallery.registries where templates[registry.algorithm.version] != nil {
+                guard let minimum = registry.minimumQuality, !(quality.map { $0.score >= minimum } ?? false) else { continue }
+                throw RegistryError.qualityTooLow(
+                    registry.algorithm, minimum: minimum, assessment: quality,
+                    missing: face.capture.map(CaptureQuality.missingInputs) ?? [])
+            }
+            return verdict
+        }
+        let precheck = Precheck(gallery: name, galleryId: galleryId, identifier: identifier, templates: templates)
+        return try await self.write(precheck: precheck) { txn, context in
+            let gallery = try self.currentGallery(name, id: galleryId)
+            var findings: [RegistrationFinding] = []
+            var targets: [(RegistryIndex, PreparedTemplate)] = []
+            for registry in gallery.registries {
+                guard let template = templates[registry.algorithm.version] else { continue }
+                targets.append((registry, template))
+                let check = Matching.check(
+                    registry, in: gallery, identifier: identifier, query: template, batch: context.batch,
+                    precomputed: context.precomputed[registry.id])
+                if let finding = check.finding(algorithm: registry.algorithm.version, thresholds: registry.thresholds) {
+                    findings.append(finding)
+                }
+            }
+            if !force, let decisive = Self.decisive(findings) {
+                throw Self.refusal(decisive, all: findings, identifier: identifier, catalog: self.catalog)
+            }
+            let source: TemplateSource = findings.isEmpty ? .registered : .forced
+            let stored = try targets.map { registry, template in
+                try self.storeTemplate(
+                    txn, context, gallery: gallery, registry: registry, identifier: identifier, template: template, source: source,
+                    quality: quality?.score)
+            }
+            return Registration(stored: stored, findings: findings, quality: quality, liveness: liveness)
+        }
+    }
+
+    /// The finding that decides a refusal: the first similar face in priority order, else the first mismatch.
+    static func decisive(_ findings: [RegistrationFinding]) -> RegistrationFinding? {
+        findings.first { if case .similarFace = $0.kind { true } else { false } } ?? findings.first
+    }
+
+    static func refusal(
+        _ decisive: RegistrationFinding,
+        all: [RegistrationFinding],
+        identifier: String,
+        catalog: AlgorithmCatalog
+    ) -> RegistryError {
+        let algorithm = (try? catalog.algorithm(version: decisive.algorithm))?.description ?? "\(decisive.algorithm)"
+        switch decisive.kind {
+        case .similarFace(let other, let score):
+            return RegistryError(
+                .similarFaceRegistered,
+                "a similar face is already registered as '\(other)' (score \(score), \(algorithm))",
+                details: .registration(decisive: decisive, all: all))
+        case .faceMismatch(let best):
+            return RegistryError(
+                .faceMismatch,
+                "the face does not match the templates registered as '\(identifier)' (best score \(best), \(algorithm))",
+                details: .registration(decisive: decisive, all: all))
+        }
+    }
+
+    /// Writes one template inside an operation and records its index change.
+    private func storeTemplate(
+        _ txn: borrowing Transaction,
+        _ context: OperationContext,
+        gallery: GalleryIndex,
+        registry: RegistryIndex,
+        identifier: String,
+        template: PreparedTemplate,
+        source: TemplateSource,
+        quality: Float?
+    ) throws -> StoredTemplate {
+        let id = context.takeTemplateId()
+        let record = TemplateRecord(
+            registryId: registry.id, galleryId: gallery.id, registeredAt: Store.now(), source: source,
+            quality: quality, identifier: identifier, landmarkQuality: template.landmarkQuality)
+        try self.store.putTemplate(txn, id: id, record: record, payload: template.payload)
+        context.record(.add(PendingTemplate(
+            id: id, galleryId: gallery.id, registryId: registry.id, identifier: identifier, row: template.row,
+            mask: template.mask)))
+        return StoredTemplate(
+            id: id, identifier: identifier, algorithm: registry.algorithm.version, registeredAt: record.registeredAt,
+            source: source, quality: quality, template: nil, landmarkQuality: template.landmarkQuality)
+    }
+
+    // MARK: Import
+
+    /// Stores templates without the register checks (source `imported`), all in one transaction or
+    /// none: for loading a trusted existing set, such as another registry's export.
+    /// - Returns: the new template ids, in `items` order.
+    /// - Throws: ``RegistryError`` for the first invalid item (nothing is stored).
+    public func importTemplates(gallery name: String = GalleryConfiguration.defaultName, _ items: [ImportItem]) async throws -> [UInt64] {
+        try Names.validateGallery(name)
+        let (galleryId, prepared) = try self.indexLock.withReadLock { () throws(RegistryError) in
+            let gallery = try self.gallery(named: name)
+            var prepared: [(String, PreparedTemplate)] = []
+            prepared.reserveCapacity(items.count)
+            for item in items {
+                try Names.validateIdentifier(item.identifier)
+                let templates = try self.prepare(Face(templates: [item.template]), for: gallery)
+                prepared.append((item.identifier, templates[item.template.algorithm]!))
+            }
+            return (gallery.id, prepared)
+        }
+        return try await self.write { txn, context in
+            let gallery = try self.currentGallery(name, id: galleryId)
+            return try prepared.map { identifier, template in
+                guard let registry = gallery.registry(algorithm: template.algorithm.version) else {
+                    throw RegistryError(.unknownAlgorithm, "gallery '\(name)' has no registry for \(template.algorithm)")
+                }
+                return try self.storeTemplate(
+                    txn, context, gallery: gallery, registry: registry, identifier: identifier, template: template,
+                    source: .imported, quality: nil
+                ).id
+            }
+        }
+    }
+
+    // MARK: Identify
+
+    /// Identifies a face (README, engine behaviour): the identifiers whose best template scores ≥ the identification
+    /// threshold, one per identifier, best first, ties in registration order.
+    ///
+    /// - Parameters:
+    ///   - safe: search only the first registry (priority order) that holds every identifier of the
+    ///     gallery and for which the face has a template; `INCOMPATIBLE_TEMPLATES` if none does. When
+    ///     false, registries are tried in priority order and the first non-empty result is returned.
+    ///   - autoEnrol: when the top score reaches the deciding registry's auto-enrolment threshold,
+    ///     register the face's other templates under the top identifier in the registries lacking it.
+    ///     A failed auto-enrolment is reported, never turned into an error.
+    ///   - limit: at most this many results (nil: all).
+    public func identify(
+        gallery name: String = GalleryConfiguration.defaultName,
+        face: Face,
+        safe: Bool = true,
+        autoEnrol: Bool = true,
+        limit: Int? = nil
+    ) async throws -> Identification {
+        if let limit, limit < 1 { throw RegistryError.malformedRequest("limit must be at least 1") }
+        let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: nil, face: face)
+        var liveness: LivenessVerdict?
+        let (decided, matches) = try self.indexLock.withReadLock { () throws(RegistryError) -> ((id: UInt32, algorithm: UInt32, autoEnrolment: Float)?, [IdentifyMatch]) in
+            let gallery = try self.currentGallery(name, id: galleryId)
+            // The person is not known yet, so the fixed thresholds apply.
+            liveness = try Self.livenessGate(face, required: gallery.liveness.identify, strict: gallery.liveness.strict, profile: nil)
+            let candidates = gallery.registries.filter { templates[$0.algorithm.version] != nil }
+            if safe {
+                guard let registry = candidates.first(where: { $0.identifierCount == gallery.identifierCount }) else {
+                    throw RegistryError(
+                        .incompatibleTemplates,
+                        "no registry of gallery '\(name)' that the face has a template for holds every identifier; identify with safe=false or complete the migration")
+                }
+                let matches = Matching.identify(
+                    registry, in: gallery, query: templates[registry.algorithm.version]!,
+                    threshold: registry.thresholds.identification, limit: limit)
+                return ((registry.id, registry.algorithm.version, registry.thresholds.autoEnrolment), matches)
+            }
+            for registry in candidates {
+                let matches = Matching.identify(
+                    registry, in: gallery, query: templates[registry.algorithm.version]!,
+                    threshold: registry.thresholds.identification, limit: limit)
+                if !matches.isEmpty { return ((registry.id, registry.algorithm.version, registry.thresholds.autoEnrolment), matches) }
+            }
+            return (candidates.first.map { ($0.id, $0.algorithm.version, $0.thresholds.autoEnrolment) }, [])
+        }
+        var identification = Identification(
+            algorithm: decided?.algorithm, matches: matches, autoEnrolment: [], liveness: liveness)
+        if autoEnrol, let top = matches.first, let decided {
+            identification.autoEnrolment = await self.autoEnrol(
+                gallery: name, galleryId: galleryId, identifier: top.identifier, templates: templates,
+                decidedBy: decided.id, threshold: decided.autoEnrolment, score: top.score,
+                quality: face.capture.flatMap(CaptureQuality.assess)?.score, live: liveness?.live)
+        }
+        return identification
+    }
+
+    // MARK: Authenticate
+
+    /// Authenticates a face as `identifier` (README, engine behaviour): `IDENTIFIER_NOT_REGISTERED` when no registry
+    /// of the gallery holds it (checked before any comparison); otherwise the first registry in
+    /// priority order that holds the identifier and for which the face has a template decides, by
+    /// comparing with that identifier's templates only. One registry decides, rather than "any of
+    /// them", so that adding an algorithm never raises the false-accept rate.
+    /// - Throws: ``RegistryError``; `INCOMPATIBLE_TEMPLATES` when the face has no template for any
+    ///   registry holding the identifier. A non-match is a result, not an error.
+    public func authenticate(
+        gallery name: String = GalleryConfiguration.defaultName,
+        identifier: String,
+        face: Face,
+        autoEnrol: Bool = true
+    ) async throws -> Authentication {
+        let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: identifier, face: face)
+        let decision = try self.decideAuthentication(gallery: name, galleryId: galleryId, identifier: identifier, face: face, templates: templates)
+        var result = decision.result
+        if autoEnrol && result.authenticated {
+            result.autoEnrolment = await self.autoEnrol(
+                gallery: name, galleryId: galleryId, identifier: identifier, templates: templates, decidedBy: decision.registryId,
+                threshold: decision.autoEnrolmentThreshold, score: result.score, quality: face.capture.flatMap(CaptureQuality.assess)?.score,
+                live: result.liveness?.live)
+        }
+        return result
+    }
+
+    /// ``authenticate(gallery:identifier:face:autoEnrol:)`` when it needs no write: the same result,
+    /// or nil when auto-enrolment would store a template (then call the async method). Never waits,
+    /// so a server can answer on its network thread.
+    public func authenticateImmediately(
+        gallery name: String = GalleryConfiguration.defaultName,
+        identifier: String,
+        face: Face,
+        autoEnrol: Bool = true
+    ) throws -> Authentication? {
+        let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: identifier, face: face)
+        let decision = try self.decideAuthentication(gallery: name, galleryId: galleryId, identifier: identifier, face: face, templates: templates)
+        var result = decision.result
+        if autoEnrol && result.authenticated {
+            let plan = self.autoEnrolmentPlan(
+                gallery: name, galleryId: galleryId, identifier: identifier, templates: templates, decidedBy: decision.registryId,
+                threshold: decision.autoEnrolmentThreshold, score: result.score, quality: face.capture.flatMap(CaptureQuality.assess)?.score,
+                live: result.liveness?.live)
+            guard !plan.contains(where: { $0.outcome == nil }) else { return nil }
+            result.autoEnrolment = plan.map { AutoEnrolmentOutcome(algorithm: $0.algorithm, result: $0.outcome!) }
+        }
+        return result
+    }
+
+    /// The comparison part of authenticate, under the index read lock.
+    private func decideAuthentication(
+        gallery name: String,
+        galleryId: UInt32,
+        identifier: String,
+        face: Face,
+        templates: [UInt32: PreparedTemplate]
+    ) throws(RegistryError) -> (result: Authentication, registryId: UInt32, autoEnrolmentThreshold: Float) {
+        var liveness: LivenessVerdict?
+        let (registry, hit, thresholds) = try self.indexLock.withReadLock { () throws(RegistryError) -> (RegistryIndex, Matching.Hit, Thresholds) in
+            let gallery = try self.currentGallery(name, id: galleryId)
+            guard let ordinal = gallery.presentOrdinal(of: identifier) else {
+                throw RegistryError(.identifierNotRegistered, "'\(identifier)' is not registered in gallery '\(name)'")
+            }
+            // With the identifier's own profile when it enrolled one.
+            liveness = try Self.livenessGate(
+                face, required: gallery.liveness.authenticate, strict: gallery.liveness.strict, profile: gallery.profile(of: identifier))
+            for registry in gallery.registries where registry.holds(ordinal) {
+                guard let template = templates[registry.algorithm.version],
+                    let hit = Matching.best(of: ordinal, in: registry, query: template)
+                else { continue }
+                return (registry, hit, registry.thresholds)
+            }
+            throw RegistryError(
+                .incompatibleTemplates,
+                "the face carries no template for any registry of gallery '\(name)' that holds '\(identifier)'")
+        }
+        let result = Authentication(
+            authenticated: hit.score >= thresholds.authentication, score: hit.score, templateId: hit.templateId,
+            algorithm: registry.algorithm.version, autoEnrolment: [], liveness: liveness)
+        return (result, registry.id, thresholds.autoEnrolment)
+    }
+
+    // MARK: Auto-enrolment
+
+    /// Registers the face's templates under `identifier` in the gallery's other registries that lack
+    /// it, when `score` reaches the deciding registry's auto-enrolment threshold, with the similar-face
+    /// check of register (the mismatch check cannot apply: the identifier is new there). Each registry
+    /// is decided on its own; failures are reported, not thrown.
+    private func autoEnrol(
+        gallery name: String,
+        galleryId: UInt32,
+        identifier: String,
+        templates: [UInt32: PreparedTemplate],
+        decidedBy deciderId: UInt32,
+        threshold: Float,
+        score: Float,
+        quality: Float?,
+        live: Bool?
+    ) async -> [AutoEnrolmentOutcome] {
+        // Decide what needs no write from the committed index: most identifications enrol nothing,
+        // and they should not wait for a commit.
+        let plan = self.autoEnrolmentPlan(
+            gallery: name, galleryId: galleryId, identifier: identifier, templates: templates, decidedBy: deciderId,
+            threshold: threshold, score: score, quality: quality, live: live)
+        guard plan.contains(where: { $0.outcome == nil }) else {
+            return plan.map { AutoEnrolmentOutcome(algorithm: $0.algorithm, result: $0.outcome!) }
+        }
+        do {
+            return try await self.write { txn, context in
+                let gallery = try self.currentGallery(name, id: galleryId)
+                // Erased since it was recognised: auto-enrolment must not bring it back.
+                guard Matching.holdsAnywhere(gallery, identifier: identifier, batch: context.batch) else {
+                    return plan.map {
+                        AutoEnrolmentOutcome(
+                            algorithm: $0.algorithm, result: $0.outcome ?? .failed(message: "'\(identifier)' was deleted meanwhile"))
+                    }
+                }
+                var outcomes: [AutoEnrolmentOutcome] = []
+                for registry in gallery.registries where registry.id != deciderId {
+                    let version = registry.algorithm.version
+                    let holds = Matching.holds(registry, in: gallery, identifier: identifier, batch: context.batch)
+                    var outcome = Self.autoEnrolmentShortcut(
+                        holds: holds, hasTemplate: templates[version] != nil, score: score, threshold: threshold,
+                        quality: quality, minimumQuality: registry.minimumAutoEnrolmentQuality)
+                    if outcome == nil && gallery.liveness.register && live != true { outcome = .livenessRequired }
+                    if outcome == nil, let template = templates[version] {
+                        let check = Matching.check(registry, in: gallery, identifier: identifier, query: template, batch: context.batch)
+                        if let finding = check.finding(algorithm: version, thresholds: registry.thresholds) {
+                            outcome = .refused(finding)
+                        } else {
+                            let stored = try self.storeTemplate(
+                                txn, context, gallery: gallery, registry: registry, identifier: identifier,
+                                template: template, source: .autoEnrolled, quality: quality)
+                            outcome = .enrolled(templateId: stored.id)
+                        }
+                    }
+                    outcomes.append(AutoEnrolmentOutcome(algorithm: version, result: outcome!))
+                }
+                return outcomes
+            }
+        } catch {
+            let message = "\(error)"
+            return plan.map { AutoEnrolmentOutcome(algorithm: $0.algorithm, result: $0.outcome ?? .failed(message: message)) }
+        }
+    }
+
+    /// Per registry other than the decider, the auto-enrolment outcome that needs no write, or nil
+    /// where the register checks (and a write) decide. From the committed index.
+    private func autoEnrolmentPlan(
+        gallery name: String,
+        galleryId: UInt32,
+        identifier: String,
+        templates: [UInt32: PreparedTemplate],
+        decidedBy deciderId: UInt32,
+        threshold: Float,
+        score: Float,
+        quality: Float?,
+        live: Bool?
+    ) -> [(algorithm: UInt32, outcome: AutoEnrolmentOutcome.Result?)] {
+        self.indexLock.withReadLock {
+            guard let gallery = self.state[name], gallery.id == galleryId else { return [] }
+            let ordinal = gallery.ordinal(of: identifier)
+            // A gallery that requires a live face to register requires one to auto-enrol too.
+            let liveEnough = !gallery.liveness.register || live == true
+            return gallery.registries.filter { $0.id != deciderId }.map { registry in
+                let holds = ordinal.map { registry.holds($0) } ?? false
+                let version = registry.algorithm.version
+                if !holds && templates[version] != nil && !liveEnough { return (version, .livenessRequired) }
+                return (
+                    version,
+                    Self.autoEnrolmentShortcut(
+                        holds: holds, hasTemplate: templates[version] != nil, score: score, threshold: threshold,
+                        quality: quality, minimumQuality: registry.minimumAutoEnrolmentQuality)
+                )
+            }
+        }
+    }
+
+    /// The auto-enrolment outcomes that need no comparison, or nil when the register checks decide.
+    private static func autoEnrolmentShortcut(
+        holds: Bool,
+        hasTemplate: Bool,
+        score: Float,
+        threshold: Float,
+        quality: Float?,
+        minimumQuality: Float?
+    ) -> AutoEnrolmentOutcome.Result? {
+        if holds { return .alreadyRegistered }
+        if !hasTemplate { return .noTemplate }
+        if score < threshold { return .scoreBelowThreshold(score: score, threshold: threshold) }
+        if let minimumQuality, !(quality.map { $0 >= minimumQuality } ?? false) {
+            return .qualityTooLow(score: quality, minimum: minimumQuality)
+        }
+        return nil
+    }
+
+    /// The liveness verdict of a face's depth frames (nil when it has none and none is required);
+    /// throws `LIVENESS_FAILED` when the gallery requires liveness and the verdict is not live.
+    /// In strict mode a verdict live by the 3-of-5 rule but planar or motionless is not live.
+    static func livenessGate(
+        _ face: Face, required: Bool, strict: Bool, profile: LivenessProfile?
+    ) throws(RegistryError) -> LivenessVerdict? {
+        guard required || !face.depthFrames.isEmpty else { return nil }
+        var verdict = DepthLiveness.evaluate(face.depthFrames, profile: profile)
+        let strictFailures = verdict.failed.filter { $0 == .depthDistribution || $0 == .microMovement }
+        if strict && verdict.live && !strictFailures.isEmpty {
+            verdict.live = false
+            verdict.reason = "strict liveness requires \(strictFailures.map(\.rawValue).joined(separator: " and ")) to pass"
+        }
+        if required && !verdict.live { throw RegistryError.livenessFailed(verdict) }
+        return verdict
+    }
+}

@@ -1,0 +1,149 @@
+import Glibc
+import LMDB
+import Locks
+import RegistryModel
+
+/// The single writer thread and its queue: every write of the engine runs here, in batches that
+/// share one durable commit (group commit).
+///
+/// Callers enqueue an operation and suspend; the thread takes everything queued (up to a maximum),
+/// runs it as one batch through `execute`, which commits once and then completes each operation.
+/// Nothing is acknowledged before the commit that holds it. An operation marked exclusive (gallery
+/// definitions) runs in a batch of its own, so no other operation sees a half-changed catalog.
+///
+/// `@unchecked Sendable`: `pending` and `state` are only touched under `lock`.
+final class WriteQueue: @unchecked Sendable {
+    typealias Body = @Sendable (borrowing Transaction, OperationContext) throws -> any Sendable
+    typealias Completion = @Sendable (Result<any Sendable, any Error>) -> Void
+
+    struct Request: Sendable {
+        let exclusive: Bool
+        /// The registration checks the body will run, announced so the writer can run a whole
+        /// batch's checks in one pass before the bodies (nil: none).
+        var precheck: Precheck? = nil
+        let body: Body
+        let completion: Completion
+    }
+
+    private enum State { case running, stopping, stopped }
+
+    private let lock = ConditionLock()
+    private var pending: [Request] = []
+    /// Requests that may wait up to `lazyDelay` for other work to share a commit with (the audit
+    /// trail's flushes: nobody waits for them, and alone each would cost its own fsync).
+    private var lazy: [Request] = []
+    private var lazySince: timespec?
+    private let lazyDelay: Int
+    private var state = State.running
+    private let maximumBatch: Int
+    private let execute: ([Request]) -> Void
+    private var thread = pthread_t()
+
+    init(maximumBatch: Int, lazyDelayMilliseconds: Int = 100, execute: @escaping ([Request]) -> Void) {
+        self.maximumBatch = max(1, maximumBatch)
+        self.lazyDelay = lazyDelayMilliseconds
+        self.execute = execute
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let rc = pthread_create(&self.thread, nil, { context in
+            let queue = Unmanaged<WriteQueue>.fromOpaque(context!).takeRetainedValue()
+            queue.run()
+            return nil
+        }, context)
+        precondition(rc == 0, "cannot start the registry writer thread (\(rc))")
+    }
+
+    /// Enqueues a request. Returns false (and does not run it) when the queue is stopping.
+    func submit(_ request: Request) -> Bool {
+        let accepted = self.lock.withLock {
+            guard self.state == .running else { return false }
+            self.pending.append(request)
+            return true
+        }
+        if accepted { self.lock.broadcast() }
+        return accepted
+    }
+
+    /// Enqueues a request that joins the next batch, or runs on its own after the lazy delay if no
+    /// other write comes first. Returns false (and does not run it) when the queue is stopping.
+    func submitLazily(_ request: Request) -> Bool {
+        let accepted = self.lock.withLock {
+            guard self.state == .running else { return false }
+            self.lazy.append(request)
+            if self.lazySince == nil {
+                var now = timespec()
+                clock_gettime(CLOCK_REALTIME, &now)
+                self.lazySince = now
+            }
+            return true
+        }
+        if accepted { self.lock.broadcast() }
+        return accepted
+    }
+
+    /// When lazy requests must run even if nothing else comes.
+    private var lazyDeadline: timespec? {
+        guard var deadline = self.lazySince else { return nil }
+        deadline.tv_nsec += self.lazyDelay * 1_000_000
+        deadline.tv_sec += deadline.tv_nsec / 1_000_000_000
+        deadline.tv_nsec %= 1_000_000_000
+        return deadline
+    }
+
+    private var lazyDue: Bool {
+        guard let deadline = self.lazyDeadline else { return false }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return (now.tv_sec, now.tv_nsec) >= (deadline.tv_sec, deadline.tv_nsec)
+    }
+
+    /// Runs what is already queued, then stops the thread and waits for it.
+    func stop() {
+        let wasRunning = self.lock.withLock {
+            defer { if self.state == .running { self.state = .stopping } }
+            return self.state == .running
+        }
+        self.lock.broadcast()
+        if wasRunning { pthread_join(self.thread, nil) }
+    }
+
+    private func run() {
+        while true {
+            let batch: [Request]? = self.lock.withLock(whenReady: {
+                (!self.pending.isEmpty || self.state != .running || self.lazyDue, self.lazyDeadline)
+            }) {
+                if self.pending.isEmpty && (self.lazy.isEmpty || self.state == .running) {
+                    guard self.state != .running else {
+                        // Only lazy work, now due: it runs alone.
+                        return self.takeLazy()
+                    }
+                    self.state = .stopped
+                    return nil
+                }
+                var count = 0
+                if let first = self.pending.first, first.exclusive {
+                    count = 1
+                } else {
+                    while count < self.pending.count && count < self.maximumBatch && !self.pending[count].exclusive {
+                        count += 1
+                    }
+                }
+                var batch = Array(self.pending.prefix(count))
+                self.pending.removeFirst(count)
+                // Lazy requests ride along with any batch that is not exclusive.
+                if batch.first?.exclusive != true { batch += self.takeLazy() }
+                return batch
+            }
+            guard let batch else { return }
+            self.execute(batch)
+        }
+    }
+
+    /// Takes the lazy requests. Holding the lock.
+    private func takeLazy() -> [Request] {
+        defer {
+            self.lazy = []
+            self.lazySince = nil
+        }
+        return self.lazy
+    }
+}

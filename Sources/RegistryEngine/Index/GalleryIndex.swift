@@ -1,0 +1,92 @@
+import RegistryModel
+
+/// The in-memory state of one gallery: its registries in priority order and its identifiers.
+///
+/// Identifiers are interned to dense ordinals so that index rows carry a 4-byte number instead of a
+/// string, and per-identifier work can use integer keys.
+final class GalleryIndex {
+    let id: UInt32
+    let name: String
+    var registries: [RegistryIndex]
+    /// Which operations require a live face, and k for new liveness profiles.
+    var liveness: LivenessPolicy = .none
+    var livenessK: Float = 2.0
+    /// Liveness profiles by identifier (small; kept here so authentication never reads LMDB).
+    private var profilesByIdentifier: [IdentifierKey: LivenessProfile] = [:]
+
+    /// An identifier's liveness profile.
+    func profile(of identifier: String) -> LivenessProfile? { self.profilesByIdentifier[IdentifierKey(identifier)] }
+
+    func setProfile(_ profile: LivenessProfile?, of identifier: String) {
+        self.profilesByIdentifier[IdentifierKey(identifier)] = profile
+    }
+
+    private(set) var names: [String] = []
+    private var ordinalOf: [IdentifierKey: UInt32] = [:]
+    /// Templates per identifier ordinal across all registries; 0 = no longer in the gallery.
+    private var templateCounts: [Int] = []
+    /// Identifiers with at least one template in any registry.
+    private(set) var identifierCount = 0
+
+    init(id: UInt32, name: String, registries: [RegistryIndex]) {
+        self.id = id
+        self.name = name
+        self.registries = registries
+    }
+
+    func registry(id: UInt32) -> RegistryIndex? { self.registries.first { $0.id == id } }
+
+    func registry(algorithm: UInt32) -> RegistryIndex? { self.registries.first { $0.algorithm.version == algorithm } }
+
+    /// The ordinal of an identifier that has (or had) templates here.
+    func ordinal(of identifier: String) -> UInt32? { self.ordinalOf[IdentifierKey(identifier)] }
+
+    /// Whether any registry holds the identifier.
+    func contains(_ identifier: String) -> Bool { self.presentOrdinal(of: identifier) != nil }
+
+    /// The ordinal of an identifier that any registry holds now (one lookup for both questions).
+    func presentOrdinal(of identifier: String) -> UInt32? {
+        guard let ordinal = self.ordinalOf[IdentifierKey(identifier)], self.templateCounts[Int(ordinal)] > 0 else { return nil }
+        return ordinal
+    }
+
+    func name(of ordinal: UInt32) -> String { self.names[Int(ordinal)] }
+
+    /// Makes room for `count` identifiers (start-up, when the template count bounds it).
+    func reserveIdentifiers(_ count: Int) {
+        self.names.reserveCapacity(count)
+        self.templateCounts.reserveCapacity(count)
+        self.ordinalOf.reserveCapacity(count)
+    }
+
+    /// Interns an identifier, returning its ordinal.
+    func intern(_ identifier: String) -> UInt32 {
+        if let ordinal = self.ordinalOf[IdentifierKey(identifier)] { return ordinal }
+        let ordinal = UInt32(self.names.count)
+        self.names.append(identifier)
+        self.templateCounts.append(0)
+        self.ordinalOf[IdentifierKey(identifier)] = ordinal
+        return ordinal
+    }
+
+    /// Adds a template row to a registry, counting it for its identifier.
+    func add(
+        to registry: RegistryIndex,
+        templateId: UInt64,
+        identifier: String,
+        mask: UInt32,
+        fill: (UnsafeMutablePointer<Float>) -> Void
+    ) {
+        let ordinal = self.intern(identifier)
+        registry.append(templateId: templateId, ordinal: ordinal, mask: mask, fill: fill)
+        if self.templateCounts[Int(ordinal)] == 0 { self.identifierCount += 1 }
+        self.templateCounts[Int(ordinal)] += 1
+    }
+
+    /// Removes a template row from a registry.
+    func remove(templateId: UInt64, from registry: RegistryIndex) {
+        guard let ordinal = registry.remove(templateId: templateId) else { return }
+        self.templateCounts[Int(ordinal)] -= 1
+        if self.templateCounts[Int(ordinal)] == 0 { self.identifierCount -= 1 }
+    }
+}

@@ -1,0 +1,90 @@
+import RegistryModel
+
+/// Little-endian record encoding for values, big-endian for keys (so keys sort numerically).
+struct ByteWriter {
+    private(set) var bytes: [UInt8] = []
+
+    init(capacity: Int = 64) {
+        self.bytes.reserveCapacity(capacity)
+    }
+
+    mutating func append<T: FixedWidthInteger>(_ value: T) {
+        withUnsafeBytes(of: value.littleEndian) { self.bytes.append(contentsOf: $0) }
+    }
+
+    mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
+        withUnsafeBytes(of: value.bigEndian) { self.bytes.append(contentsOf: $0) }
+    }
+
+    mutating func append(_ value: Float) {
+        self.append(value.bitPattern)
+    }
+
+    mutating func append(bytes: some Sequence<UInt8>) {
+        self.bytes.append(contentsOf: bytes)
+    }
+
+    /// A string as a 16-bit length and its UTF-8 bytes.
+    mutating func append(string: String) {
+        let utf8 = Array(string.utf8)
+        self.append(UInt16(utf8.count))
+        self.bytes.append(contentsOf: utf8)
+    }
+}
+
+/// Reads what ``ByteWriter`` wrote; a record that ends early throws instead of reading past it.
+struct ByteReader {
+    struct Truncated: Error {}
+
+    private let buffer: UnsafeRawBufferPointer
+    private(set) var offset = 0
+
+    init(_ buffer: UnsafeRawBufferPointer) {
+        self.buffer = buffer
+    }
+
+    var remaining: Int { self.buffer.count - self.offset }
+
+    mutating func read<T: FixedWidthInteger>(_: T.Type = T.self) throws(Truncated) -> T {
+        guard self.remaining >= MemoryLayout<T>.size else { throw Truncated() }
+        let value = self.buffer.loadUnaligned(fromByteOffset: self.offset, as: T.self)
+        self.offset += MemoryLayout<T>.size
+        return T(littleEndian: value)
+    }
+
+    mutating func readBigEndian<T: FixedWidthInteger>(_: T.Type = T.self) throws(Truncated) -> T {
+        guard self.remaining >= MemoryLayout<T>.size else { throw Truncated() }
+        let value = self.buffer.loadUnaligned(fromByteOffset: self.offset, as: T.self)
+        self.offset += MemoryLayout<T>.size
+        return T(bigEndian: value)
+    }
+
+    mutating func read(_: Float.Type) throws(Truncated) -> Float {
+        Float(bitPattern: try self.read(UInt32.self))
+    }
+
+    mutating func readString() throws(Truncated) -> String {
+        let count = Int(try self.read(UInt16.self))
+        return String(decoding: try self.readBytes(count), as: UTF8.self)
+    }
+
+    mutating func readBytes(_ count: Int) throws(Truncated) -> UnsafeRawBufferPointer {
+        guard self.remaining >= count else { throw Truncated() }
+        defer { self.offset += count }
+        return UnsafeRawBufferPointer(rebasing: self.buffer[self.offset..<(self.offset + count)])
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// The big-endian bytes of an integer, as a key.
+    init<T: FixedWidthInteger>(bigEndian value: T) {
+        self = Swift.withUnsafeBytes(of: value.bigEndian) { Array($0) }
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Reads a big-endian integer at `offset` (keys).
+    func loadBigEndian<T: FixedWidthInteger>(at offset: Int = 0, as: T.Type = T.self) -> T {
+        T(bigEndian: self.loadUnaligned(fromByteOffset: offset, as: T.self))
+    }
+}

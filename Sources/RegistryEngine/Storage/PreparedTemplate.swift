@@ -1,0 +1,104 @@
+import RegistryModel
+
+/// A validated template in the form the index and the store keep: vectors L2-normalised (for cosine
+/// algorithms), landmarks densified with raw coordinates for storage and normalised ones for scoring.
+struct PreparedTemplate: Sendable {
+    let algorithm: Algorithm
+    /// A landmark template's stored form (mask then raw coordinates); nil for vectors, whose stored
+    /// form is their row.
+    private let landmarkPayload: [UInt8]?
+
+    /// The bytes persisted in LMDB (little-endian float32s; landmarks: mask then raw coordinates).
+    /// Built on demand: most prepared templates are queries and are never stored.
+    var payload: [UInt8] { self.landmarkPayload ?? self.row.withUnsafeBytes { Array($0) } }
+    /// The row the index scans: `algorithm.rowStride` floats.
+    let row: [Float]
+    /// Landmark presence mask (0 for vectors).
+    let mask: UInt32
+    /// The landmark symmetry/coverage score (the CoMa landmark matcher) of a landmark template, else nil.
+    let landmarkQuality: Float?
+
+    /// Validates `template` against `algorithm` and prepares it.
+    /// - Throws: ``TemplateProblem`` naming what is wrong.
+    init(_ template: FaceTemplate, algorithm: Algorithm) throws(TemplateProblem) {
+        self.algorithm = algorithm
+        switch (algorithm.kind, template.data) {
+        case (.vector(let dimension), .vector(let values)):
+            let row = try Self.prepareVector(values, dimension: dimension, scoreFunction: algorithm.scoreFunction)
+            self.row = row
+            self.landmarkPayload = nil
+            self.mask = 0
+            self.landmarkQuality = nil
+        case (.landmarks, .landmarks(let landmarks)):
+            let dense = try LandmarkAlgorithm.dense(from: landmarks)
+            self.row = LandmarkAlgorithm.normalised(dense)
+            self.mask = dense.mask
+            self.landmarkQuality = LandmarkAlgorithm.quality(dense)
+            self.landmarkPayload = Self.landmarkPayload(dense)
+        case (.vector(let dimension), .landmarks):
+            throw .wrongKind(expected: "a vector of \(dimension) values")
+        case (.landmarks, .vector):
+            throw .wrongKind(expected: "named landmarks")
+        }
+    }
+
+    /// The bytes of a stored payload of `algorithm` (opened, when the store is encrypted).
+    static func payloadSize(of algorithm: Algorithm) -> Int {
+        switch algorithm.kind {
+        case .vector: 4 * algorithm.rowStride
+        case .landmarks: 4 + 4 * algorithm.rowStride
+        }
+    }
+
+    /// Rebuilds a prepared template from its stored payload (export, verification).
+    static func decodePayload(_ bytes: UnsafeRawBufferPointer, algorithm: Algorithm) -> FaceTemplate.Data {
+        switch algorithm.kind {
+        case .vector:
+            // loadUnaligned, not bindMemory: the bytes belong to a [UInt8] or LMDB's map.
+            return .vector(stride(from: 0, to: bytes.count - 3, by: 4).map { bytes.loadUnaligned(fromByteOffset: $0, as: Float.self) })
+        case .landmarks:
+            guard bytes.count >= 4 + 12 * LandmarkVocabulary.count else { return .landmarks([]) }
+            let mask = bytes.loadUnaligned(as: UInt32.self)
+            var landmarks: [Landmark] = []
+            for slot in 0..<LandmarkVocabulary.count where mask & (1 << slot) != 0 {
+                let base = 4 + slot * 12
+                landmarks.append(Landmark(
+                    name: LandmarkVocabulary.names[slot],
+                    x: bytes.loadUnaligned(fromByteOffset: base, as: Float.self),
+                    y: bytes.loadUnaligned(fromByteOffset: base + 4, as: Float.self),
+                    z: bytes.loadUnaligned(fromByteOffset: base + 8, as: Float.self)))
+            }
+            return .landmarks(landmarks)
+        }
+    }
+
+    private static func prepareVector(
+        _ values: [Float],
+        dimension: Int,
+        scoreFunction: ScoreFunction
+    ) throws(TemplateProblem) -> [Float] {
+        guard values.count == dimension else { throw .wrongDimension(expected: dimension, actual: values.count) }
+        var sumOfSquares: Double = 0
+        for (index, value) in values.enumerated() {
+            guard value.isFinite else { throw .nonFiniteValue(index: index) }
+            sumOfSquares += Double(value) * Double(value)
+        }
+        guard sumOfSquares > 0 else { throw .zeroVector }
+        let norm = sumOfSquares.squareRoot()
+        if scoreFunction.normalisesTemplates {
+            // An exactly unit vector is kept bit for bit, so hand-computed scores stay exact.
+            if norm == 1 { return values }
+            return values.map { Float(Double($0) / norm) }
+        }
+        guard abs(norm - 1) <= 0.01 else { throw .notNormalised(norm: Float(norm)) }
+        return values
+    }
+
+    private static func landmarkPayload(_ dense: DenseLandmarks) -> [UInt8] {
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(4 + 4 * dense.coordinates.count)
+        withUnsafeBytes(of: dense.mask.littleEndian) { bytes.append(contentsOf: $0) }
+        dense.coordinates.withUnsafeBytes { bytes.append(contentsOf: $0) }
+        return bytes
+    }
+}

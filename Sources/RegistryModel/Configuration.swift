@@ -1,0 +1,136 @@
+/// The three thresholds of a registry (README, engine behaviour). A score equal to a threshold passes.
+public struct Thresholds: Sendable, Hashable {
+    public var authentication: Float
+    public var identification: Float
+    public var autoEnrolment: Float
+
+    public init(authentication: Float, identification: Float, autoEnrolment: Float) {
+        self.authentication = authentication
+        self.identification = identification
+        self.autoEnrolment = autoEnrolment
+    }
+
+    /// The defaults: the algorithm's threshold for authentication and identification, and the
+    /// identification threshold for auto-enrolment.
+    public init(defaultsFor algorithm: Algorithm) {
+        self.init(
+            authentication: algorithm.defaultThreshold,
+            identification: algorithm.defaultThreshold,
+            autoEnrolment: algorithm.defaultThreshold)
+    }
+
+    package func validate(for algorithm: Algorithm) throws(RegistryError) {
+        for (name, value) in [
+            ("authentication", self.authentication), ("identification", self.identification),
+            ("autoEnrolment", self.autoEnrolment),
+        ] where !(value > 0 && value <= 1) {
+            // 0 would let every pair "match", including landmark pairs that cannot be compared.
+            throw .malformedRequest("\(algorithm.name) \(name) threshold \(value) is outside (0, 1]")
+        }
+    }
+}
+
+/// One registry of a gallery as configured: the algorithm and, optionally, its thresholds and the
+/// capture quality it requires.
+public struct RegistryConfiguration: Sendable, Hashable {
+    /// The algorithm's version id.
+    public var algorithm: UInt32
+    /// Thresholds; `nil` takes the algorithm's defaults.
+    public var thresholds: Thresholds?
+    /// The capture quality score (0...1) a face must reach to be registered here; nil: no gate.
+    public var minimumQuality: Float?
+    /// The capture quality score a face must reach to be auto-enrolled here; nil: no gate.
+    public var minimumAutoEnrolmentQuality: Float?
+
+    public init(
+        algorithm: UInt32, thresholds: Thresholds? = nil, minimumQuality: Float? = nil, minimumAutoEnrolmentQuality: Float? = nil
+    ) {
+        self.algorithm = algorithm
+        self.thresholds = thresholds
+        self.minimumQuality = minimumQuality
+        self.minimumAutoEnrolmentQuality = minimumAutoEnrolmentQuality
+    }
+}
+
+/// Which operations of a gallery need a live face (depth liveness, the capture-gates design).
+public struct LivenessPolicy: Sendable, Hashable {
+    public var authenticate: Bool
+    public var identify: Bool
+    public var register: Bool
+    /// Also require two of the depth liveness design's optional checks: a non-planar surface (`depthDistribution`)
+    /// and micro-movement across frames (`microMovement`). The seed's 3-of-5 rule alone accepts a
+    /// photo held at about 26° or more and a static mask; strict mode refuses both.
+    public var strict: Bool
+
+    public init(authenticate: Bool = false, identify: Bool = false, register: Bool = false, strict: Bool = false) {
+        self.authenticate = authenticate
+        self.identify = identify
+        self.register = register
+        self.strict = strict
+    }
+
+    /// No operation requires liveness.
+    public static let none = LivenessPolicy()
+}
+
+/// A gallery as configured: its name and its registries in priority order (first = preferred).
+public struct GalleryConfiguration: Sendable, Hashable {
+    public var name: String
+    public var registries: [RegistryConfiguration]
+    /// Which operations require a live face.
+    public var liveness: LivenessPolicy
+    /// k of the liveness profiles' thresholds (mean ± k·std), used when a profile is enrolled.
+    public var livenessK: Float
+
+    public init(name: String, registries: [RegistryConfiguration], liveness: LivenessPolicy = .none, livenessK: Float = 2.0) {
+        self.name = name
+        self.registries = registries
+        self.liveness = liveness
+        self.livenessK = livenessK
+    }
+
+    /// The name of the gallery that always exists.
+    public static let defaultName = "default"
+
+    /// The `default` gallery out of the box: one registry per built-in algorithm, newest model first.
+    public static let defaultGallery = GalleryConfiguration(
+        name: Self.defaultName,
+        registries: Algorithm.builtIn.map { RegistryConfiguration(algorithm: $0.version) })
+}
+
+/// How the engine opens its store.
+public struct EngineConfiguration: Sendable {
+    /// Vector algorithms added to the built-in ones.
+    public var algorithms: [Algorithm]
+    /// How `default` is created when the store is new (an existing one keeps its stored definition).
+    public var defaultGallery: GalleryConfiguration
+    /// Initial LMDB map size in bytes; the map grows by itself.
+    public var initialMapSize: Int
+    /// Upper bound for the map; writes beyond it fail with `STORAGE_FULL`.
+    public var maximumMapSize: Int
+    /// fsync every commit (acknowledged means on disk). Only benchmarks turn this off.
+    public var durable: Bool
+    /// Most operations that share one group commit.
+    public var maximumBatch: Int
+    /// How long the audit trail keeps entries.
+    public var auditRetention: AuditRetention = AuditRetention()
+    /// The key of templates at rest (32 bytes, or 64 hex characters): required to open an encrypted
+    /// store, refused for an unencrypted store that holds templates (encrypt it with ``Engine/setEncryptionKey(_:)``).
+    public var encryptionKey: [UInt8]?
+
+    public init(
+        algorithms: [Algorithm] = [],
+        defaultGallery: GalleryConfiguration = .defaultGallery,
+        initialMapSize: Int = 64 << 20,
+        maximumMapSize: Int = 1 << 40,
+        durable: Bool = true,
+        maximumBatch: Int = 256
+    ) {
+        self.algorithms = algorithms
+        self.defaultGallery = defaultGallery
+        self.initialMapSize = initialMapSize
+        self.maximumMapSize = maximumMapSize
+        self.durable = durable
+        self.maximumBatch = maximumBatch
+    }
+}

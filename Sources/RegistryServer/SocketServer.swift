@@ -1,0 +1,211 @@
+import Glibc
+import Logging
+import NIOCore
+import NIOPosix
+import RegistryEngine
+import RegistryModel
+import RegistryProtocol
+import ServiceLifecycle
+import Synchronization
+
+/// The daemon's socket server: a SwiftNIO Unix-domain-socket listener whose connections each read
+/// frames, answer them through the ``RequestDispatcher`` and write the responses in request order.
+///
+/// Per connection (see ``Connection`` for the promise it keeps): ``ConnectionGuard`` next to the
+/// socket (back-pressure, frame deadline, idle timeout), the frame decoder and encoder,
+/// ``FastPathHandler`` (requests answered on the event loop), and the connection's reader and writer
+/// tasks. On graceful shutdown the listener closes and every connection drains: requests already
+/// read are answered (those not yet started with `SHUTTING_DOWN`), then it closes; connections still
+/// open at the drain deadline are closed.
+public final class SocketServer: Service, Sendable {
+    private let configuration: ServerConfiguration
+    private let dispatcher: RequestDispatcher
+    private let logger: Logger
+    private let group: any EventLoopGroup
+    private let listening = Mutex<(any Channel)?>(nil)
+    private let connections = Mutex<[ObjectIdentifier: Connection]>([:])
+    private let stopping = Atomic<Bool>(false)
+    private let budget: BufferBudget
+    /// Resumed with the bound path once the server accepts connections (for tests and readiness).
+    public let ready: AsyncStream<String>
+    private let readyContinuation: AsyncStream<String>.Continuation
+
+    /// The listening socket inherited from systemd, if socket-activated.
+    private let activatedSocket: Int32?
+    /// Called when requests still run 5 s after the drain deadline (an operation that does not end,
+    /// such as a backup to a stalled disk): the daemon exits rather than ignore SIGTERM.
+    private let onDrainOverrun: @Sendable () -> Void
+    private let finished = Atomic<Bool>(false)
+
+    public init(
+        configuration: ServerConfiguration,
+        dispatcher: RequestDispatcher,
+        logger: Logger,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        activatedSocket: Int32? = nil,
+        onDrainOverrun: @escaping @Sendable () -> Void = {}
+    ) {
+        self.activatedSocket = activatedSocket
+        self.onDrainOverrun = onDrainOverrun
+        self.configuration = configuration
+        self.dispatcher = dispatcher
+        self.logger = logger
+        self.group = group
+        self.budget = BufferBudget(limit: configuration.limits.maximumBufferedBytes)
+        (self.ready, self.readyContinuation) = AsyncStream.makeStream()
+    }
+
+    public func run() async throws {
+        defer { self.readyContinuation.finish() }
+        let path = self.configuration.socketPath
+        let limits = self.configuration.limits
+        let dispatcher = self.dispatcher
+        let budget = self.budget
+        let logger = self.logger
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<(NIOAsyncChannel<InboundRequest, ByteBuffer>, ConnectionAccount)> = { channel in
+            channel.eventLoop.makeCompletedFuture {
+                let account = ConnectionAccount(budget: budget)
+                let operations = channel.pipeline.syncOperations
+                try operations.addHandler(ConnectionGuard(
+                    account: account, frameDeadline: .seconds(Int64(limits.frameDeadlineSeconds)),
+                    idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)), logger: logger))
+                try operations.addHandler(ByteToMessageHandler(FrameDecoder(maximumFrameLength: limits.maximumFrameBytes)))
+                try operations.addHandler(MessageToByteHandler(FrameEncoder()))
+                try operations.addHandler(FastPathHandler(dispatcher: dispatcher, account: account))
+                let async = try NIOAsyncChannel<InboundRequest, ByteBuffer>(wrappingChannelSynchronously: channel)
+                return (async, account)
+            }
+        }
+        let unwritten = limits.maximumUnwrittenReplyBytes
+        let bootstrap = ServerBootstrap(group: self.group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(AcceptErrorLogger(logger: logger))
+                }
+            }
+            // A client that half-closes its sending side still gets every reply.
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: unwritten / 2, high: unwritten))
+        let server: NIOAsyncChannel<(NIOAsyncChannel<InboundRequest, ByteBuffer>, ConnectionAccount), Never>
+        let activated = self.activatedSocket
+        if let activated {
+            // systemd owns the socket file (its mode and group come from the .socket unit).
+            server = try await bootstrap.bind(activated, childChannelInitializer: initializer)
+        } else {
+            try UnixSocketPath.prepare(path)
+            // Created group read-write, others nothing (the socket's group is the access list): set
+            // through the umask so there is no moment with looser permissions.
+            let previous = umask(0o117)
+            defer { umask(previous) }
+            server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: false, childChannelInitializer: initializer)
+        }
+        self.listening.withLock { $0 = server.channel }
+        self.logger.info("listening", metadata: ["socket": "\(activated == nil ? path : "fd \(activated!) from systemd")"])
+        self.readyContinuation.yield(path)
+
+        try await withGracefulShutdownHandler {
+            try await withThrowingDiscardingTaskGroup { group in
+                try await server.executeThenClose { inbound in
+                    for try await (connection, account) in inbound {
+                        group.addTask { await self.serve(connection, account: account) }
+                    }
+                }
+            }
+        } onGracefulShutdown: {
+            self.beginShutdown()
+        }
+        if activated == nil { unlink(path) }
+        self.finished.store(true, ordering: .releasing)
+        self.logger.info("stopped serving")
+    }
+
+    /// Stops accepting and drains every connection: requests already read are answered, those not
+    /// yet started with `SHUTTING_DOWN`. Connections still open after the drain deadline are closed.
+    public func beginShutdown() {
+        guard !self.stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let deadline = self.configuration.limits.drainDeadlineSeconds
+        self.logger.info("shutting down: finishing requests in flight", metadata: ["deadline": "\(deadline) s"])
+        Systemd.notify("STOPPING=1\nSTATUS=finishing requests in flight")
+        self.listening.withLock { $0?.close(promise: nil) }
+        for connection in self.connections.withLock({ Array($0.values) }) {
+            connection.drain()
+        }
+        // Not a child of the server's task: it must not delay the return once every connection is
+        // done; when it fires after that, there is nothing left to close.
+        Task { [self] in
+            try? await Task.sleep(for: .seconds(deadline))
+            let late = self.connections.withLock { Array($0.values) }
+            if !late.isEmpty {
+                self.logger.warning("drain deadline passed: closing connections still open", metadata: ["connections": "\(late.count)"])
+            }
+            for connection in late { connection.abort() }
+            try? await Task.sleep(for: .seconds(5))
+            if !self.finished.load(ordering: .acquiring) {
+                self.logger.critical("requests still running 5 s after the drain deadline")
+                self.onDrainOverrun()
+            }
+        }
+    }
+
+    private func serve(_ async: NIOAsyncChannel<InboundRequest, ByteBuffer>, account: ConnectionAccount) async {
+        let channel = async.channel
+        let connection = Connection(
+            channel: channel, account: account, dispatcher: self.dispatcher,
+            maximumRequestsInFlight: self.configuration.limits.maximumRequestsInFlight, logger: self.logger)
+        let key = ObjectIdentifier(connection)
+        let open = self.dispatcher.connections.wrappingAdd(1, ordering: .relaxed).newValue
+        self.connections.withLock { $0[key] = connection }
+        defer {
+            self.connections.withLock { $0[key] = nil }
+            self.dispatcher.connections.subtract(1, ordering: .relaxed)
+        }
+        let maximum = self.configuration.limits.maximumConnections
+        if open > maximum {
+            self.logger.notice("connection refused: limit reached", metadata: ["maximumConnections": "\(maximum)"])
+            await connection.refuse(
+                async,
+                with: RegistryError(.tooManyConnections, "the daemon serves its maximum of \(maximum) connections; try again later"))
+            return
+        }
+        // A connection accepted as shutdown began drains like the others.
+        if self.stopping.load(ordering: .acquiring) { connection.drain() }
+        await connection.run(async, peer: await Self.peer(of: channel))
+    }
+}
+
+/// Logs the listener's accept errors (running out of file descriptors, typically) instead of
+/// letting them pass silently; NIO's own handler after it backs accepting off for a second.
+final class AcceptErrorLogger: ChannelInboundHandler {
+    typealias InboundIn = any Channel
+    private let logger: Logger
+    private var lastLogged: NIODeadline?
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // At most one line every 10 s: the condition tends to persist while it lasts.
+        let now = NIODeadline.now()
+        if self.lastLogged.map({ now - $0 >= .seconds(10) }) ?? true {
+            self.lastLogged = now
+            self.logger.error("accepting a connection failed; retrying in 1 s", metadata: ["error": "\(error)"])
+        }
+        context.fireErrorCaught(error)
+    }
+}
+
+@available(*, unavailable)
+extension AcceptErrorLogger: Sendable {}
+
+extension SocketServer {
+    /// The connected peer's credentials (SO_PEERCRED), read once per connection.
+    static func peer(of channel: any Channel) async -> Peer? {
+        guard let provider = channel as? any SocketOptionProvider else { return nil }
+        let credentials: PeerCredentials? = try? await provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED)
+        ).get()
+        return credentials.map(Peer.init(credentials:))
+    }
+}

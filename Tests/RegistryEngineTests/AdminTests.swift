@@ -1,0 +1,207 @@
+import LMDB
+import Testing
+
+@testable import RegistryEngine
+@testable import RegistryModel
+
+/// Deletions, listings, migration status and gallery definitions.
+@Suite struct AdminTests {
+    @Test func deletingATemplateRemovesItFromTheStoreAndFromIdentification() async throws {
+        try await withEngine { engine in
+            let first = try await engine.register(identifier: "alice", face: Face(arcface()))
+            let second = try await engine.register(identifier: "alice", face: Face(arcface([9])))
+            #expect(try await engine.deleteTemplate(id: first.stored[0].id))
+            #expect(try await engine.deleteTemplate(id: first.stored[0].id) == false)
+            #expect(try engine.templates(identifier: "alice").map(\.id) == [second.stored[0].id])
+            let result = try await engine.identify(face: Face(arcface()), autoEnrol: false)
+            #expect(result.matches == [IdentifyMatch(identifier: "alice", score: 0.875, templateId: second.stored[0].id)])
+            // A template of another gallery is not deleted through this one.
+            try await engine.defineGallery(twoRegistryGallery("g"))
+            let other = try await engine.register(gallery: "g", identifier: "bob", face: Face(dlib()))
+            #expect(try await engine.deleteTemplate(id: other.stored[0].id) == false)
+        }
+    }
+
+    @Test func deletingAnIdentifierErasesItFromEveryRegistryWithItsLivenessProfile() async throws {
+        try await withEngine { engine in
+            try await engine.defineGallery(twoRegistryGallery("g"))
+            _ = try await engine.register(gallery: "g", identifier: "alice", face: Face(arcface(), dlib()))
+            _ = try await engine.register(gallery: "g", identifier: "bob", face: Face(arcface(flips(0, 8))))
+            let galleryId = try #require(engine.state["g"]?.id)
+            let profileKey = Keys.profile(galleryId, "alice")
+            try engine.store.environment.write { txn in try txn.put(engine.store.profiles, key: profileKey, value: [1, 2, 3]) }
+
+            #expect(try await engine.deleteIdentifier(gallery: "g", identifier: "alice") == 2)
+            await expectRegistryError(.identifierNotRegistered) { _ = try engine.templates(gallery: "g", identifier: "alice") }
+            await expectRegistryError(.identifierNotRegistered) {
+                _ = try await engine.authenticate(gallery: "g", identifier: "alice", face: Face(arcface()))
+            }
+            #expect(try engine.store.environment.read { txn in try txn.get(engine.store.profiles, key: profileKey) } == nil)
+            #expect(try engine.migrationStatus(gallery: "g").map(\.identifiersHeld) == [1, 0])
+            #expect(try await engine.deleteIdentifier(gallery: "g", identifier: "alice") == 0)
+            // The face is free again: registering it under another name is no longer a similar face.
+            _ = try await engine.register(gallery: "g", identifier: "carol", face: Face(arcface(), dlib()))
+        }
+    }
+
+    @Test func deletingAGalleryErasesEverythingInItAndDefaultCannotBeDeleted() async throws {
+        try await withEngine { engine in
+            try await engine.defineGallery(twoRegistryGallery("visitors"))
+            _ = try await engine.register(gallery: "visitors", identifier: "vic", face: Face(arcface(), dlib()))
+            _ = try await engine.register(identifier: "vic", face: Face(arcface()))
+            #expect(try await engine.deleteGallery("visitors") == 2)
+            #expect(engine.galleries().map(\.name) == ["default"])
+            await expectRegistryError(.unknownGallery) { _ = try await engine.identify(gallery: "visitors", face: Face(arcface())) }
+            #expect(try engine.templates(identifier: "vic").count == 1)  // other galleries untouched
+            await expectRegistryError(.malformedRequest) { _ = try await engine.deleteGallery("default") }
+            await expectRegistryError(.unknownGallery) { _ = try await engine.deleteGallery("visitors") }
+            // A new gallery of the same name starts empty.
+            try await engine.defineGallery(twoRegistryGallery("visitors"))
+            #expect(try engine.gallery("visitors").identifierCount == 0)
+            _ = try await engine.register(gallery: "visitors", identifier: "vic2", face: Face(arcface()))
+        }
+    }
+
+    @Test func identifiersAreListedInPages() async throws {
+        try await withEngine { engine in
+            let names = ["ann", "bo", "bob", "bobby", "cy", "dee", "eve"]
+            for (index, name) in names.enumerated() {
+                var vector = [Float](repeating: 0, count: 128)
+                vector[index] = 1
+                _ = try await engine.register(identifier: name, face: Face(FaceTemplate(algorithm: 24, vector: vector)))
+                var second = vector
+                second[index + 64] = 0.2  // a second, matching template: listed once
+                _ = try await engine.register(identifier: name, face: Face(FaceTemplate(algorithm: 24, vector: second)))
+            }
+            var pages: [[String]] = []
+            var after: String?
+            repeat {
+                let page = try engine.identifiers(after: after, limit: 3)
+                pages.append(page.identifiers)
+                after = page.next
+            } while after != nil
+            #expect(pages == [["ann", "bo", "bob"], ["bobby", "cy", "dee"], ["eve"]])
+            await expectRegistryError(.malformedRequest) { _ = try engine.identifiers(limit: 0) }
+        }
+    }
+
+    @Test func anIdentifiersTemplatesAreListedInRegistrationOrderWithMetadata() async throws {
+        try await withEngine { engine in
+            let start = Store.now()
+            _ = try await engine.register(identifier: "lena", face: Face(landmarkFace(seed: 1), arcface()))
+            _ = try await engine.register(identifier: "lena", face: Face(arcface([4])))
+            let templates = try engine.templates(identifier: "lena", includeData: true)
+            #expect(templates.map(\.algorithm) == [24, 1000, 24])
+            #expect(templates.map(\.id) == templates.map(\.id).sorted())
+            #expect(templates.allSatisfy { $0.registeredAt >= start && $0.registeredAt <= Store.now() })
+            // Landmark templates carry their symmetry/coverage quality; vectors have none; no capture
+            // metadata was sent, so there is no capture quality.
+            let landmarkQuality = try #require(templates[1].landmarkQuality)
+            #expect(templates[1].quality == nil)
+            guard case .landmarks(let sent) = landmarkFace(seed: 1).data else { return }
+            #expect(landmarkQuality == LandmarkAlgorithm.quality(try LandmarkAlgorithm.dense(from: sent)))
+            #expect(templates[0].landmarkQuality == nil)
+            // The data comes back: landmarks as sent, vectors as stored.
+            #expect(templates[0].template == arcface())
+            guard case .landmarks(let stored) = templates[1].template?.data else {
+                Issue.record("no landmark data")
+                return
+            }
+            #expect(Set(stored) == Set(sent))
+            #expect(try engine.templates(identifier: "lena").allSatisfy { $0.template == nil })
+        }
+    }
+
+    @Test func migrationStatusCountsIdentifiersPerRegistryAgainstTheGalleryTotal() async throws {
+        try await withEngine { engine in
+            try await engine.defineGallery(twoRegistryGallery("g"))
+            _ = try await engine.register(gallery: "g", identifier: "a", face: Face(arcface(), dlib()))
+            _ = try await engine.register(gallery: "g", identifier: "b", face: Face(dlib(flips(0, 8))))
+            _ = try await engine.register(gallery: "g", identifier: "c", face: Face(dlib(flips(8, 8))))
+            let status = try engine.migrationStatus(gallery: "g")
+            #expect(status == [
+                MigrationStatus(algorithm: 24, identifiersHeld: 1, galleryIdentifiers: 3),
+                MigrationStatus(algorithm: 16, identifiersHeld: 3, galleryIdentifiers: 3),
+            ])
+        }
+    }
+
+    @Test func redefiningAGalleryChangesPriorityAndThresholdsAndKeepsTemplates() async throws {
+        try await withEngine { engine in
+            try await engine.defineGallery(twoRegistryGallery("g"))
+            _ = try await engine.register(gallery: "g", identifier: "a", face: Face(arcface(), dlib()))
+            // dlib first, arcface identification threshold raised to 0.9.
+            try await engine.defineGallery(GalleryConfiguration(name: "g", registries: [
+                RegistryConfiguration(algorithm: 16),
+                RegistryConfiguration(algorithm: 24, thresholds: Thresholds(authentication: 0.9, identification: 0.9, autoEnrolment: 0.9)),
+            ]))
+            let info = try engine.gallery("g")
+            #expect(info.registries.map(\.algorithm.version) == [16, 24])
+            #expect(info.registries.map(\.templateCount) == [1, 1])
+            #expect(info.registries[0].thresholds == Thresholds(defaultsFor: .dlib))
+            let result = try await engine.identify(gallery: "g", face: Face(arcface([0])), safe: false, autoEnrol: false)
+            #expect(result.matches.isEmpty)  // 0.875 < 0.9
+            // A registry holding templates cannot be dropped.
+            await expectRegistryError(.malformedRequest) {
+                _ = try await engine.defineGallery(GalleryConfiguration(name: "g", registries: [RegistryConfiguration(algorithm: 16)]))
+            }
+            // Thresholds must be in (0, 1].
+            await expectRegistryError(.malformedRequest) {
+                _ = try await engine.defineGallery(GalleryConfiguration(name: "g", registries: [
+                    RegistryConfiguration(algorithm: 16, thresholds: Thresholds(authentication: 0, identification: 0.5, autoEnrolment: 0.5)),
+                    RegistryConfiguration(algorithm: 24),
+                ]))
+            }
+        }
+    }
+
+    @Test func configuredVectorAlgorithmsWorkLikeBuiltInOnes() async throws {
+        let model = Algorithm(version: 4242, name: "model512", kind: .vector(dimension: 512), scoreFunction: .cosine, defaultThreshold: 0.5)
+        try await withEngine(EngineConfiguration(algorithms: [model])) { engine in
+            try await engine.defineGallery(GalleryConfiguration(name: "m", registries: [RegistryConfiguration(algorithm: 4242)]))
+            _ = try await engine.register(gallery: "m", identifier: "a", face: Face(FaceTemplate(algorithm: 4242, vector: signs([], dimension: 512))))
+            let result = try await engine.identify(gallery: "m", face: Face(FaceTemplate(algorithm: 4242, vector: signs([1, 2, 3, 4], dimension: 512))))
+            #expect(result.matches.map(\.score) == [0.5])
+        }
+        #expect(throws: RegistryError.self) {
+            _ = try AlgorithmCatalog(configured: [Algorithm(version: 24, name: "again", kind: .vector(dimension: 8), scoreFunction: .dot, defaultThreshold: 0.5)])
+        }
+    }
+}
+
+@Suite struct ShutdownTests {
+    @Test func callsAfterCloseFailWithShuttingDownInsteadOfCrashing() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.cleanup() }
+        let engine = try Engine(path: directory.path)
+        _ = try await engine.register(identifier: "alice", face: Face(arcface()))
+        engine.close()
+        await expectRegistryError(.shuttingDown) { _ = try await engine.register(identifier: "bob", face: Face(arcface(flips(0, 8)))) }
+        await expectRegistryError(.shuttingDown) { _ = try engine.identifiers() }
+        await expectRegistryError(.shuttingDown) { _ = try engine.templates(identifier: "alice") }
+        // What was acknowledged before the close is there on the next open.
+        let reopened = try Engine(path: directory.path)
+        defer { reopened.close() }
+        #expect(try reopened.templates(identifier: "alice").count == 1)
+    }
+}
+
+@Suite struct IdentifierBytesTests {
+    @Test func canonicallyEquivalentButDifferentlyEncodedIdentifiersAreTwoIdentities() async throws {
+        let composed = "Jos\u{E9}"  // é as one code point
+        let decomposed = "Jose\u{301}"  // e + combining acute accent
+        #expect(composed == decomposed)  // Swift says equal; the store's keys differ
+        try await withEngine { engine in
+            _ = try await engine.register(identifier: composed, face: Face(arcface()))
+            _ = try await engine.register(identifier: decomposed, face: Face(arcface(flips(0, 8))))
+            #expect(try engine.gallery("default").identifierCount == 2)
+            #expect(try await engine.deleteIdentifier(identifier: decomposed) == 1)
+            // Erasing one encoding leaves exactly the other, in the store and in the index.
+            #expect(try engine.gallery("default").identifierCount == 1)
+            let remaining = try engine.templates(identifier: composed)
+            #expect(remaining.count == 1 && remaining[0].identifier.utf8.elementsEqual(composed.utf8))
+            let result = try await engine.identify(face: Face(arcface(flips(0, 8))), autoEnrol: false)
+            #expect(result.matches.isEmpty, "the erased identity must not be found through the other's ordinal")
+        }
+    }
+}

@@ -1,0 +1,149 @@
+import Glibc
+import Testing
+
+@testable import RegistryEngine
+@testable import RegistryModel
+
+/// A fresh temporary directory, removed by `cleanup()`.
+struct TemporaryDirectory {
+    let path: String
+
+    init() {
+        var template = Array("/tmp/registry-tests-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "mkdtemp failed")
+        self.path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    func cleanup() {
+        _ = self.path.withCString { path in
+            // The tests only create flat LMDB directories.
+            if let dir = opendir(path) {
+                while let entry = readdir(dir) {
+                    let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+                    if name != "." && name != ".." { unlink(self.path + "/" + name) }
+                }
+                closedir(dir)
+            }
+            rmdir(path)
+        }
+    }
+
+    var dataFileSize: Int {
+        var info = stat()
+        return stat(self.path + "/data.mdb", &info) == 0 ? Int(info.st_size) : 0
+    }
+}
+
+/// Opens an engine on a fresh directory, runs `body`, closes and removes it.
+func withEngine<T>(
+    _ configuration: EngineConfiguration = EngineConfiguration(),
+    _ body: (Engine) async throws -> T
+) async throws -> T {
+    let directory = TemporaryDirectory()
+    defer { directory.cleanup() }
+    let engine = try Engine(path: directory.path, configuration: configuration)
+    defer { engine.close() }
+    return try await body(engine)
+}
+
+/// Hand-computable vectors: the first 16 of `dimension` values are ±0.25 (so the norm is exactly 1 and
+/// normalisation keeps every bit), the rest 0. Two such vectors have dot product (16 − 2·d) / 16 where
+/// d is the number of positions whose signs differ, so cosine scores are exact multiples of 1/8:
+/// 1 flip → 0.875, 2 → 0.75, 3 → 0.625, 4 → 0.5, 8 → 0.
+func signs(_ flipped: Set<Int>, dimension: Int = 128) -> [Float] {
+    var values = [Float](repeating: 0, count: dimension)
+    for i in 0..<16 { values[i] = flipped.contains(i) ? -0.25 : 0.25 }
+    return values
+}
+
+/// An arcface (cosine) template with the given flipped signs.
+func arcface(_ flipped: Set<Int> = []) -> FaceTemplate {
+    FaceTemplate(algorithm: Algorithm.arcface.version, vector: signs(flipped))
+}
+
+/// A dlib (half-cosine) template with the given flipped signs: score (cos + 1) / 2.
+func dlib(_ flipped: Set<Int> = []) -> FaceTemplate {
+    FaceTemplate(algorithm: Algorithm.dlib.version, vector: signs(flipped))
+}
+
+/// Flips `count` signs starting at position `start`.
+func flips(_ start: Int, _ count: Int) -> Set<Int> { Set(start..<(start + count)) }
+
+/// A gallery of arcface then dlib with explicit thresholds for both.
+func twoRegistryGallery(
+    _ name: String,
+    arcface arcfaceThresholds: Thresholds = Thresholds(authentication: 0.75, identification: 0.75, autoEnrolment: 0.75),
+    dlib dlibThresholds: Thresholds = Thresholds(authentication: 0.75, identification: 0.75, autoEnrolment: 0.75)
+) -> GalleryConfiguration {
+    GalleryConfiguration(name: name, registries: [
+        RegistryConfiguration(algorithm: Algorithm.arcface.version, thresholds: arcfaceThresholds),
+        RegistryConfiguration(algorithm: Algorithm.dlib.version, thresholds: dlibThresholds),
+    ])
+}
+
+/// Runs `body` expecting a ``RegistryError`` with `code`, and returns it.
+@discardableResult
+func expectRegistryError(
+    _ code: RegistryError.Code,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () async throws -> Void
+) async -> RegistryError? {
+    do {
+        try await body()
+        Issue.record("expected \(code.rawValue), but the call succeeded", sourceLocation: sourceLocation)
+    } catch let error as RegistryError {
+        #expect(error.code == code, "got \(error)", sourceLocation: sourceLocation)
+        return error
+    } catch {
+        Issue.record("expected \(code.rawValue), got \(error)", sourceLocation: sourceLocation)
+    }
+    return nil
+}
+
+/// Everything observable about an engine's stored state, for before/after comparisons.
+struct StoreSnapshot: Equatable {
+    var galleries: [GalleryInfo]
+    var templates: [String: [StoredTemplate]]
+    var migration: [String: [MigrationStatus]]
+
+    init(_ engine: Engine) throws {
+        self.galleries = engine.galleries()
+        self.templates = [:]
+        self.migration = [:]
+        for gallery in self.galleries {
+            self.migration[gallery.name] = try engine.migrationStatus(gallery: gallery.name)
+            var after: String?
+            repeat {
+                let page = try engine.identifiers(gallery: gallery.name, after: after, limit: 3)
+                for identifier in page.identifiers {
+                    self.templates["\(gallery.name)/\(identifier)"] = try engine.templates(
+                        gallery: gallery.name, identifier: identifier, includeData: true)
+                }
+                after = page.next
+            } while after != nil
+        }
+    }
+}
+
+/// SplitMix64: deterministic noise, the same on every run and platform.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+
+    init(seed: UInt64) { self.state = seed }
+
+    mutating func next() -> UInt64 {
+        self.state &+= 0x9E37_79B9_7F4A_7C15
+        var z = self.state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    mutating func uniform() -> Double { Double(self.next() >> 11) / Double(1 << 53) }
+
+    /// A standard normal value (Box-Muller).
+    mutating func normal() -> Double {
+        (-2 * log(max(self.uniform(), 1e-300))).squareRoot() * cos(2 * Double.pi * self.uniform())
+    }
+}
