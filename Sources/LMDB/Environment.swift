@@ -54,6 +54,20 @@ public final class Environment: @unchecked Sendable {
     private let closed = Atomic<Bool>(false)
     private let currentMapSize: Atomic<Int>
 
+    /// Takes the exclusive lock without waiting for another registry process, but trying again for
+    /// up to 200 ms: a child forked by this process (a spawn from another thread) holds a copy of
+    /// the descriptor, and with it the lock, until it executes its program, so a store just closed
+    /// here can look held for an instant. Sets errno when it fails.
+    private static func lockExclusively(_ descriptor: Int32) -> Bool {
+        for _ in 0..<20 {
+            if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return true }
+            guard errno == EWOULDBLOCK else { return false }
+            usleep(10_000)
+        }
+        errno = EWOULDBLOCK
+        return false
+    }
+
     /// Opens (creating if needed, mode 0600) the environment in directory `path`. An existing
     /// `data.mdb` is checked before LMDB maps it (see ``DataFile``): an empty or truncated file, or one
     /// whose meta pages are both invalid, is refused; a new one is created only in an empty directory.
@@ -81,7 +95,7 @@ public final class Environment: @unchecked Sendable {
             _ = Self.openPaths.withLock { $0.remove(canonical) }
             throw LMDBError(code: code, operation: "open(\(canonical)/exclusive.lock)")
         }
-        guard flock(lockFile, LOCK_EX | LOCK_NB) == 0 else {
+        guard Self.lockExclusively(lockFile) else {
             let code = errno
             Glibc.close(lockFile)
             _ = Self.openPaths.withLock { $0.remove(canonical) }
