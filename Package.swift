@@ -102,10 +102,12 @@ let package = Package(
         // Crash loop (tools/crash-loop): SIGKILL/SIGTERM registryd under pipelined registrations, restart, check.
         .executableTarget(
             name: "registry-crash-loop", dependencies: ["RegistryProtocol", protobuf, argumentParser], swiftSettings: strictSettings),
-        .testTarget(name: "LMDBTests", dependencies: ["LMDB", "CLMDB"], swiftSettings: strictSettings),
+        // What the test targets share: temporary directories, the products' executables.
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strictSettings),
+        .testTarget(name: "LMDBTests", dependencies: ["LMDB", "CLMDB", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "RegistryEngineTests",
-            dependencies: ["RegistryEngine", "RegistryModel", "LMDB", "registry-crash-probe"],
+            dependencies: ["RegistryEngine", "RegistryModel", "LMDB", "TestSupport", "registry-crash-probe"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -116,18 +118,18 @@ let package = Package(
             ],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "RegistryCtlTests", dependencies: ["registryctl", "RegistryCtlInput", "RegistryModel", argumentParser], swiftSettings: strictSettings),
+            name: "RegistryCtlTests", dependencies: ["registryctl", "RegistryCtlInput", "RegistryModel", "TestSupport", argumentParser], swiftSettings: strictSettings),
         // The server in-process: connection handlers on embedded channels, a connection over a real store.
         .testTarget(
             name: "RegistryServerTests",
             dependencies: [
-                "RegistryServer", "RegistryProtocol", "RegistryEngine", "RegistryModel", nioCore, logging, protobuf,
+                "RegistryServer", "RegistryProtocol", "RegistryEngine", "RegistryModel", "TestSupport", nioCore, logging, protobuf,
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             swiftSettings: strictSettings),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["RegistryClient", "RegistryProtocol", "RegistryModel", "registryd", "registryctl", nioCore, nioPosix, protobuf],
+            dependencies: ["RegistryClient", "RegistryProtocol", "RegistryModel", "TestSupport", "registryd", "registryctl", nioCore, nioPosix, protobuf],
             swiftSettings: strictSettings),
     ] + fuzzTargets,
     swiftLanguageModes: [.v6]

@@ -82,7 +82,9 @@ public struct GalleryConfiguration: Sendable, Hashable {
     /// k of the liveness profiles' thresholds (mean ± k·std), used when a profile is enrolled.
     public var livenessK: Float
 
-    public init(name: String, registries: [RegistryConfiguration], liveness: LivenessPolicy = .none, livenessK: Float = 2.0) {
+    public init(
+        name: String, registries: [RegistryConfiguration], liveness: LivenessPolicy = .none, livenessK: Float = Self.defaultLivenessK
+    ) {
         self.name = name
         self.registries = registries
         self.liveness = liveness
@@ -91,6 +93,9 @@ public struct GalleryConfiguration: Sendable, Hashable {
 
     /// The name of the gallery that always exists.
     public static let defaultName = "default"
+
+    /// The k of a gallery that names none: liveness ranges of mean ± 2 standard deviations.
+    public static let defaultLivenessK: Float = 2.0
 
     /// The `default` gallery out of the box: one registry per built-in algorithm, newest model first.
     public static let defaultGallery = GalleryConfiguration(

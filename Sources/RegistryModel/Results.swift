@@ -223,7 +223,7 @@ public struct GalleryInfo: Sendable, Hashable {
         registries: [RegistryInfo],
         identifierCount: Int,
         liveness: LivenessPolicy = .none,
-        livenessK: Float = 2.0
+        livenessK: Float = GalleryConfiguration.defaultLivenessK
     ) {
         self.name = name
         self.registries = registries

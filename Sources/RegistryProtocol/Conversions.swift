@@ -372,6 +372,21 @@ extension MigrationStatus {
     }
 }
 
+extension GalleryConfiguration {
+    /// A gallery as `define_gallery` sends it; absent fields take the model's defaults.
+    public init(_ message: Registry_V1_DefineGalleryRequest) {
+        self.init(
+            name: message.gallery,
+            registries: message.registries.map {
+                RegistryConfiguration(
+                    algorithm: $0.algorithm, thresholds: $0.hasThresholds ? Thresholds($0.thresholds) : nil,
+                    minimumQuality: $0.hasMinimumQuality ? $0.minimumQuality : nil,
+                    minimumAutoEnrolmentQuality: $0.hasMinimumAutoEnrolmentQuality ? $0.minimumAutoEnrolmentQuality : nil)
+            },
+            liveness: LivenessPolicy(message.liveness), livenessK: message.hasLivenessK ? message.livenessK : Self.defaultLivenessK)
+    }
+}
+
 extension Registry_V1_LivenessPolicy {
     public init(_ policy: LivenessPolicy) {
         self.init()

@@ -43,7 +43,7 @@ public struct Peer: Sendable, Hashable {
     }
 }
 
-/// The rights an operation needs (PROTOCOL.md).
+/// The rights an operation needs (PROTOCOL.md); each operation names its own (`Operations/`).
 public enum OperationClass: String, Sendable, CaseIterable {
     /// identify, authenticate.
     case identify
@@ -52,44 +52,6 @@ public enum OperationClass: String, Sendable, CaseIterable {
     /// everything that reads who is enrolled or changes the store otherwise: listing identifiers and
     /// templates, deletion, export, import, backup, configuration, verification.
     case admin
-
-    /// The class of an operation; nil for those any connected peer may use (hello, the gallery and
-    /// algorithm lists, stats).
-    static func of(_ operation: Registry_V1_Request.OneOf_Operation) -> OperationClass? {
-        switch operation {
-        case .hello, .listGalleries, .listAlgorithms, .stats: nil
-        case .identify, .authenticate: .identify
-        case .register, .enrolLivenessProfile: .enrol
-        case .listIdentifiers, .getTemplates, .deleteTemplate, .deleteIdentifier, .deleteGallery, .defineGallery,
-            .migrationStatus, .export, .import, .backup, .verify, .getLivenessProfile, .deleteLivenessProfile, .audit,
-            .setEncryptionKey:
-            .admin
-        }
-    }
-
-    /// The gallery an operation works in ("" for store-wide operations, which need the right on every gallery).
-    static func gallery(of operation: Registry_V1_Request.OneOf_Operation) -> String {
-        let name: String
-        switch operation {
-        case .identify(let request): name = request.gallery
-        case .authenticate(let request): name = request.gallery
-        case .register(let request): name = request.gallery
-        case .enrolLivenessProfile(let request): name = request.gallery
-        case .listIdentifiers(let request): name = request.gallery
-        case .getTemplates(let request): name = request.gallery
-        case .deleteTemplate(let request): name = request.gallery
-        case .deleteIdentifier(let request): name = request.gallery
-        case .deleteGallery(let request): name = request.gallery
-        case .defineGallery(let request): name = request.gallery
-        case .migrationStatus(let request): name = request.gallery
-        case .export(let request): name = request.gallery
-        case .import(let request): name = request.gallery
-        case .getLivenessProfile(let request): name = request.gallery
-        case .deleteLivenessProfile(let request): name = request.gallery
-        case .hello, .listGalleries, .listAlgorithms, .stats, .backup, .verify, .audit, .setEncryptionKey: return ""
-        }
-        return name.isEmpty ? GalleryConfiguration.defaultName : name
-    }
 }
 
 /// Which peers may do what, per gallery and operation class. Principals are `uid:N`, `gid:N`,

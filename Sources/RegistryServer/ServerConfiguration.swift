@@ -248,7 +248,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
                 }
             }
             galleries.append(GalleryConfiguration(
-                name: gallery.name, registries: registries, liveness: liveness, livenessK: gallery.livenessK ?? 2.0))
+                name: gallery.name, registries: registries, liveness: liveness, livenessK: gallery.livenessK ?? GalleryConfiguration.defaultLivenessK))
         }
         var engine = EngineConfiguration(algorithms: algorithms)
         let credential = getenv("CREDENTIALS_DIRECTORY").map { String(cString: $0) + "/store-key" }

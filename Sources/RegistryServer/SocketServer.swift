@@ -154,11 +154,11 @@ public final class SocketServer: Service, Sendable {
             channel: channel, account: account, dispatcher: self.dispatcher,
             maximumRequestsInFlight: self.configuration.limits.maximumRequestsInFlight, logger: self.logger)
         let key = ObjectIdentifier(connection)
-        let open = self.dispatcher.connections.wrappingAdd(1, ordering: .relaxed).newValue
+        let open = self.dispatcher.counters.connections.wrappingAdd(1, ordering: .relaxed).newValue
         self.connections.withLock { $0[key] = connection }
         defer {
             self.connections.withLock { $0[key] = nil }
-            self.dispatcher.connections.subtract(1, ordering: .relaxed)
+            self.dispatcher.counters.connections.subtract(1, ordering: .relaxed)
         }
         let maximum = self.configuration.limits.maximumConnections
         if open > maximum {

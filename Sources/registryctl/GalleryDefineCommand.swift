@@ -52,7 +52,7 @@ struct GalleryDefineCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("liveness-k"),
         help: ArgumentHelp("k of the gallery's liveness profiles: thresholds mean ± k·std", valueName: "k"))
-    var livenessK: Float = 2.0
+    var livenessK: Float = GalleryConfiguration.defaultLivenessK
 
     func validate() throws {
         guard !self.registries.isEmpty else { throw ValidationError("at least one --registry is required") }

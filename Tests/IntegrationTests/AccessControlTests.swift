@@ -4,6 +4,7 @@ import RegistryClient
 import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
+import TestSupport
 import Testing
 
 /// Whether this machine can run the access-control test: it creates real users, so it needs root
@@ -24,7 +25,7 @@ struct AccessControlTests {
 
     /// Runs registryctl as `user` (with its groups) and returns its exit status and output.
     func registryctl(as user: String, _ arguments: [String], socket: String) -> (status: Int32, output: String) {
-        guard let binary = executable("registryctl") else { return (-1, "registryctl not found") }
+        guard let binary = siblingExecutable("registryctl") else { return (-1, "registryctl not found") }
         let command = (["setpriv", "--reuid=\(user)", "--regid=\(user)", "--init-groups", binary] + arguments + ["--socket", socket, "--json"])
             .map { "'\($0)'" }.joined(separator: " ")
         guard let pipe = popen(command + " 2>&1", "r") else { return (-1, "popen failed") }
@@ -39,7 +40,7 @@ struct AccessControlTests {
 
     @Test func eachOperationClassIsAllowedAndRefusedAsThePolicySays() async throws {
         Self.ensureUsers()
-        let directory = try Daemon.temporaryDirectory()
+        let directory = TemporaryDirectory("registryd-it").path
         defer { _ = system("rm -rf '\(directory)'") }
         let configuration = directory + "/registryd.json"
         let policy = """
@@ -105,7 +106,7 @@ struct AccessControlTests {
     }
 
     @Test func aPolicyNamingAnUnknownGroupIsRefusedAtStartUp() throws {
-        let directory = try Daemon.temporaryDirectory()
+        let directory = TemporaryDirectory("registryd-it").path
         defer { _ = system("rm -rf '\(directory)'") }
         let configuration = directory + "/registryd.json"
         guard let file = fopen(configuration, "w") else { return }

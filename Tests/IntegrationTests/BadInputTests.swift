@@ -108,8 +108,11 @@ import Testing
         let client = try await daemon.client()
         // Each registration is either wholly stored (both registries) or absent.
         for index in 0..<20 {
-            if let templates = try? await client.templates(identifier: "gone-\(index)") {
+            do {
+                let templates = try await client.templates(identifier: "gone-\(index)")
                 #expect(templates.map(\.algorithm).sorted() == [16, 24])
+            } catch let error as RegistryError where error.code == .identifierNotRegistered {
+                // Absent as a whole: the daemon may not have read the request before the client left.
             }
         }
         #expect(try await client.verify().problems.isEmpty)

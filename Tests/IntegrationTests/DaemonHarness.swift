@@ -2,6 +2,7 @@ import Glibc
 import RegistryClient
 import RegistryProtocol
 import SwiftProtobuf
+import TestSupport
 import Testing
 
 /// A real `registryd` process on a temporary socket and data directory.
@@ -16,7 +17,7 @@ final class Daemon: @unchecked Sendable {
     /// Starts the daemon and waits until its socket answers.
     /// - Parameter environment: extra `NAME=value` entries for the daemon's environment.
     init(arguments: [String] = [], environment: [String] = []) throws {
-        self.directory = try Self.temporaryDirectory()
+        self.directory = TemporaryDirectory("registryd-it").path
         self.socketPath = self.directory + "/run/registryd.sock"
         self.dataPath = self.directory + "/data"
         self.extraArguments = arguments
@@ -26,7 +27,7 @@ final class Daemon: @unchecked Sendable {
 
     /// A second daemon with its own data directory but `other`'s socket path.
     init(sharingSocketOf other: Daemon) throws {
-        self.directory = try Self.temporaryDirectory()
+        self.directory = TemporaryDirectory("registryd-it").path
         self.socketPath = other.socketPath
         self.dataPath = self.directory + "/data"
         self.extraArguments = []
@@ -36,7 +37,7 @@ final class Daemon: @unchecked Sendable {
 
     /// Another daemon on `other`'s directory, socket and data (which must be stopped), with other flags.
     init(reusing other: Daemon, arguments: [String]) throws {
-        self.directory = try Self.temporaryDirectory()
+        self.directory = TemporaryDirectory("registryd-it").path
         self.socketPath = other.socketPath
         self.dataPath = other.dataPath
         self.extraArguments = arguments
@@ -44,12 +45,6 @@ final class Daemon: @unchecked Sendable {
         try self.start()
     }
 
-    static func temporaryDirectory() throws -> String {
-        var template = Array("/tmp/registryd-it-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        guard made != nil else { throw HarnessError("mkdtemp failed") }
-        return template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-    }
 
     deinit {
         if self.pid > 0 {
@@ -142,25 +137,10 @@ struct HarnessError: Error, CustomStringConvertible {
 /// The registryd the tests start: REGISTRYD_BINARY when set (to run the tests against another build,
 /// e.g. an older one, to show a test fails there), else the one built beside the tests.
 func registrydBinary() throws -> String {
-    guard let binary = getenv("REGISTRYD_BINARY").map({ String(cString: $0) }) ?? executable("registryd") else {
+    guard let binary = getenv("REGISTRYD_BINARY").map({ String(cString: $0) }) ?? siblingExecutable("registryd") else {
         throw HarnessError("registryd binary not found next to the tests")
     }
     return binary
-}
-
-/// A sibling executable of the test bundle (SwiftPM puts products in one directory).
-func executable(_ name: String) -> String? {
-    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
-    let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-    guard count > 0 else { return nil }
-    var path = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    while let slash = path.lastIndex(of: "/") {
-        path = String(path[..<slash])
-        let candidate = path + "/" + name
-        if access(candidate, X_OK) == 0 { return candidate }
-        if path.hasSuffix("/debug") || path.hasSuffix("/release") { break }
-    }
-    return nil
 }
 
 /// A plain blocking Unix-socket connection, for sending bytes no well-behaved client would.

@@ -4,6 +4,7 @@ import RegistryClient
 import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
+import TestSupport
 import Testing
 
 /// The daemon's socket ownership and configuration reload.
@@ -27,7 +28,7 @@ import Testing
     }
 
     @Test func sighupReloadsTheGalleriesThresholdsFromTheConfigurationFile() async throws {
-        let directory = try Daemon.temporaryDirectory()
+        let directory = TemporaryDirectory("registryd-it").path
         defer { _ = system("rm -rf '\(directory)'") }
         let configuration = directory + "/registryd.json"
         func writeConfiguration(identification: Float) throws {
@@ -57,7 +58,12 @@ import Testing
         fputs("{ not json", file)
         fclose(file)
         kill(daemon.pid, SIGHUP)
-        try await Task.sleep(for: .milliseconds(300))
+        // Waits for the daemon to have acted on the signal (its log says the reload failed), so that the
+        // check below cannot pass merely because the signal was not handled yet.
+        for _ in 0..<100 where !daemon.log.contains("SIGHUP: reload failed") {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(daemon.log.contains("SIGHUP: reload failed"), "the broken configuration was not reported")
         staff = try await client.galleries().first { $0.name == "staff" }
         #expect(staff?.registries.first?.thresholds.identification == 0.9)
         await client.close()

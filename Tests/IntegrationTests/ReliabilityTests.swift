@@ -4,6 +4,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 import Synchronization
+import TestSupport
 import Testing
 
 /// One reply per request, in every fault (PROTOCOL §3), and bounded resources whatever a client
@@ -304,7 +305,7 @@ extension ReliabilityTests {
     @Test func moreConnectionsThanTheOpenFileLimitAllowsIsRefusedAtStart() async throws {
         let binary = try registrydBinary()
         try #require(access("/usr/bin/prlimit", X_OK) == 0, "prlimit (util-linux) is needed")
-        let directory = try Daemon.temporaryDirectory()
+        let directory = TemporaryDirectory("registryd-it").path
         defer { _ = system("rm -rf '\(directory)'") }
         let log = directory + "/registryd.log"
         // A hard limit of 256 open files: 1000 connections cannot fit, whatever the soft limit.

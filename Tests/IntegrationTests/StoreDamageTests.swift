@@ -1,6 +1,7 @@
 import Glibc
 import RegistryClient
 import RegistryModel
+import TestSupport
 import Testing
 
 /// A damaged store, a full disk and an unwritable data directory, through the real daemon: it refuses
@@ -181,7 +182,7 @@ import Testing
     /// A read-only data directory (root ignores file modes, so a read-only mount) is reported as such,
     /// not as "another process has it open".
     @Test func anUnwritableDataDirectoryIsNamedAsSuch() async throws {
-        let directory = try Daemon.temporaryDirectory()
+        let directory = TemporaryDirectory("registryd-it").path
         defer { _ = system("rm -rf '\(directory)'") }
         var data = directory + "/data"
         var mount: String?
@@ -366,7 +367,7 @@ import Testing
 
     /// A fresh tmpfs mounted with `options`, or nil where mounting is not allowed.
     static func temporaryMount(options: String) throws -> String? {
-        let point = try Daemon.temporaryDirectory()
+        let point = TemporaryDirectory("registryd-it").path
         guard system("mount -t tmpfs -o \(options) tmpfs '\(point)' 2>/dev/null") == 0 else {
             rmdir(point)
             return nil

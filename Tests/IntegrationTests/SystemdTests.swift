@@ -3,6 +3,7 @@ import RegistryClient
 import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
+import TestSupport
 import Testing
 
 /// systemd integration tested with systemd's own tools, without systemd as PID 1.
@@ -51,9 +52,9 @@ import Testing
     }
 
     @Test func socketActivationServesTheInheritedSocket() async throws {
-        let directory = try Daemon.temporaryDirectory()
+        let directory = TemporaryDirectory("registryd-it").path
         defer { _ = system("rm -rf '\(directory)'") }
-        let registryd = try #require(executable("registryd"))
+        let registryd = try #require(siblingExecutable("registryd"))
         let socketPath = directory + "/activated.sock"
         // systemd-socket-activate binds and listens, and execs registryd with the socket as fd 3 on
         // the first connection. registryd's own --socket path must stay unused.
@@ -79,7 +80,7 @@ import Testing
     }
 
     @Test func typeNotifyReadyWatchdogAndStopping() async throws {
-        let directory = try Daemon.temporaryDirectory()
+        let directory = TemporaryDirectory("registryd-it").path
         defer { _ = system("rm -rf '\(directory)'") }
         let notify = try NotifySocket(directory: directory)
         let daemon = try Daemon(environment: ["NOTIFY_SOCKET=\(notify.path)", "WATCHDOG_USEC=200000"])

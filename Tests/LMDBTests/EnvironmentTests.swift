@@ -1,15 +1,8 @@
 import CLMDB
 import Glibc
 import LMDB
+import TestSupport
 import Testing
-
-/// A fresh directory per test.
-private func temporaryDirectory() -> String {
-    var template = Array("/tmp/lmdb-tests-XXXXXX".utf8CString)
-    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-    precondition(made != nil)
-    return template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-}
 
 private func removeDirectory(_ path: String) {
     unlink(path + "/data.mdb")
@@ -21,7 +14,7 @@ private struct Boom: Error {}
 
 @Suite struct EnvironmentTests {
     @Test func aWriteCommitsWhenTheBodyReturns() throws {
-        let path = temporaryDirectory()
+        let path = TemporaryDirectory("lmdb-tests").path
         defer { removeDirectory(path) }
         let env = try Environment(path: path)
         defer { env.close() }
@@ -32,7 +25,7 @@ private struct Boom: Error {}
     }
 
     @Test func aWriteAbortsWhenTheBodyThrows() throws {
-        let path = temporaryDirectory()
+        let path = TemporaryDirectory("lmdb-tests").path
         defer { removeDirectory(path) }
         let env = try Environment(path: path)
         defer { env.close() }
@@ -48,7 +41,7 @@ private struct Boom: Error {}
     }
 
     @Test func aFailedNestedTransactionIsRolledBackAloneAndTheParentCommits() throws {
-        let path = temporaryDirectory()
+        let path = TemporaryDirectory("lmdb-tests").path
         defer { removeDirectory(path) }
         let env = try Environment(path: path)
         defer { env.close() }
@@ -75,7 +68,7 @@ private struct Boom: Error {}
     }
 
     @Test func theMapGrowsByItselfAndTheWriteIsRetried() throws {
-        let path = temporaryDirectory()
+        let path = TemporaryDirectory("lmdb-tests").path
         defer { removeDirectory(path) }
         var options = Environment.Options()
         options.mapSize = 256 << 10  // 256 KiB: the 4 MiB below cannot fit without growing
@@ -96,7 +89,7 @@ private struct Boom: Error {}
     }
 
     @Test func theMapStopsGrowingAtItsMaximumWithMapFull() throws {
-        let path = temporaryDirectory()
+        let path = TemporaryDirectory("lmdb-tests").path
         defer { removeDirectory(path) }
         var options = Environment.Options()
         options.mapSize = 256 << 10
@@ -119,7 +112,7 @@ private struct Boom: Error {}
     }
 
     @Test func anEnvironmentCannotBeOpenedTwiceInOneProcess() throws {
-        let path = temporaryDirectory()
+        let path = TemporaryDirectory("lmdb-tests").path
         defer { removeDirectory(path) }
         let env = try Environment(path: path)
         let error = #expect(throws: LMDBError.self) { _ = try Environment(path: path) }
@@ -130,7 +123,7 @@ private struct Boom: Error {}
     }
 
     @Test func errorsCarryTheCodeTheOperationAndLMDBsMessage() throws {
-        let path = temporaryDirectory()
+        let path = TemporaryDirectory("lmdb-tests").path
         defer { removeDirectory(path) }
         let env = try Environment(path: path)
         defer { env.close() }
@@ -143,7 +136,7 @@ private struct Boom: Error {}
     }
 
     @Test func appendRefusesAKeyThatIsNotTheGreatest() throws {
-        let path = temporaryDirectory()
+        let path = TemporaryDirectory("lmdb-tests").path
         defer { removeDirectory(path) }
         let env = try Environment(path: path)
         defer { env.close() }
@@ -156,8 +149,8 @@ private struct Boom: Error {}
     }
 
     @Test func aCompactingCopyHoldsTheSameData() throws {
-        let path = temporaryDirectory()
-        let copy = temporaryDirectory()
+        let path = TemporaryDirectory("lmdb-tests").path
+        let copy = TemporaryDirectory("lmdb-tests").path
         defer {
             removeDirectory(path)
             removeDirectory(copy)
@@ -179,7 +172,7 @@ private struct Boom: Error {}
 @Suite struct DataFileCheckTests {
     /// An environment holding about 1 MiB, closed.
     private func filledEnvironment() throws -> String {
-        let path = temporaryDirectory()
+        let path = TemporaryDirectory("lmdb-tests").path
         let env = try Environment(path: path)
         let db = try env.write { txn in try txn.openDatabase("t", create: true) }
         try env.write { txn in
@@ -234,7 +227,7 @@ private struct Boom: Error {}
     }
 
     @Test func aNewEnvironmentIsCreatedOnlyInAnEmptyDirectory() throws {
-        let path = temporaryDirectory()
+        let path = TemporaryDirectory("lmdb-tests").path
         defer { unlink(path + "/notes.txt"); unlink(path + "/exclusive.lock"); removeDirectory(path) }
         let file = open(path + "/notes.txt", O_WRONLY | O_CREAT, 0o600)
         close(file)

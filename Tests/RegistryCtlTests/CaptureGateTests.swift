@@ -2,6 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import Glibc
 import RegistryModel
+import TestSupport
 import Testing
 
 @testable import RegistryCtlInput
@@ -25,12 +26,6 @@ private func refusalCode(_ arguments: [String]) -> Int32? {
     } catch {
         return RegistryCtl.exitCode(for: error).rawValue
     }
-}
-
-private func scratchDirectory() throws -> String {
-    var template = Array("/tmp/registryctl-gates-XXXXXX".utf8CString)
-    let made = template.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress!).map { String(cString: $0) } }
-    return try #require(made)
 }
 
 private func writeFile(_ text: String, to path: String) throws {
@@ -189,7 +184,7 @@ struct FaceFileTests {
     }
 
     @Test func filesAreMergedIntoOneFace() throws {
-        let directory = try scratchDirectory()
+        let directory = TemporaryDirectory("registryctl-gates").path
         try writeFile(Self.template, to: directory + "/template.json")
         try writeFile(#"{"capture": {"detectorConfidence": 0.9}, "depthFrames": [{"depths": \#(depthsJSON()), "timestampMillis": 0}]}"#, to: directory + "/capture.json")
         try writeFile(#"{"depthFrames": [{"depths": \#(depthsJSON(value: 0.5)), "timestampMillis": 600}]}"#, to: directory + "/more-frames.json")

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import RegistryClient
 import RegistryModel
+import TestSupport
 import Testing
 
 @testable import RegistryCtlInput
@@ -24,13 +25,6 @@ private func refusal(_ arguments: [String]) -> Int32? {
     } catch {
         return RegistryCtl.exitCode(for: error).rawValue
     }
-}
-
-/// A fresh temporary directory.
-private func temporaryDirectory() throws -> String {
-    var template = Array("/tmp/registryctl-tests-XXXXXX".utf8CString)
-    let made = template.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress!).map { String(cString: $0) } }
-    return try #require(made)
 }
 
 private func write(_ text: String, to path: String) throws {
@@ -306,7 +300,7 @@ struct TemplateJSONTests {
     }
 
     @Test func filesFormOneFace() throws {
-        let directory = try temporaryDirectory()
+        let directory = TemporaryDirectory("registryctl-tests").path
         try write(#"{"version": 24, "data": [1, 0]}"#, to: directory + "/arcface.json")
         try write(#"[{"version": 1000, "landmarks": [{"name": "CHIN", "x": 1, "y": 2}]}, {"version": 16, "data": [0, 1]}]"#, to: directory + "/more.json")
         let face = try TemplateJSON.face(files: [directory + "/arcface.json", directory + "/more.json"])
@@ -489,7 +483,7 @@ struct TemplateStreamTests {
 
     @Test(arguments: TemplateFileFormat.allCases)
     func roundTrip(_ format: TemplateFileFormat) throws {
-        let path = try temporaryDirectory() + "/export.\(format.rawValue)"
+        let path = TemporaryDirectory("registryctl-tests").path + "/export.\(format.rawValue)"
         // Two pages, as export writes them.
         try export(format, to: path, pages: [Array(Self.stored.prefix(2)), Array(Self.stored.suffix(1))])
         let contents = try FileIO.read(path)
@@ -504,7 +498,7 @@ struct TemplateStreamTests {
 
     @Test(arguments: TemplateFileFormat.allCases)
     func emptyExportRoundTrips(_ format: TemplateFileFormat) throws {
-        let path = try temporaryDirectory() + "/empty.\(format.rawValue)"
+        let path = TemporaryDirectory("registryctl-tests").path + "/empty.\(format.rawValue)"
         try export(format, to: path, pages: [[]])
         #expect(try TemplateStreamReader.items(from: FileIO.read(path), format: format, file: path) == [])
     }
@@ -536,7 +530,7 @@ struct TemplateStreamTests {
             var data: [Float]?
             var landmarks: [LandmarkJSON]?
         }
-        let path = try temporaryDirectory() + "/export.json"
+        let path = TemporaryDirectory("registryctl-tests").path + "/export.json"
         try export(.verid, to: path, pages: [Self.stored])
         let records = try JSONDecoder().decode([Record].self, from: Data(FileIO.read(path)))
         #expect(records.map(\.identifier) == Self.stored.map(\.identifier))

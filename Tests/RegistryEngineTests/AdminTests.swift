@@ -1,4 +1,5 @@
 import LMDB
+import TestSupport
 import Testing
 
 @testable import RegistryEngine
@@ -172,7 +173,7 @@ import Testing
 @Suite struct ShutdownTests {
     @Test func callsAfterCloseFailWithShuttingDownInsteadOfCrashing() async throws {
         let directory = TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.remove() }
         let engine = try Engine(path: directory.path)
         _ = try await engine.register(identifier: "alice", face: Face(arcface()))
         engine.close()

@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 
 @testable import RegistryEngine
@@ -43,7 +44,7 @@ import Testing
 
     @Test func theTrailSurvivesAReopen() async throws {
         let directory = TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.remove() }
         do {
             let engine = try Engine(path: directory.path)
             engine.recordAudit(self.entry("authenticate", ["alice"], outcome: "no-match"))

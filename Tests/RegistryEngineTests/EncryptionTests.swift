@@ -1,4 +1,5 @@
 import Glibc
+import TestSupport
 import Testing
 
 @testable import RegistryEngine
@@ -38,7 +39,7 @@ import Testing
     @Test func templateBytesDoNotAppearInTheStoreFileWhenEncrypted() async throws {
         for encrypted in [false, true] {
             let directory = TemporaryDirectory()
-            defer { directory.cleanup() }
+            defer { directory.remove() }
             let engine = try self.open(directory, key: encrypted ? Self.key1 : nil)
             _ = try await engine.register(identifier: "alice", face: Face(FaceTemplate(algorithm: 24, vector: Self.distinctive)))
             engine.close()
@@ -49,7 +50,7 @@ import Testing
 
     @Test func anEncryptedStoreOpensWithItsKeyAndRefusesAWrongOrMissingOne() async throws {
         let directory = TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.remove() }
         let before: StoreSnapshot
         do {
             let engine = try self.open(directory, key: Self.key1)
@@ -72,7 +73,7 @@ import Testing
 
     @Test func anUnencryptedStoreIsEncryptedAndAKeyRotatedKeepingEveryTemplate() async throws {
         let directory = TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.remove() }
         var snapshot: StoreSnapshot
         do {
             let engine = try self.open(directory, key: nil)
@@ -107,7 +108,7 @@ import Testing
 
     @Test func aKeyForAStoreWithUnencryptedTemplatesIsRefused() async throws {
         let directory = TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.remove() }
         do {
             let engine = try self.open(directory, key: nil)
             _ = try await engine.register(identifier: "alice", face: Face(arcface()))

@@ -1,5 +1,6 @@
 import Glibc
 import LMDB
+import TestSupport
 import Testing
 
 @testable import RegistryEngine
@@ -176,7 +177,7 @@ let poorCapture = CaptureMetadata(
 
     @Test func gatePoliciesAndProfilesSurviveAReopen() async throws {
         let directory = TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.remove() }
         let configuration = GalleryConfiguration(
             name: "door",
             registries: [RegistryConfiguration(algorithm: 24, minimumQuality: 0.5, minimumAutoEnrolmentQuality: 0.7)],
@@ -209,7 +210,7 @@ let poorCapture = CaptureMetadata(
 
     @Test func aSchemaVersion1StoreIsMigrated() async throws {
         let directory = TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.remove() }
         // Write a store as schema 1 did: gallery records without gates, landmark quality in the quality slot.
         do {
             let engine = try Engine(path: directory.path)

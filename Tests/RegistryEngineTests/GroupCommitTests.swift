@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 
 @testable import RegistryEngine
@@ -32,7 +33,7 @@ import Testing
     /// "c-0"'s. And what was acknowledged is what is stored.
     @Test func conflictingConcurrentRegistrationsEndInTheStateOfSomeSerialOrder() async throws {
         let directory = TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.remove() }
         // 16 faces, pairwise 4+ sign flips apart (score <= 0.5 < the 0.6 threshold): blocks of 4 of the
         // 16 signed values flipped by the bits of the face number.
         func face(_ number: Int) -> Face {

@@ -1,5 +1,7 @@
 import Glibc
 import LMDB
+import TestSupport
+import TestSupport
 import Testing
 
 @testable import RegistryEngine
@@ -9,7 +11,7 @@ import Testing
 @Suite struct PersistenceTests {
     @Test func theWholeEndStateIsIdenticalAfterClosingAndReopening() async throws {
         let directory = TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.remove() }
         let before: StoreSnapshot
         let identifications: [Identification]
         do {
@@ -31,8 +33,8 @@ import Testing
     @Test(arguments: [1, 16])
     func aRegistrationAcknowledgedBeforeSIGKILLIsReadableByTheNextOpen(concurrency: Int) async throws {
         let directory = TemporaryDirectory()
-        defer { directory.cleanup() }
-        let probe = try #require(Self.executable("registry-crash-probe"))
+        defer { directory.remove() }
+        let probe = try #require(siblingExecutable("registry-crash-probe"))
 
         var pipe: [Int32] = [0, 0]
         #expect(Glibc.pipe(&pipe) == 0)
@@ -81,7 +83,7 @@ import Testing
 
     @Test func aStoreWithANewerSchemaIsRefused() async throws {
         let directory = TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.remove() }
         do {
             let engine = try Engine(path: directory.path)
             try engine.store.environment.write { txn in
@@ -100,7 +102,7 @@ import Testing
 
     @Test func aStoreWhoseAlgorithmTheConfigurationDroppedIsRefused() async throws {
         let directory = TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.remove() }
         let model512 = Algorithm(version: 5000, name: "model512", kind: .vector(dimension: 512), scoreFunction: .cosine, defaultThreshold: 0.5)
         do {
             let engine = try Engine(path: directory.path, configuration: EngineConfiguration(algorithms: [model512]))
@@ -118,7 +120,7 @@ import Testing
 
     @Test func aStoreOpenInAnotherProcessCannotBeOpened() async throws {
         try await withEngine { engine in
-            let probe = try #require(Self.executable("registry-crash-probe"))
+            let probe = try #require(siblingExecutable("registry-crash-probe"))
             var pid: pid_t = 0
             let argv: [UnsafeMutablePointer<CChar>?] = [strdup(probe), strdup(engine.store.environment.path), strdup("1"), nil]
             defer { argv.forEach { free($0) } }
@@ -134,20 +136,5 @@ import Testing
         try await withEngine { engine in
             #expect(throws: (any Error).self) { _ = try Engine(path: engine.store.environment.path) }
         }
-    }
-
-    /// A sibling executable of the test bundle (SwiftPM puts products in one directory).
-    static func executable(_ name: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
-        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard count > 0 else { return nil }
-        var path = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        while let slash = path.lastIndex(of: "/") {
-            path = String(path[..<slash])
-            let candidate = path + "/" + name
-            if access(candidate, X_OK) == 0 { return candidate }
-            if path.hasSuffix("/debug") || path.hasSuffix("/release") { break }
-        }
-        return nil
     }
 }

@@ -1,5 +1,6 @@
 import Glibc
 import LMDB
+import TestSupport
 import Testing
 
 @testable import RegistryEngine
@@ -46,7 +47,7 @@ import Testing
     /// The error of reopening a store of five templates after `damage` (given their ids) was done to it.
     static func reopenAfter(_ damage: (Engine, [UInt64]) throws -> Void) async throws -> (RegistryError?, [UInt64]) {
         let directory = TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.remove() }
         let ids: [UInt64]
         do {
             let engine = try Engine(path: directory.path)
@@ -102,7 +103,7 @@ import Testing
 
     @Test func aSchema2StoreGainsChecksumsInTheOpeningTransaction() async throws {
         let directory = TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.remove() }
         let before: StoreSnapshot
         do {
             let engine = try Engine(path: directory.path)
@@ -134,7 +135,7 @@ import Testing
 
     @Test func anEncryptedStoreChecksumsTheSealedBytesAcrossAKeyRotation() async throws {
         let directory = TemporaryDirectory()
-        defer { directory.cleanup() }
+        defer { directory.remove() }
         let key = [UInt8](repeating: 7, count: 32)
         let rotated = [UInt8](repeating: 9, count: 32)
         func configuration(_ key: [UInt8]) -> EngineConfiguration {

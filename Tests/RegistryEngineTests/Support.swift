@@ -1,39 +1,9 @@
 import Glibc
+import TestSupport
 import Testing
 
 @testable import RegistryEngine
 @testable import RegistryModel
-
-/// A fresh temporary directory, removed by `cleanup()`.
-struct TemporaryDirectory {
-    let path: String
-
-    init() {
-        var template = Array("/tmp/registry-tests-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        precondition(made != nil, "mkdtemp failed")
-        self.path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-    }
-
-    func cleanup() {
-        _ = self.path.withCString { path in
-            // The tests only create flat LMDB directories.
-            if let dir = opendir(path) {
-                while let entry = readdir(dir) {
-                    let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-                    if name != "." && name != ".." { unlink(self.path + "/" + name) }
-                }
-                closedir(dir)
-            }
-            rmdir(path)
-        }
-    }
-
-    var dataFileSize: Int {
-        var info = stat()
-        return stat(self.path + "/data.mdb", &info) == 0 ? Int(info.st_size) : 0
-    }
-}
 
 /// Opens an engine on a fresh directory, runs `body`, closes and removes it.
 func withEngine<T>(
@@ -41,7 +11,7 @@ func withEngine<T>(
     _ body: (Engine) async throws -> T
 ) async throws -> T {
     let directory = TemporaryDirectory()
-    defer { directory.cleanup() }
+    defer { directory.remove() }
     let engine = try Engine(path: directory.path, configuration: configuration)
     defer { engine.close() }
     return try await body(engine)

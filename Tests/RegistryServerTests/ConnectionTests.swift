@@ -6,6 +6,7 @@ import RegistryEngine
 import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
+import TestSupport
 import Testing
 
 @testable import RegistryServer
@@ -19,10 +20,7 @@ import Testing
     let root = Peer(uid: 0, gid: 0, pid: 1, groups: [0])
 
     init() throws {
-        var template = Array("/tmp/registryd-connection-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        precondition(made != nil, "mkdtemp failed")
-        self.directory = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        self.directory = TemporaryDirectory("registryd-connection").path
         self.engine = try Engine(path: self.directory + "/data")
         self.dispatcher = RequestDispatcher(engine: self.engine, logger: Logger(label: "test"), policy: try AccessPolicy(nil))
     }

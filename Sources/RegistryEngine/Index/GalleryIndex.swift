@@ -10,7 +10,7 @@ final class GalleryIndex {
     var registries: [RegistryIndex]
     /// Which operations require a live face, and k for new liveness profiles.
     var liveness: LivenessPolicy = .none
-    var livenessK: Float = 2.0
+    var livenessK: Float = GalleryConfiguration.defaultLivenessK
     /// Liveness profiles by identifier (small; kept here so authentication never reads LMDB).
     private var profilesByIdentifier: [IdentifierKey: LivenessProfile] = [:]
 

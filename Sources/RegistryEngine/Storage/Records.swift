@@ -161,7 +161,7 @@ struct GalleryRecord: Sendable, Equatable {
     var id: UInt32
     var registries: [Registry]
     var liveness: LivenessPolicy = .none
-    var livenessK: Float = 2.0
+    var livenessK: Float = GalleryConfiguration.defaultLivenessK
 
     func encoded() -> [UInt8] {
         var writer = ByteWriter()
@@ -186,7 +186,7 @@ struct GalleryRecord: Sendable, Equatable {
         return writer.bytes
     }
 
-    init(id: UInt32, registries: [Registry], liveness: LivenessPolicy = .none, livenessK: Float = 2.0) {
+    init(id: UInt32, registries: [Registry], liveness: LivenessPolicy = .none, livenessK: Float = GalleryConfiguration.defaultLivenessK) {
         self.id = id
         self.registries = registries
         self.liveness = liveness

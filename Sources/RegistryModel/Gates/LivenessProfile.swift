@@ -105,7 +105,7 @@ public struct LivenessProfile: Sendable, Hashable {
     /// mean depth is not below the further-pose frames' (which also guarantees a non-empty realistic range).
     /// The temporal checks play no part: enrolment frames need no timestamps spacing.
     public static func enrol(
-        _ frames: [EnrolmentPose: [DepthFrame]], k: Float = 2.0, minimumFramesPerPose: Int = 5
+        _ frames: [EnrolmentPose: [DepthFrame]], k: Float = GalleryConfiguration.defaultLivenessK, minimumFramesPerPose: Int = 5
     ) throws(LivenessEnrolmentError) -> LivenessProfile {
         // Bounded so the ranges stay finite (a huge k would overflow them and the stored profile could
         // not be read back).

@@ -1,0 +1,27 @@
+import RegistryEngine
+import RegistryModel
+import RegistryProtocol
+import SwiftProtobuf
+
+extension Registry_V1_AuditQueryRequest: RegistryOperation {
+    static let name = "audit"
+    static let right: OperationClass? = .admin
+    static func response(_ result: Registry_V1_AuditQueryResult) -> Registry_V1_Response.OneOf_Result { .audit(result) }
+
+    var scope: OperationScope { .store }
+
+    var auditedIdentifiers: [String] { self.identifier.isEmpty ? [] : [self.identifier] }
+
+    func perform(in context: OperationContext) async throws -> Registry_V1_AuditQueryResult {
+        let query = AuditQuery(
+            identifier: self.identifier.isEmpty ? nil : self.identifier, since: self.sinceMicros == 0 ? nil : self.sinceMicros,
+            until: self.untilMicros == 0 ? nil : self.untilMicros, outcome: self.outcome.isEmpty ? nil : self.outcome,
+            limit: self.limit == 0 ? 100 : Int(self.limit))
+        let engine = context.engine
+        // Entries waiting for their lazy flush first, so the answer includes every operation
+        // finished before the query; then the scan, which may read many pages.
+        try await engine.flushAudit()
+        let entries = try await context.blocking { try engine.auditEntriesFlushed(query) }
+        return .with { $0.entries = entries.map(Registry_V1_AuditEntry.init) }
+    }
+}

@@ -1,0 +1,24 @@
+import RegistryEngine
+import RegistryModel
+import RegistryProtocol
+import SwiftProtobuf
+
+extension Registry_V1_Hello: RegistryOperation {
+    static let name = "hello"
+    static let right: OperationClass? = nil
+    static func response(_ result: Registry_V1_HelloResult) -> Registry_V1_Response.OneOf_Result { .hello(result) }
+
+    var scope: OperationScope { .store }
+
+    /// The version check happens before any operation runs (the dispatcher refuses another major and
+    /// closes the connection); here only the answer.
+    static var isAudited: Bool { false }
+
+    func perform(in context: OperationContext) async throws -> Registry_V1_HelloResult {
+        .with {
+            $0.protocolMajor = ProtocolVersion.major
+            $0.protocolMinor = ProtocolVersion.minor
+            $0.serverVersion = RequestDispatcher.serverVersion
+        }
+    }
+}

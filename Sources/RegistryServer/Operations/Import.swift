@@ -1,0 +1,21 @@
+import RegistryEngine
+import RegistryModel
+import RegistryProtocol
+import SwiftProtobuf
+
+extension Registry_V1_ImportRequest: RegistryOperation {
+    static let name = "import"
+    static let right: OperationClass? = .admin
+    static func response(_ result: Registry_V1_ImportResult) -> Registry_V1_Response.OneOf_Result { .import(result) }
+
+    var scope: OperationScope { .gallery(self.gallery) }
+
+    var templates: [Registry_V1_Template] { self.items.map(\.template) }
+
+    func perform(in context: OperationContext) async throws -> Registry_V1_ImportResult {
+        let ids = try await context.engine.importTemplates(
+            gallery: RequestDispatcher.gallery(self.gallery),
+            self.items.map { ImportItem(identifier: $0.identifier, template: FaceTemplate($0.template)) })
+        return .with { $0.templateIds = ids }
+    }
+}

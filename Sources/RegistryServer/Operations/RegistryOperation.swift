@@ -1,0 +1,122 @@
+import Logging
+import NIOPosix
+import RegistryEngine
+import RegistryModel
+import RegistryProtocol
+
+/// One kind of request: everything the dispatcher needs to check, run, audit and answer it.
+///
+/// The dispatcher stays generic (decoding, the version check, access, the template check, audit,
+/// replies); what differs per request kind lives in that kind's file in this folder, as a
+/// conformance of its generated request message. Adding a request kind: the message in
+/// `proto/registry.proto`, its file here, the client method and the registryctl command; the switch
+/// in ``Registry_V1_Request/OneOf_Operation/operation`` has no `default:`, so the compiler names
+/// whatever else is missing.
+protocol RegistryOperation: Sendable {
+    /// What a successful run returns; ``response(_:)`` wraps it for the wire.
+    associatedtype Result: Sendable
+
+    /// The name in logs and in the audit trail (`register`, `list_identifiers`, …).
+    static var name: String { get }
+    /// The right a peer needs; nil: any connected peer may use it.
+    static var right: OperationClass? { get }
+    /// Whether the audit trail records it (every kind but hello).
+    static var isAudited: Bool { get }
+    /// The wire form of a result.
+    static func response(_ result: Result) -> Registry_V1_Response.OneOf_Result
+
+    /// Where it works: in one gallery (as named in the request; empty means the default gallery), or
+    /// on the whole store (which needs the right on every gallery).
+    var scope: OperationScope { get }
+    /// The identifiers the audit trail records for it when it succeeds, unless ``audit(_:)`` says
+    /// otherwise (identify records the identifiers it found).
+    var auditedIdentifiers: [String] { get }
+    /// The templates it carries, checked before it runs.
+    var templates: [Registry_V1_Template] { get }
+
+    /// Answers without a task switch when it can (an authentication that writes nothing); nil when
+    /// it has to ``perform(in:)``. Runs on an event loop: must not block.
+    func performImmediately(in context: OperationContext) throws -> Result?
+    /// Carries the operation out.
+    func perform(in context: OperationContext) async throws -> Result
+    /// The audit trail's view of a successful result.
+    func audit(_ result: Result) -> AuditOutcome
+}
+
+/// Where an operation works, for the access policy and the audit trail.
+enum OperationScope: Sendable, Equatable {
+    /// One gallery, as the request names it ("" : the default gallery).
+    case gallery(String)
+    /// Every gallery: the store, the daemon.
+    case store
+
+    /// The gallery name the access policy and the audit trail use; "" for the whole store.
+    var galleryName: String {
+        switch self {
+        case .gallery(let name): name.isEmpty ? GalleryConfiguration.defaultName : name
+        case .store: ""
+        }
+    }
+}
+
+/// What the audit trail records of a successful result.
+struct AuditOutcome: Sendable {
+    var identifiers: [String]
+    /// `ok`, `match` or `no-match`.
+    var outcome: String
+    /// The deciding score, when there is one.
+    var score: Float?
+}
+
+extension RegistryOperation {
+    static var isAudited: Bool { true }
+    var auditedIdentifiers: [String] { [] }
+    var templates: [Registry_V1_Template] { [] }
+    func performImmediately(in context: OperationContext) throws -> Result? { nil }
+    func audit(_ result: Result) -> AuditOutcome { AuditOutcome(identifiers: self.auditedIdentifiers, outcome: "ok") }
+}
+
+/// What operations run with: the engine, the log, the daemon's counters, and a place for blocking work.
+struct OperationContext: Sendable {
+    let engine: Engine
+    let logger: Logger
+    let counters: ServerCounters
+
+    /// Runs blocking work (LMDB page reads, backups, files) on NIO's blocking-work thread pool, never
+    /// on the cooperative pool the requests' tasks share: with two cores, two blocked cooperative
+    /// threads would stop every other request, and shutdown with them.
+    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await NIOThreadPool.singleton.runIfActive(body)
+    }
+}
+
+extension Registry_V1_Request.OneOf_Operation {
+    /// The operation this request carries: the one table of request kinds.
+    var operation: any RegistryOperation {
+        switch self {
+        case .hello(let request): request
+        case .register(let request): request
+        case .identify(let request): request
+        case .authenticate(let request): request
+        case .listGalleries(let request): request
+        case .listAlgorithms(let request): request
+        case .listIdentifiers(let request): request
+        case .getTemplates(let request): request
+        case .deleteTemplate(let request): request
+        case .deleteIdentifier(let request): request
+        case .deleteGallery(let request): request
+        case .defineGallery(let request): request
+        case .migrationStatus(let request): request
+        case .stats(let request): request
+        case .export(let request): request
+        case .import(let request): request
+        case .backup(let request): request
+        case .verify(let request): request
+        case .enrolLivenessProfile(let request): request
+        case .getLivenessProfile(let request): request
+        case .deleteLivenessProfile(let request): request
+        case .audit(let request): request
+        case .setEncryptionKey(let request): request
+        }
+    }
+}

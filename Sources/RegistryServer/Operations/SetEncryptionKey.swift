@@ -1,0 +1,20 @@
+import Logging
+import RegistryEngine
+import RegistryModel
+import RegistryProtocol
+import SwiftProtobuf
+
+extension Registry_V1_SetEncryptionKeyRequest: RegistryOperation {
+    static let name = "set_encryption_key"
+    static let right: OperationClass? = .admin
+    static func response(_ result: Registry_V1_SetEncryptionKeyResult) -> Registry_V1_Response.OneOf_Result { .setEncryptionKey(result) }
+
+    var scope: OperationScope { .store }
+
+    func perform(in context: OperationContext) async throws -> Registry_V1_SetEncryptionKeyResult {
+        let key = try await context.blocking { [keyFile = self.keyFile] in try ServerConfiguration.readKey(path: keyFile) }
+        let count = try await context.engine.setEncryptionKey(key)
+        context.logger.notice("templates encrypted with a new key", metadata: ["templates": "\(count)"])
+        return .with { $0.templates = UInt64(count) }
+    }
+}

@@ -1,0 +1,30 @@
+import RegistryEngine
+import RegistryModel
+import RegistryProtocol
+import SwiftProtobuf
+import Synchronization
+
+extension Registry_V1_StatsRequest: RegistryOperation {
+    static let name = "stats"
+    static let right: OperationClass? = nil
+    static func response(_ result: Registry_V1_StatsResult) -> Registry_V1_Response.OneOf_Result { .stats(result) }
+
+    var scope: OperationScope { .store }
+
+    func perform(in context: OperationContext) async throws -> Registry_V1_StatsResult {
+        let engine = context.engine
+        let counters = context.counters
+        let (commits, operations) = engine.commitStatistics
+        let uptime = ContinuousClock.now - counters.startedAt
+        return .with {
+            $0.serverVersion = RequestDispatcher.serverVersion
+            $0.uptimeSeconds = UInt64(max(0, uptime.components.seconds))
+            $0.openConnections = UInt64(counters.connections.load(ordering: .relaxed))
+            $0.requestsServed = UInt64(counters.requestsServed.load(ordering: .relaxed))
+            $0.storeBytes = UInt64(engine.storeBytesInUse)
+            $0.commits = UInt64(commits)
+            $0.committedOperations = UInt64(operations)
+            $0.galleries = engine.galleries().map(Registry_V1_Gallery.init)
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import Glibc
+
+/// A fresh directory under /tmp for one test, removed with everything in it by ``remove()``.
+public struct TemporaryDirectory: Sendable {
+    public let path: String
+
+    /// - Parameter prefix: names the test area in the directory's name (`/tmp/PREFIX-XXXXXX`).
+    public init(_ prefix: String = "registry-tests") {
+        var template = Array("/tmp/\(prefix)-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        // Without a directory no test can run; say why instead of failing later on a missing path.
+        precondition(made != nil, "mkdtemp failed in /tmp: errno \(errno)")
+        self.path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    /// Removes the directory and everything in it (`rm -rf`: the tests create nested stores, backups
+    /// and sockets; the path is mkdtemp's, with no character the shell would read).
+    public func remove() {
+        _ = system("rm -rf '\(self.path)'")
+    }
+}
+
+/// A sibling executable of the test bundle (SwiftPM puts every product of a build in one directory).
+public func siblingExecutable(_ name: String) -> String? {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
+    let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    guard count > 0 else { return nil }
+    var path = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    while let slash = path.lastIndex(of: "/") {
+        path = String(path[..<slash])
+        let candidate = path + "/" + name
+        if access(candidate, X_OK) == 0 { return candidate }
+        if path.hasSuffix("/debug") || path.hasSuffix("/release") { break }
+    }
+    return nil
+}
