@@ -113,7 +113,7 @@ let package = Package(
         .testTarget(
             name: "RegistryProtocolTests",
             dependencies: [
-                "RegistryProtocol", "RegistryModel", nioCore, protobuf,
+                "RegistryProtocol", "RegistryModel", nioCore, protobuf, .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOTestUtils", package: "swift-nio"),
             ],
             swiftSettings: strictSettings),
