@@ -92,10 +92,11 @@ let package = Package(
             name: "registryctl", dependencies: ["RegistryClient", "RegistryProtocol", "RegistryModel", "RegistryCtlInput", argumentParser, protobuf],
             swiftSettings: strictSettings),
         // Benchmark: fills a registry and times identify (prints figures; not a test).
-        .executableTarget(name: "registry-bench", dependencies: ["RegistryEngine", "RegistryModel", "RegistryClient"], swiftSettings: strictSettings),
+        .executableTarget(
+            name: "registry-bench", dependencies: ["RegistryEngine", "RegistryModel", "RegistryClient", argumentParser], swiftSettings: strictSettings),
         // Load tool: N connections driving the daemon, printing requests/s and latency percentiles.
         .executableTarget(
-            name: "registry-load", dependencies: ["RegistryClient", "RegistryModel", "RegistryProtocol", nioCore, nioPosix, protobuf],
+            name: "registry-load", dependencies: ["RegistryClient", "RegistryModel", "RegistryProtocol", nioCore, nioPosix, protobuf, argumentParser],
             swiftSettings: strictSettings),
         // Child process for the crash-durability test: registers, prints "acknowledged", waits to be killed.
         .executableTarget(name: "registry-crash-probe", dependencies: ["RegistryEngine", "RegistryModel"], swiftSettings: strictSettings),
