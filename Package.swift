@@ -104,7 +104,7 @@ let package = Package(
         .executableTarget(
             name: "registry-crash-loop", dependencies: ["RegistryProtocol", protobuf, argumentParser], swiftSettings: strictSettings),
         // What the test targets share: temporary directories, the products' executables.
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strictSettings),
+        .target(name: "TestSupport", dependencies: ["RegistryProtocol", protobuf], path: "Tests/TestSupport", swiftSettings: strictSettings),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "CLMDB", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "RegistryEngineTests",
@@ -124,7 +124,8 @@ let package = Package(
         .testTarget(
             name: "RegistryServerTests",
             dependencies: [
-                "RegistryServer", "RegistryProtocol", "RegistryEngine", "RegistryModel", "TestSupport", nioCore, logging, protobuf,
+                "RegistryServer", "RegistryProtocol", "RegistryEngine", "RegistryModel", "TestSupport", nioCore, nioPosix, logging, protobuf,
+                serviceLifecycle, .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             swiftSettings: strictSettings),

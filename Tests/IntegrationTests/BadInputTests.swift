@@ -4,6 +4,7 @@ import RegistryClient
 import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
+import TestSupport
 import Testing
 
 /// Every bad input gets its error code, the daemon keeps serving other clients, the store is unchanged.

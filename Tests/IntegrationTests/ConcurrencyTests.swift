@@ -4,6 +4,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 import Synchronization
+import TestSupport
 import Testing
 
 /// Pipelining, ordering and many clients at once.
