@@ -46,7 +46,9 @@ enum DataFile {
         guard size >= needed else {
             throw LMDBError(
                 code: MDB_CORRUPTED, operation: "open(\(path))",
-                detail: "data.mdb is truncated: \(size) bytes, but its last committed page (\(meta.lastPage), transaction \(meta.txnid)) ends at byte \(needed)")
+                detail:
+                    "data.mdb is truncated: \(size) bytes, but its last committed page (\(meta.lastPage), transaction \(meta.txnid)) ends at byte \(needed)"
+            )
         }
     }
 
@@ -107,7 +109,8 @@ enum DataFile {
             let found = others.sorted().prefix(3).joined(separator: ", ")
             throw LMDBError(
                 code: ENOENT, operation: "open(\(directory)/data.mdb)",
-                detail: "data.mdb is missing from a directory that is not empty (it holds \(found)); a new store is created only in an empty directory")
+                detail:
+                    "data.mdb is missing from a directory that is not empty (it holds \(found)); a new store is created only in an empty directory")
         }
     }
 }

@@ -6,11 +6,6 @@ public struct Database: Sendable, Hashable {
     let dbi: MDB_dbi
     /// The name it was opened with, for error messages.
     public let name: String
-
-    init(dbi: MDB_dbi, name: String) {
-        self.dbi = dbi
-        self.name = name
-    }
 }
 
 /// Flags for ``Transaction/put(_:key:value:flags:)``.

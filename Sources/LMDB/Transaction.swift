@@ -11,11 +11,6 @@ public struct Transaction: ~Copyable {
     /// Whether this is a read-only transaction (writes throw `EACCES` from LMDB).
     public let isReadOnly: Bool
 
-    init(handle: OpaquePointer, isReadOnly: Bool) {
-        self.handle = handle
-        self.isReadOnly = isReadOnly
-    }
-
     /// Opens (or, in a write transaction with `create`, creates) a named database (`mdb_dbi_open`).
     /// - Throws: ``LMDBError``; `MDB_NOTFOUND` when it does not exist and `create` is false.
     public func openDatabase(_ name: String, create: Bool = false) throws -> Database {

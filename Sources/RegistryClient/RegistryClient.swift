@@ -99,48 +99,58 @@ public final class RegistryClient: Sendable {
 
     /// Exchanges protocol versions; optional, but the first call when made.
     public func hello(clientName: String) async throws -> Registry_V1_HelloResult {
-        let result = try await self.send(.hello(.with {
-            $0.protocolMajor = ProtocolVersion.major
-            $0.protocolMinor = ProtocolVersion.minor
-            $0.clientName = clientName
-        }))
+        let result = try await self.send(
+            .hello(
+                .with {
+                    $0.protocolMajor = ProtocolVersion.major
+                    $0.protocolMinor = ProtocolVersion.minor
+                    $0.clientName = clientName
+                }))
         guard case .hello(let hello) = result else { throw Self.unexpected(result) }
         return hello
     }
 
     /// Registers a face under an identifier (see ``Engine/register(gallery:identifier:face:force:)``).
     public func register(gallery: String = "", identifier: String, face: Face, force: Bool = false) async throws -> Registration {
-        let result = try await self.send(.register(.with {
-            $0.gallery = gallery
-            $0.identifier = identifier
-            $0.face = Registry_V1_Face(face)
-            $0.force = force
-        }))
+        let result = try await self.send(
+            .register(
+                .with {
+                    $0.gallery = gallery
+                    $0.identifier = identifier
+                    $0.face = Registry_V1_Face(face)
+                    $0.force = force
+                }))
         guard case .register(let registration) = result else { throw Self.unexpected(result) }
         return Registration(registration)
     }
 
     /// Identifies a face (see ``Engine/identify(gallery:face:safe:autoEnrol:limit:)``).
-    public func identify(gallery: String = "", face: Face, safe: Bool = true, autoEnrol: Bool = true, limit: Int? = nil) async throws -> Identification {
-        let result = try await self.send(.identify(.with {
-            $0.gallery = gallery
-            $0.face = Registry_V1_Face(face)
-            $0.safe = safe
-            $0.autoEnrol = autoEnrol
-            $0.limit = UInt32(clamping: limit ?? 0)
-        }))
+    public func identify(gallery: String = "", face: Face, safe: Bool = true, autoEnrol: Bool = true, limit: Int? = nil) async throws
+        -> Identification
+    {
+        let result = try await self.send(
+            .identify(
+                .with {
+                    $0.gallery = gallery
+                    $0.face = Registry_V1_Face(face)
+                    $0.safe = safe
+                    $0.autoEnrol = autoEnrol
+                    $0.limit = UInt32(clamping: limit ?? 0)
+                }))
         guard case .identify(let identification) = result else { throw Self.unexpected(result) }
         return Identification(identification)
     }
 
     /// Authenticates a face as an identifier (see ``Engine/authenticate(gallery:identifier:face:autoEnrol:)``).
     public func authenticate(gallery: String = "", identifier: String, face: Face, autoEnrol: Bool = true) async throws -> Authentication {
-        let result = try await self.send(.authenticate(.with {
-            $0.gallery = gallery
-            $0.identifier = identifier
-            $0.face = Registry_V1_Face(face)
-            $0.autoEnrol = autoEnrol
-        }))
+        let result = try await self.send(
+            .authenticate(
+                .with {
+                    $0.gallery = gallery
+                    $0.identifier = identifier
+                    $0.face = Registry_V1_Face(face)
+                    $0.autoEnrol = autoEnrol
+                }))
         guard case .authenticate(let authentication) = result else { throw Self.unexpected(result) }
         return Authentication(authentication)
     }
@@ -158,39 +168,47 @@ public final class RegistryClient: Sendable {
     }
 
     public func identifiers(gallery: String = "", after: String? = nil, limit: Int = 100) async throws -> IdentifierPage {
-        let result = try await self.send(.listIdentifiers(.with {
-            $0.gallery = gallery
-            $0.after = after ?? ""
-            $0.limit = UInt32(clamping: limit)
-        }))
+        let result = try await self.send(
+            .listIdentifiers(
+                .with {
+                    $0.gallery = gallery
+                    $0.after = after ?? ""
+                    $0.limit = UInt32(clamping: limit)
+                }))
         guard case .listIdentifiers(let page) = result else { throw Self.unexpected(result) }
         return IdentifierPage(identifiers: page.identifiers, next: page.hasNext ? page.next : nil)
     }
 
     public func templates(gallery: String = "", identifier: String, includeData: Bool = false) async throws -> [StoredTemplate] {
-        let result = try await self.send(.getTemplates(.with {
-            $0.gallery = gallery
-            $0.identifier = identifier
-            $0.includeData = includeData
-        }))
+        let result = try await self.send(
+            .getTemplates(
+                .with {
+                    $0.gallery = gallery
+                    $0.identifier = identifier
+                    $0.includeData = includeData
+                }))
         guard case .getTemplates(let list) = result else { throw Self.unexpected(result) }
         return list.templates.map(StoredTemplate.init)
     }
 
     public func deleteTemplate(gallery: String = "", id: UInt64) async throws -> Bool {
-        let result = try await self.send(.deleteTemplate(.with {
-            $0.gallery = gallery
-            $0.templateID = id
-        }))
+        let result = try await self.send(
+            .deleteTemplate(
+                .with {
+                    $0.gallery = gallery
+                    $0.templateID = id
+                }))
         guard case .deleteTemplate(let deleted) = result else { throw Self.unexpected(result) }
         return deleted.deleted
     }
 
     public func deleteIdentifier(gallery: String = "", identifier: String) async throws -> Int {
-        let result = try await self.send(.deleteIdentifier(.with {
-            $0.gallery = gallery
-            $0.identifier = identifier
-        }))
+        let result = try await self.send(
+            .deleteIdentifier(
+                .with {
+                    $0.gallery = gallery
+                    $0.identifier = identifier
+                }))
         guard case .deleteIdentifier(let deleted) = result else { throw Self.unexpected(result) }
         return Int(deleted.templatesDeleted)
     }
@@ -203,19 +221,21 @@ public final class RegistryClient: Sendable {
 
     @discardableResult
     public func defineGallery(_ configuration: GalleryConfiguration) async throws -> GalleryInfo {
-        let result = try await self.send(.defineGallery(.with {
-            $0.gallery = configuration.name
-            $0.registries = configuration.registries.map { registry in
+        let result = try await self.send(
+            .defineGallery(
                 .with {
-                    $0.algorithm = registry.algorithm
-                    if let thresholds = registry.thresholds { $0.thresholds = Registry_V1_Thresholds(thresholds) }
-                    if let minimum = registry.minimumQuality { $0.minimumQuality = minimum }
-                    if let minimum = registry.minimumAutoEnrolmentQuality { $0.minimumAutoEnrolmentQuality = minimum }
-                }
-            }
-            $0.liveness = Registry_V1_LivenessPolicy(configuration.liveness)
-            $0.livenessK = configuration.livenessK
-        }))
+                    $0.gallery = configuration.name
+                    $0.registries = configuration.registries.map { registry in
+                        .with {
+                            $0.algorithm = registry.algorithm
+                            if let thresholds = registry.thresholds { $0.thresholds = Registry_V1_Thresholds(thresholds) }
+                            if let minimum = registry.minimumQuality { $0.minimumQuality = minimum }
+                            if let minimum = registry.minimumAutoEnrolmentQuality { $0.minimumAutoEnrolmentQuality = minimum }
+                        }
+                    }
+                    $0.liveness = Registry_V1_LivenessPolicy(configuration.liveness)
+                    $0.livenessK = configuration.livenessK
+                }))
         guard case .defineGallery(let gallery) = result else { throw Self.unexpected(result) }
         return GalleryInfo(gallery)
     }
@@ -234,25 +254,29 @@ public final class RegistryClient: Sendable {
 
     /// One page of a gallery's templates with data, in registration order.
     public func export(gallery: String = "", after: UInt64 = 0, limit: Int = 1000) async throws -> (templates: [StoredTemplate], next: UInt64?) {
-        let result = try await self.send(.export(.with {
-            $0.gallery = gallery
-            $0.afterTemplateID = after
-            $0.limit = UInt32(clamping: limit)
-        }))
+        let result = try await self.send(
+            .export(
+                .with {
+                    $0.gallery = gallery
+                    $0.afterTemplateID = after
+                    $0.limit = UInt32(clamping: limit)
+                }))
         guard case .export(let page) = result else { throw Self.unexpected(result) }
         return (page.templates.map(StoredTemplate.init), page.nextAfterTemplateID == 0 ? nil : page.nextAfterTemplateID)
     }
 
     public func importTemplates(gallery: String = "", _ items: [ImportItem]) async throws -> [UInt64] {
-        let result = try await self.send(.import(.with {
-            $0.gallery = gallery
-            $0.items = items.map { item in
+        let result = try await self.send(
+            .import(
                 .with {
-                    $0.identifier = item.identifier
-                    $0.template = Registry_V1_Template(item.template)
-                }
-            }
-        }))
+                    $0.gallery = gallery
+                    $0.items = items.map { item in
+                        .with {
+                            $0.identifier = item.identifier
+                            $0.template = Registry_V1_Template(item.template)
+                        }
+                    }
+                }))
         guard case .import(let imported) = result else { throw Self.unexpected(result) }
         return imported.templateIds
     }
@@ -274,19 +298,21 @@ public final class RegistryClient: Sendable {
     public func enrolLivenessProfile(
         gallery: String = "", identifier: String, frames: [EnrolmentPose: [DepthFrame]], k: Float? = nil
     ) async throws -> LivenessProfile {
-        let result = try await self.send(.enrolLivenessProfile(.with {
-            $0.gallery = gallery
-            $0.identifier = identifier
-            $0.poses = EnrolmentPose.allCases.compactMap { pose in
-                frames[pose].map { frames in
-                    .with {
-                        $0.pose = pose.rawValue
-                        $0.frames = frames.map(Registry_V1_DepthFrame.init)
+        let result = try await self.send(
+            .enrolLivenessProfile(
+                .with {
+                    $0.gallery = gallery
+                    $0.identifier = identifier
+                    $0.poses = EnrolmentPose.allCases.compactMap { pose in
+                        frames[pose].map { frames in
+                            .with {
+                                $0.pose = pose.rawValue
+                                $0.frames = frames.map(Registry_V1_DepthFrame.init)
+                            }
+                        }
                     }
-                }
-            }
-            if let k { $0.k = k }
-        }))
+                    if let k { $0.k = k }
+                }))
         guard case .enrolLivenessProfile(let enrolled) = result, let profile = LivenessProfile(enrolled.profile) else {
             throw Self.unexpected(result)
         }
@@ -295,33 +321,39 @@ public final class RegistryClient: Sendable {
 
     /// An identifier's liveness profile, or nil when it has none.
     public func livenessProfile(gallery: String = "", identifier: String) async throws -> LivenessProfile? {
-        let result = try await self.send(.getLivenessProfile(.with {
-            $0.gallery = gallery
-            $0.identifier = identifier
-        }))
+        let result = try await self.send(
+            .getLivenessProfile(
+                .with {
+                    $0.gallery = gallery
+                    $0.identifier = identifier
+                }))
         guard case .getLivenessProfile(let found) = result else { throw Self.unexpected(result) }
         return found.hasProfile ? LivenessProfile(found.profile) : nil
     }
 
     /// Erases an identifier's liveness profile; returns whether it had one.
     public func deleteLivenessProfile(gallery: String = "", identifier: String) async throws -> Bool {
-        let result = try await self.send(.deleteLivenessProfile(.with {
-            $0.gallery = gallery
-            $0.identifier = identifier
-        }))
+        let result = try await self.send(
+            .deleteLivenessProfile(
+                .with {
+                    $0.gallery = gallery
+                    $0.identifier = identifier
+                }))
         guard case .deleteLivenessProfile(let deleted) = result else { throw Self.unexpected(result) }
         return deleted.deleted
     }
 
     /// The newest audit entries matching `query`, oldest first.
     public func audit(_ query: AuditQuery) async throws -> [AuditEntry] {
-        let result = try await self.send(.audit(.with {
-            $0.identifier = query.identifier ?? ""
-            $0.sinceMicros = query.since ?? 0
-            $0.untilMicros = query.until ?? 0
-            $0.outcome = query.outcome ?? ""
-            $0.limit = UInt32(clamping: query.limit)
-        }))
+        let result = try await self.send(
+            .audit(
+                .with {
+                    $0.identifier = query.identifier ?? ""
+                    $0.sinceMicros = query.since ?? 0
+                    $0.untilMicros = query.until ?? 0
+                    $0.outcome = query.outcome ?? ""
+                    $0.limit = UInt32(clamping: query.limit)
+                }))
         guard case .audit(let audit) = result else { throw Self.unexpected(result) }
         return audit.entries.map(AuditEntry.init)
     }

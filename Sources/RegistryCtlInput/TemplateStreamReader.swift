@@ -12,7 +12,8 @@ public enum TemplateStreamReader {
         while offset < bytes.count {
             let record = items.count + 1
             guard bytes.count - offset >= 4 else {
-                throw InputFileError(file: file, message: "record \(record) at byte \(offset): truncated length prefix (\(bytes.count - offset) of 4 bytes)")
+                throw InputFileError(
+                    file: file, message: "record \(record) at byte \(offset): truncated length prefix (\(bytes.count - offset) of 4 bytes)")
             }
             let length = bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
             let start = offset + 4

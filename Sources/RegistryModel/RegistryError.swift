@@ -1,4 +1,3 @@
-
 /// A refused or failed registry operation: a stable code (PROTOCOL.md §5), a human message, and the
 /// structured details a client needs to act on it.
 ///
@@ -72,7 +71,8 @@ public struct RegistryError: Error, Sendable, CustomStringConvertible {
         let message: String
         if let assessment {
             let score = (assessment.score * 10_000).rounded() / 10_000
-            message = "capture quality \(score) (\(assessment.rating.rawValue)) is below the \(algorithm.name) registry's minimum \(minimum); weakest component: \(assessment.weakest.rawValue)"
+            message =
+                "capture quality \(score) (\(assessment.rating.rawValue)) is below the \(algorithm.name) registry's minimum \(minimum); weakest component: \(assessment.weakest.rawValue)"
         } else {
             let what = missing.isEmpty ? "no capture metadata" : "incomplete capture metadata (missing \(missing.joined(separator: ", ")))"
             message = "the \(algorithm.name) registry requires capture quality \(minimum) and the face carries \(what)"

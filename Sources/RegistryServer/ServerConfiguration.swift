@@ -208,9 +208,10 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
                 throw ConfigurationError(
                     "algorithm \(entry.name): scoreFunction must be one of \(ScoreFunction.allCases.map(\.rawValue).joined(separator: ", "))")
             }
-            algorithms.append(Algorithm(
-                version: entry.version, name: entry.name, kind: .vector(dimension: entry.dimension),
-                scoreFunction: scoreFunction, defaultThreshold: entry.threshold))
+            algorithms.append(
+                Algorithm(
+                    version: entry.version, name: entry.name, kind: .vector(dimension: entry.dimension),
+                    scoreFunction: scoreFunction, defaultThreshold: entry.threshold))
         }
         let catalog: AlgorithmCatalog
         do {
@@ -222,8 +223,9 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         for gallery in self.galleries {
             var registries: [RegistryConfiguration] = []
             for entry in gallery.registries {
-                guard let algorithm = catalog.algorithm(named: entry.algorithm)
-                    ?? UInt32(entry.algorithm).flatMap({ try? catalog.algorithm(version: $0) })
+                guard
+                    let algorithm = catalog.algorithm(named: entry.algorithm)
+                        ?? UInt32(entry.algorithm).flatMap({ try? catalog.algorithm(version: $0) })
                 else {
                     throw ConfigurationError("gallery \(gallery.name): unknown algorithm '\(entry.algorithm)'")
                 }
@@ -232,9 +234,10 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
                 let thresholds = Thresholds(
                     authentication: entry.authentication ?? defaults.authentication, identification: identification,
                     autoEnrolment: entry.autoEnrolment ?? identification)
-                registries.append(RegistryConfiguration(
-                    algorithm: algorithm.version, thresholds: thresholds, minimumQuality: entry.minimumQuality,
-                    minimumAutoEnrolmentQuality: entry.minimumAutoEnrolmentQuality))
+                registries.append(
+                    RegistryConfiguration(
+                        algorithm: algorithm.version, thresholds: thresholds, minimumQuality: entry.minimumQuality,
+                        minimumAutoEnrolmentQuality: entry.minimumAutoEnrolmentQuality))
             }
             var liveness = LivenessPolicy(strict: gallery.livenessStrict ?? false)
             for operation in gallery.livenessRequiredFor ?? [] {
@@ -247,8 +250,10 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
                         "gallery \(gallery.name): livenessRequiredFor takes authenticate, identify and register, not '\(operation)'")
                 }
             }
-            galleries.append(GalleryConfiguration(
-                name: gallery.name, registries: registries, liveness: liveness, livenessK: gallery.livenessK ?? GalleryConfiguration.defaultLivenessK))
+            galleries.append(
+                GalleryConfiguration(
+                    name: gallery.name, registries: registries, liveness: liveness,
+                    livenessK: gallery.livenessK ?? GalleryConfiguration.defaultLivenessK))
         }
         var engine = EngineConfiguration(algorithms: algorithms)
         let credential = getenv("CREDENTIALS_DIRECTORY").map { String(cString: $0) + "/store-key" }

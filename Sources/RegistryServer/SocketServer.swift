@@ -66,9 +66,10 @@ public final class SocketServer: Service, Sendable {
             channel.eventLoop.makeCompletedFuture {
                 let account = ConnectionAccount(budget: budget)
                 let operations = channel.pipeline.syncOperations
-                try operations.addHandler(ConnectionGuard(
-                    account: account, frameDeadline: .seconds(Int64(limits.frameDeadlineSeconds)),
-                    idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)), logger: logger))
+                try operations.addHandler(
+                    ConnectionGuard(
+                        account: account, frameDeadline: .seconds(Int64(limits.frameDeadlineSeconds)),
+                        idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)), logger: logger))
                 try operations.addHandler(ByteToMessageHandler(FrameDecoder(maximumFrameLength: limits.maximumFrameBytes)))
                 try operations.addHandler(MessageToByteHandler(FrameEncoder()))
                 try operations.addHandler(FastPathHandler(dispatcher: dispatcher, account: account))

@@ -22,7 +22,10 @@ enum BandwidthProbe {
         let share = count / threads
         let sums = Mutex<Float>(0)
         // pthreads rather than tasks: the probe should be a plain loop per core.
-        final class Work { let body: () -> Void; init(_ body: @escaping () -> Void) { self.body = body } }
+        final class Work {
+            let body: () -> Void
+            init(_ body: @escaping () -> Void) { self.body = body }
+        }
         let pointer = UnsafePointer(buffer)
         var handles: [pthread_t] = []
         for part in 0..<threads {
@@ -32,10 +35,12 @@ enum BandwidthProbe {
                 sums.withLock { $0 += sum }
             }
             var thread = pthread_t()
-            pthread_create(&thread, nil, { context in
-                Unmanaged<Work>.fromOpaque(context!).takeRetainedValue().body()
-                return nil
-            }, Unmanaged.passRetained(work).toOpaque())
+            pthread_create(
+                &thread, nil,
+                { context in
+                    Unmanaged<Work>.fromOpaque(context!).takeRetainedValue().body()
+                    return nil
+                }, Unmanaged.passRetained(work).toOpaque())
             handles.append(thread)
         }
         for thread in handles { pthread_join(thread, nil) }
@@ -45,7 +50,10 @@ enum BandwidthProbe {
     }
 
     private static func sum(_ values: UnsafePointer<Float>, _ count: Int) -> Float {
-        var s0 = SIMD8<Float>(), s1 = SIMD8<Float>(), s2 = SIMD8<Float>(), s3 = SIMD8<Float>()
+        var s0 = SIMD8<Float>()
+        var s1 = SIMD8<Float>()
+        var s2 = SIMD8<Float>()
+        var s3 = SIMD8<Float>()
         let raw = UnsafeRawPointer(values)
         var i = 0
         while i + 32 <= count {

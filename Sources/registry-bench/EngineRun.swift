@@ -48,7 +48,12 @@ func format(_ value: Double, _ digits: Int = 2) -> String {
 /// The original whole-engine run: fill, reopen, identify, checked registrations.
 enum EngineRun {
     static func run(_ flags: Flags) async throws {
-        struct Options { var count: Int; var dimension: Int; var queries: Int; var registrations: Int }
+        struct Options {
+            var count: Int
+            var dimension: Int
+            var queries: Int
+            var registrations: Int
+        }
         let options = Options(
             count: try flags.int("count", default: 100_000), dimension: try flags.int("dimension", default: 128),
             queries: try flags.int("queries", default: 101), registrations: try flags.int("registrations", default: 2_000))
@@ -74,7 +79,9 @@ enum EngineRun {
         while filled < options.count {
             let chunk = min(10_000, options.count - filled)
             let items = (0..<chunk).map { i in
-                ImportItem(identifier: "person-\(filled + i)", template: FaceTemplate(algorithm: algorithm.version, vector: random.unitVector(options.dimension)))
+                ImportItem(
+                    identifier: "person-\(filled + i)",
+                    template: FaceTemplate(algorithm: algorithm.version, vector: random.unitVector(options.dimension)))
             }
             _ = try await engine.importTemplates(items)
             filled += chunk
@@ -107,7 +114,9 @@ enum EngineRun {
             times.append(now() - start)
             if !result.matches.isEmpty { matched += 1 }
         }
-        print("identify, 1 query over \(options.count): median \(format(median(times) * 1000)) ms, p90 \(format(percentile(times, 0.9) * 1000)) ms, min \(format(times.min()! * 1000)) ms (\(options.queries) queries, \(matched) with a match)")
+        print(
+            "identify, 1 query over \(options.count): median \(format(median(times) * 1000)) ms, p90 \(format(percentile(times, 0.9) * 1000)) ms, min \(format(times.min()! * 1000)) ms (\(options.queries) queries, \(matched) with a match)"
+        )
         let scanned = Double(options.count * options.dimension * 4) / median(times) / 1e9
         print("  effective scan rate: \(format(scanned)) GB/s of template data")
 
@@ -130,7 +139,9 @@ enum EngineRun {
         }
         let registerSeconds = now() - registerStart
         let commits = engine.commitStatistics.commits - commitsBefore
-        print("register with checks, 64 concurrent: \(Int(Double(options.registrations) / registerSeconds)) registrations/s (\(options.registrations) in \(format(registerSeconds)) s, \(commits) durable commits)")
+        print(
+            "register with checks, 64 concurrent: \(Int(Double(options.registrations) / registerSeconds)) registrations/s (\(options.registrations) in \(format(registerSeconds)) s, \(commits) durable commits)"
+        )
         engine.close()
     }
 }

@@ -67,7 +67,8 @@ enum LandmarkBench {
     static func face(_ random: inout Random) -> DenseLandmarks {
         let slots = LandmarkVocabulary.count
         let scale = 80 + 40 * Float(random.uniform())
-        let centreX = 200 + 100 * Float(random.uniform()), centreY = 200 + 100 * Float(random.uniform())
+        let centreX = 200 + 100 * Float(random.uniform())
+        let centreY = 200 + 100 * Float(random.uniform())
         var coordinates = [Float](repeating: 0, count: 3 * slots)
         var mask: UInt32 = 0
         for slot in 0..<slots {

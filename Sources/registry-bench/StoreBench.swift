@@ -87,7 +87,8 @@ enum StoreBench {
         var times: [Double] = []
         var tops: [JSON] = []
         // One unmeasured request: the connection's first round trip sets up buffers on both sides.
-        _ = try await client.identify(gallery: Self.gallery, face: Face(FaceTemplate(algorithm: algorithm, vector: queries[0])), autoEnrol: false, limit: k)
+        _ = try await client.identify(
+            gallery: Self.gallery, face: Face(FaceTemplate(algorithm: algorithm, vector: queries[0])), autoEnrol: false, limit: k)
         for query in queries {
             let face = Face(FaceTemplate(algorithm: algorithm, vector: query))
             let begin = now()

@@ -70,7 +70,9 @@ func readFile(_ path: String) throws -> [UInt8] {
 /// Raw little-endian float32 rows of `dimension` values.
 func readRows(_ path: String, dimension: Int) throws -> [[Float]] {
     let bytes = try readFile(path)
-    guard bytes.count % (4 * dimension) == 0 else { throw UsageError("\(path): \(bytes.count) bytes is not a whole number of \(dimension)-float rows") }
+    guard bytes.count % (4 * dimension) == 0 else {
+        throw UsageError("\(path): \(bytes.count) bytes is not a whole number of \(dimension)-float rows")
+    }
     return bytes.withUnsafeBytes { raw in
         (0..<bytes.count / (4 * dimension)).map { row in
             (0..<dimension).map { raw.loadUnaligned(fromByteOffset: 4 * (row * dimension + $0), as: Float.self) }

@@ -119,7 +119,9 @@ struct CrashLoopCommand: ParsableCommand {
             if !round.violations.isEmpty {
                 let signalName = "SIG\(signal.rawValue.uppercased())"
                 for violation in round.violations {
-                    Output.note("registry-crash-loop: VIOLATION in round \(number) (\(signalName) after \(round.delayMilliseconds) ms), seed \(seed): \(violation)")
+                    Output.note(
+                        "registry-crash-loop: VIOLATION in round \(number) (\(signalName) after \(round.delayMilliseconds) ms), seed \(seed): \(violation)"
+                    )
                 }
                 if !self.keepGoing { break }
             }
@@ -164,7 +166,7 @@ struct CrashLoopCommand: ParsableCommand {
     private static func remove(_ directory: String) {
         let words: [String] = ["rm", "-rf", "--", directory]
         let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
+        defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
         guard posix_spawnp(&pid, "rm", nil, nil, argv, environ) == 0 else { return }
         var status: Int32 = 0

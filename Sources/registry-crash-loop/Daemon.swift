@@ -44,7 +44,7 @@ final class Daemon {
         posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
+        defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
         let result = posix_spawn(&pid, binary, &actions, nil, argv, environ)
         guard result == 0 else { throw CrashLoopError("cannot start \(binary): \(String(cString: strerror(result)))") }

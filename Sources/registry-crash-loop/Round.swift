@@ -166,7 +166,10 @@ struct CrashRound {
                     self.violations.append("connection \(index) was closed by the daemon before the signal")
                 }
             }
-            if let signalledAt, connections.allSatisfy(\.readClosed) { _ = signalledAt; break }
+            if let signalledAt, connections.allSatisfy(\.readClosed) {
+                _ = signalledAt
+                break
+            }
             if let signalledAt, signalledAt.duration(to: clock.now) > closeAllowance {
                 let open = connections.filter { !$0.readClosed }.count
                 self.violations.append("\(open) connections still open \(closeAllowance) after SIG\(self.signal.rawValue.uppercased())")
@@ -267,7 +270,13 @@ struct CrashRound {
         var stored = Set<String>()
         var after = prefix
         listing: while true {
-            let reply = try connection.call(request { $0.listIdentifiers = .with { $0.after = after; $0.limit = 10_000 } })
+            let reply = try connection.call(
+                request {
+                    $0.listIdentifiers = .with {
+                        $0.after = after
+                        $0.limit = 10_000
+                    }
+                })
             guard case .listIdentifiers(let page)? = reply.result else { throw CrashLoopError("list_identifiers: \(Self.describe(reply))") }
             for identifier in page.identifiers {
                 guard identifier.hasPrefix(prefix) else { break listing }
@@ -318,7 +327,12 @@ struct CrashRound {
         let candidates = stored.intersection(sentIdentifiers).sorted()
         let replies = try connection.exchange(
             candidates.map { identifier in
-                request { $0.getTemplates = .with { $0.identifier = identifier; $0.includeData = true } }
+                request {
+                    $0.getTemplates = .with {
+                        $0.identifier = identifier
+                        $0.includeData = true
+                    }
+                }
             })
         var wrongData: [String] = []
         for (identifier, reply) in zip(candidates, replies) {

@@ -180,7 +180,8 @@ extension FrameConnection {
             }
             if replies.count == requests.count { break }
             guard !self.readClosed else {
-                throw CrashLoopError("the daemon closed the connection with \(requests.count - replies.count) of \(requests.count) requests unanswered")
+                throw CrashLoopError(
+                    "the daemon closed the connection with \(requests.count - replies.count) of \(requests.count) requests unanswered")
             }
             guard clock.now < deadline else { throw CrashLoopError("no reply within \(timeoutSeconds) s") }
             Poll.wait([self], milliseconds: 100)

@@ -50,7 +50,8 @@ enum Seeding {
             _ = try await client.importTemplates(gallery: gallery, items)
         }
         printError(
-            "registry-load: seeded gallery '\(gallery)' with \(people.count) people in \(Report.fixed(Report.seconds(start.duration(to: clock.now)), 3)) s")
+            "registry-load: seeded gallery '\(gallery)' with \(people.count) people in \(Report.fixed(Report.seconds(start.duration(to: clock.now)), 3)) s"
+        )
     }
 
     /// Whether the first and last person authenticate with their exact templates: the gallery holds

@@ -46,22 +46,24 @@ struct Worker: Sendable {
             request.id = UInt64(self.sent)
             switch call {
             case .authenticate(let identifier, let face):
-                request.operation = .authenticate(.with {
-                    $0.gallery = self.gallery
-                    $0.identifier = identifier
-                    $0.face = Registry_V1_Face(face)
-                    $0.autoEnrol = false
-                })
+                request.operation = .authenticate(
+                    .with {
+                        $0.gallery = self.gallery
+                        $0.identifier = identifier
+                        $0.face = Registry_V1_Face(face)
+                        $0.autoEnrol = false
+                    })
                 return Driver.Call(frame: Self.encode(request)) { result in
                     guard case .authenticate(let authentication) = result else { return Self.unexpected(result) }
                     return authentication.authenticated ? nil : "\(identifier) was not authenticated (score \(authentication.score))"
                 }
             case .identify(let expected, let face):
-                request.operation = .identify(.with {
-                    $0.gallery = self.gallery
-                    $0.face = Registry_V1_Face(face)
-                    $0.autoEnrol = false
-                })
+                request.operation = .identify(
+                    .with {
+                        $0.gallery = self.gallery
+                        $0.face = Registry_V1_Face(face)
+                        $0.autoEnrol = false
+                    })
                 return Driver.Call(frame: Self.encode(request)) { result in
                     guard case .identify(let identification) = result else { return Self.unexpected(result) }
                     let found = identification.matches.first
@@ -69,11 +71,12 @@ struct Worker: Sendable {
                         ? nil : "identify found \(found.map { "\($0.identifier) (\($0.score))" } ?? "nobody"), not \(expected)"
                 }
             case .register(let identifier, let face):
-                request.operation = .register(.with {
-                    $0.gallery = self.gallery
-                    $0.identifier = identifier
-                    $0.face = Registry_V1_Face(face)
-                })
+                request.operation = .register(
+                    .with {
+                        $0.gallery = self.gallery
+                        $0.identifier = identifier
+                        $0.face = Registry_V1_Face(face)
+                    })
                 return Driver.Call(frame: Self.encode(request)) { result in
                     guard case .register = result else { return Self.unexpected(result) }
                     return nil

@@ -34,12 +34,13 @@ struct ExportCommand: AsyncParsableCommand {
     /// The page size for a gallery: 1000 templates, fewer when its largest templates would make a
     /// response frame of more than ``pageBytes``.
     static func pageSize(for gallery: GalleryInfo?) -> Int {
-        let largest = gallery?.registries.map { registry in
-            switch registry.algorithm.kind {
-            case .vector(let dimension): 4 * dimension + 300
-            case .landmarks: LandmarkVocabulary.count * 40 + 300
-            }
-        }.max() ?? 0
+        let largest =
+            gallery?.registries.map { registry in
+                switch registry.algorithm.kind {
+                case .vector(let dimension): 4 * dimension + 300
+                case .landmarks: LandmarkVocabulary.count * 40 + 300
+                }
+            }.max() ?? 0
         guard largest > 0 else { return Self.pageSize }
         return max(1, min(Self.pageSize, Self.pageBytes / largest))
     }

@@ -537,8 +537,10 @@ struct LivenessProfileJSON: Codable, Hashable {
     static func lines(_ profile: LivenessProfile, heading: String) -> [String] {
         var lines = ["\(heading): k \(Format.threshold(profile.k)), \(Format.plural(profile.frameCount, "enrolment frame"))"]
         var table = Table(header: ["STATISTIC", "LOWER (m)", "UPPER (m)"])
-        table.append(["realisticDepth", Format.fixed(Double(profile.realisticDepth.lowerBound), digits: 5),
-            Format.fixed(Double(profile.realisticDepth.upperBound), digits: 5)])
+        table.append([
+            "realisticDepth", Format.fixed(Double(profile.realisticDepth.lowerBound), digits: 5),
+            Format.fixed(Double(profile.realisticDepth.upperBound), digits: 5),
+        ])
         for (name, range) in Self.statistics(profile) {
             table.append([name, Format.fixed(Double(range.lowerBound), digits: 5), Format.fixed(Double(range.upperBound), digits: 5)])
         }

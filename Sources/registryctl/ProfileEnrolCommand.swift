@@ -36,7 +36,9 @@ struct ProfileEnrolCommand: AsyncParsableCommand {
 
     /// The printed result.
     static func result(gallery: String, identifier: String, profile: LivenessProfile) -> ProfileResult {
-        ProfileResult(gallery: gallery, identifier: identifier, profile: profile, heading: "enrolled the liveness profile of \(Format.quoted(identifier)) in gallery \(gallery)")
+        ProfileResult(
+            gallery: gallery, identifier: identifier, profile: profile,
+            heading: "enrolled the liveness profile of \(Format.quoted(identifier)) in gallery \(gallery)")
     }
 
     func run() async throws {

@@ -17,7 +17,9 @@ struct ProfileShowCommand: AsyncParsableCommand {
 
     /// The printed result.
     static func result(gallery: String, identifier: String, profile: LivenessProfile) -> ProfileResult {
-        ProfileResult(gallery: gallery, identifier: identifier, profile: profile, heading: "liveness profile of \(Format.quoted(identifier)) in gallery \(gallery)")
+        ProfileResult(
+            gallery: gallery, identifier: identifier, profile: profile,
+            heading: "liveness profile of \(Format.quoted(identifier)) in gallery \(gallery)")
     }
 
     func run() async throws {

@@ -164,7 +164,8 @@ enum LivenessPolicySpec {
                 throw ValidationError("--liveness '\(text)': an operation is missing (expected authenticate, identify, register or none)")
             default:
                 throw ValidationError(
-                    "--liveness '\(text)': '\(item)' is not an operation (expected authenticate, identify, register, strict, comma-separated, or none)")
+                    "--liveness '\(text)': '\(item)' is not an operation (expected authenticate, identify, register, strict, comma-separated, or none)"
+                )
             }
         }
         return policy

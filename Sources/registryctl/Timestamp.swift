@@ -10,7 +10,8 @@ public enum Timestamp {
         let minute = secondOfDay % 3600 / 60
         let second = secondOfDay % 60
         let yearText = year >= 0 && year <= 9999 ? Self.pad(year, 4) : (year < 0 ? "-" + Self.pad(-year, 6) : "+" + Self.pad(year, 6))
-        return "\(yearText)-\(Self.pad(month, 2))-\(Self.pad(day, 2))T\(Self.pad(hour, 2)):\(Self.pad(minute, 2)):\(Self.pad(second, 2)).\(Self.pad(micro, 6))Z"
+        return
+            "\(yearText)-\(Self.pad(month, 2))-\(Self.pad(day, 2))T\(Self.pad(hour, 2)):\(Self.pad(minute, 2)):\(Self.pad(second, 2)).\(Self.pad(micro, 6))Z"
     }
 
     private static func floorDivide(_ value: Int64, _ divisor: Int64) -> (Int64, Int64) {

@@ -75,10 +75,14 @@ import Testing
         let client = try await daemon.client()
         _ = try await client.register(identifier: "alice", face: Face(FaceTemplate(algorithm: 24, vector: axis(1))))
         let connection = try RawConnection(daemon.socketPath, timeoutSeconds: 1)
-        let frame = try RawConnection.frame(self.request(9, .register(.with {
-            $0.identifier = "mallory"
-            $0.face = Registry_V1_Face(Face(FaceTemplate(algorithm: 24, vector: axis(2))))
-        })))
+        let frame = try RawConnection.frame(
+            self.request(
+                9,
+                .register(
+                    .with {
+                        $0.identifier = "mallory"
+                        $0.face = Registry_V1_Face(Face(FaceTemplate(algorithm: 24, vector: axis(2))))
+                    })))
         connection.send(Array(frame.prefix(frame.count / 2)))
         #expect(try connection.response() == nil, "half a frame must not be answered")
         // The client disconnects mid-request: nothing of it may be stored.
@@ -98,11 +102,17 @@ import Testing
         let daemon = try Daemon()
         for index in 0..<20 {
             let connection = try RawConnection(daemon.socketPath)
-            connection.send(try RawConnection.frame(self.request(1, .register(.with {
-                $0.identifier = "gone-\(index)"
-                $0.face = Registry_V1_Face(Face(
-                    FaceTemplate(algorithm: 24, vector: axis(index)), FaceTemplate(algorithm: 16, vector: axis(index + 64))))
-            }))))
+            connection.send(
+                try RawConnection.frame(
+                    self.request(
+                        1,
+                        .register(
+                            .with {
+                                $0.identifier = "gone-\(index)"
+                                $0.face = Registry_V1_Face(
+                                    Face(
+                                        FaceTemplate(algorithm: 24, vector: axis(index)), FaceTemplate(algorithm: 16, vector: axis(index + 64))))
+                            }))))
             connection.disconnect()  // before the answer
         }
         usleep(300_000)
@@ -147,14 +157,21 @@ import Testing
     @Test func aTemplateWithBothAVectorAndLandmarksIsMalformed() async throws {
         let daemon = try Daemon()
         let connection = try RawConnection(daemon.socketPath)
-        connection.send(try RawConnection.frame(self.request(8, .register(.with {
-            $0.identifier = "x"
-            $0.face.templates = [.with {
-                $0.algorithm = 1000
-                $0.vector = [1, 2, 3]
-                $0.landmarks = [.with { $0.name = "NOSE_TIP" }]
-            }]
-        }))))
+        connection.send(
+            try RawConnection.frame(
+                self.request(
+                    8,
+                    .register(
+                        .with {
+                            $0.identifier = "x"
+                            $0.face.templates = [
+                                .with {
+                                    $0.algorithm = 1000
+                                    $0.vector = [1, 2, 3]
+                                    $0.landmarks = [.with { $0.name = "NOSE_TIP" }]
+                                }
+                            ]
+                        }))))
         let response = try #require(try connection.response())
         #expect(response.id == 8)
         #expect(response.error.code == .malformedRequest)
@@ -168,14 +185,30 @@ import Testing
         var nan = axis(3)
         nan[7] = .nan
         let cases: [(String, RegistryError.Code, () async throws -> Void)] = [
-            ("unknown gallery", .unknownGallery, { _ = try await client.register(gallery: "nowhere", identifier: "x", face: Face(FaceTemplate(algorithm: 24, vector: axis(3)))) }),
-            ("unknown algorithm", .unknownAlgorithm, { _ = try await client.register(identifier: "x", face: Face(FaceTemplate(algorithm: 77, vector: axis(3)))) }),
-            ("wrong dimension", .invalidTemplate, { _ = try await client.register(identifier: "x", face: Face(FaceTemplate(algorithm: 24, vector: [1, 0, 0]))) }),
+            (
+                "unknown gallery", .unknownGallery,
+                { _ = try await client.register(gallery: "nowhere", identifier: "x", face: Face(FaceTemplate(algorithm: 24, vector: axis(3)))) }
+            ),
+            (
+                "unknown algorithm", .unknownAlgorithm,
+                { _ = try await client.register(identifier: "x", face: Face(FaceTemplate(algorithm: 77, vector: axis(3)))) }
+            ),
+            (
+                "wrong dimension", .invalidTemplate,
+                { _ = try await client.register(identifier: "x", face: Face(FaceTemplate(algorithm: 24, vector: [1, 0, 0]))) }
+            ),
             ("NaN", .invalidTemplate, { _ = try await client.register(identifier: "x", face: Face(FaceTemplate(algorithm: 24, vector: nan))) }),
-            ("empty identifier", .malformedRequest, { _ = try await client.register(identifier: "", face: Face(FaceTemplate(algorithm: 24, vector: axis(3)))) }),
-            ("over-long identifier", .malformedRequest, {
-                _ = try await client.register(identifier: String(repeating: "x", count: 257), face: Face(FaceTemplate(algorithm: 24, vector: axis(3))))
-            }),
+            (
+                "empty identifier", .malformedRequest,
+                { _ = try await client.register(identifier: "", face: Face(FaceTemplate(algorithm: 24, vector: axis(3)))) }
+            ),
+            (
+                "over-long identifier", .malformedRequest,
+                {
+                    _ = try await client.register(
+                        identifier: String(repeating: "x", count: 257), face: Face(FaceTemplate(algorithm: 24, vector: axis(3))))
+                }
+            ),
             ("no templates", .malformedRequest, { _ = try await client.identify(face: Face(templates: [])) }),
         ]
         for (name, code, call) in cases {

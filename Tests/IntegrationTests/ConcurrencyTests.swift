@@ -85,7 +85,8 @@ import Testing
                     for index in 0..<16 {
                         let name = "w\(worker)-\(index)"
                         do {
-                            _ = try await client.register(identifier: name, face: Face(FaceTemplate(algorithm: 24, vector: axis(worker * 16 + index))))
+                            _ = try await client.register(
+                                identifier: name, face: Face(FaceTemplate(algorithm: 24, vector: axis(worker * 16 + index))))
                             mine.append(name)
                             acknowledgedSoFar.increment()
                         } catch {

@@ -45,7 +45,6 @@ final class Daemon: @unchecked Sendable {
         try self.start()
     }
 
-
     deinit {
         if self.pid > 0 {
             kill(self.pid, SIGKILL)
@@ -106,7 +105,7 @@ final class Daemon: @unchecked Sendable {
 /// (`NAME=value`), and standard error appended to `log`.
 func spawn(_ arguments: [String], environment: [String] = [], log: String) throws -> pid_t {
     let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
+    defer { for pointer in argv { free(pointer) } }
     var inherited: [String] = []
     var entry = environ
     while let pointer = entry.pointee {
@@ -114,7 +113,7 @@ func spawn(_ arguments: [String], environment: [String] = [], log: String) throw
         entry += 1
     }
     let envp: [UnsafeMutablePointer<CChar>?] = (inherited + environment).map { strdup($0) } + [nil]
-    defer { envp.forEach { free($0) } }
+    defer { for pointer in envp { free(pointer) } }
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
@@ -166,11 +165,13 @@ final class BlockingThread: @unchecked Sendable {
     init(_ body: @escaping @Sendable () -> Void) {
         self.body = body
         let box = Unmanaged.passRetained(self)
-        pthread_create(&self.thread, nil, { raw in
-            let me = Unmanaged<BlockingThread>.fromOpaque(raw!).takeRetainedValue()
-            me.body()
-            return nil
-        }, box.toOpaque())
+        pthread_create(
+            &self.thread, nil,
+            { raw in
+                let me = Unmanaged<BlockingThread>.fromOpaque(raw!).takeRetainedValue()
+                me.body()
+                return nil
+            }, box.toOpaque())
     }
 
     func join() {

@@ -12,7 +12,8 @@ private func frames(count: Int = 4, distance: Float = 0.45, flat: Bool = false) 
         var depths: [Float] = []
         for row in 0..<10 {
             for column in 0..<10 {
-                let x = (Float(column) - 4.5 + Float(index) * 0.15) / 5, y = (Float(row) - 4.5) / 5
+                let x = (Float(column) - 4.5 + Float(index) * 0.15) / 5
+                let y = (Float(row) - 4.5) / 5
                 let bulge = flat ? 0 : max(0, 1 - x * x - y * y).squareRoot() * 0.15
                 let nose: Float = !flat && abs(x) < 0.15 && abs(y) < 0.4 ? 0.02 : 0
                 let noise = flat ? 0 : Float((row * 7 + column * 13 + index * 5) % 11) * 0.0002 - 0.001
@@ -28,9 +29,10 @@ private func frames(count: Int = 4, distance: Float = 0.45, flat: Bool = false) 
     @Test func qualityAndLivenessGatesWithAProfileThroughTheDaemon() async throws {
         let daemon = try Daemon()
         let client = try await daemon.client()
-        try await client.defineGallery(GalleryConfiguration(
-            name: "door", registries: [RegistryConfiguration(algorithm: 24, minimumQuality: 0.6)],
-            liveness: LivenessPolicy(authenticate: true)))
+        try await client.defineGallery(
+            GalleryConfiguration(
+                name: "door", registries: [RegistryConfiguration(algorithm: 24, minimumQuality: 0.6)],
+                liveness: LivenessPolicy(authenticate: true)))
         let template = FaceTemplate(algorithm: 24, vector: axis(0))
         let poor = CaptureMetadata(
             detectorConfidence: 0.3, faceBox: FaceBox(x: 0, y: 0, width: 40, height: 40), imageWidth: 1920, imageHeight: 1080,
@@ -61,7 +63,8 @@ private func frames(count: Int = 4, distance: Float = 0.45, flat: Bool = false) 
         #expect(try await client.livenessProfile(gallery: "door", identifier: "alice") == profile)
 
         do {
-            _ = try await client.authenticate(gallery: "door", identifier: "alice", face: Face(templates: [template], depthFrames: frames(flat: true)))
+            _ = try await client.authenticate(
+                gallery: "door", identifier: "alice", face: Face(templates: [template], depthFrames: frames(flat: true)))
             Issue.record("expected LIVENESS_FAILED")
         } catch let error as RegistryError {
             #expect(error.code == .livenessFailed)

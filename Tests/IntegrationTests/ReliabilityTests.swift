@@ -28,14 +28,20 @@ import Testing
         }
         let norm = vector.reduce(0) { $0 + $1 * $1 }.squareRoot()
         vector = vector.map { $0 / norm }
-        return try RawConnection.frame(Self.request(id, .register(.with {
-            $0.identifier = identifier
-            $0.force = true
-            $0.face.templates = [.with {
-                $0.algorithm = 24
-                $0.vector = vector
-            }]
-        })))
+        return try RawConnection.frame(
+            Self.request(
+                id,
+                .register(
+                    .with {
+                        $0.identifier = identifier
+                        $0.force = true
+                        $0.face.templates = [
+                            .with {
+                                $0.algorithm = 24
+                                $0.vector = vector
+                            }
+                        ]
+                    })))
     }
 
     /// Every identifier stored in the default gallery.
@@ -80,15 +86,16 @@ import Testing
         var threads: [BlockingThread] = []
         for c in 0..<connections {
             threads.append(BlockingThread { sockets[c].send(frames[c].flatMap { $0 }) })
-            threads.append(BlockingThread {
-                var replies: [UInt64: Registry_V1_ErrorCode?] = [:]
-                while let response = try? sockets[c].response() {
-                    replies[response.id] = Self.errorCode(response)
-                    answered.add(1, ordering: .relaxed)
-                }
-                let mine = replies
-                results.withLock { $0[c] = mine }
-            })
+            threads.append(
+                BlockingThread {
+                    var replies: [UInt64: Registry_V1_ErrorCode?] = [:]
+                    while let response = try? sockets[c].response() {
+                        replies[response.id] = Self.errorCode(response)
+                        answered.add(1, ordering: .relaxed)
+                    }
+                    let mine = replies
+                    results.withLock { $0[c] = mine }
+                })
         }
         while answered.load(ordering: .relaxed) < 16 { try await Task.sleep(for: .milliseconds(1)) }
         let started = ContinuousClock.now
@@ -185,13 +192,19 @@ import Testing
         let hog = try RawConnection(daemon.socketPath)
         var timeout = timeval(tv_sec: 2, tv_usec: 0)
         setsockopt(hog.fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let frame = try RawConnection.frame(Self.request(1, .authenticate(.with {
-            $0.identifier = "alice"
-            $0.face.templates = [.with {
-                $0.algorithm = 24
-                $0.vector = axis(3)
-            }]
-        })))
+        let frame = try RawConnection.frame(
+            Self.request(
+                1,
+                .authenticate(
+                    .with {
+                        $0.identifier = "alice"
+                        $0.face.templates = [
+                            .with {
+                                $0.algorithm = 24
+                                $0.vector = axis(3)
+                            }
+                        ]
+                    })))
         let batch = Array((0..<1000).map { _ in frame }.joined())
         let sent = Atomic<Int>(0)
         let sender = BlockingThread {
@@ -310,8 +323,10 @@ extension ReliabilityTests {
         let log = directory + "/registryd.log"
         // A hard limit of 256 open files: 1000 connections cannot fit, whatever the soft limit.
         let pid = try spawn(
-            ["/usr/bin/prlimit", "--nofile=256:256", binary, "--socket", directory + "/s.sock", "--data", directory + "/data",
-             "--maximum-connections", "1000"],
+            [
+                "/usr/bin/prlimit", "--nofile=256:256", binary, "--socket", directory + "/s.sock", "--data", directory + "/data",
+                "--maximum-connections", "1000",
+            ],
             log: log)
         var status: Int32 = 0
         waitpid(pid, &status, 0)

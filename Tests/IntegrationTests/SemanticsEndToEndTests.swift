@@ -69,9 +69,12 @@ import Testing
         let daemon = try Daemon()
         let client = try await daemon.client()
         let strict = Thresholds(authentication: 0.75, identification: 0.75, autoEnrolment: 0.75)
-        try await client.defineGallery(GalleryConfiguration(name: "g", registries: [
-            RegistryConfiguration(algorithm: 24, thresholds: strict), RegistryConfiguration(algorithm: 16, thresholds: strict),
-        ]))
+        try await client.defineGallery(
+            GalleryConfiguration(
+                name: "g",
+                registries: [
+                    RegistryConfiguration(algorithm: 24, thresholds: strict), RegistryConfiguration(algorithm: 16, thresholds: strict),
+                ]))
         _ = try await client.register(gallery: "g", identifier: "alice", face: Face(self.arcface()))
         _ = try await client.register(gallery: "g", identifier: "bob", face: Face(self.dlib(Set(0..<8))))
         // Nobody's registry holds both: safe identify refuses with a dlib-less face.

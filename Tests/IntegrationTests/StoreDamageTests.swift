@@ -105,7 +105,9 @@ import Testing
                 refused += 1
             }
         }
-        print("bit flips: \(refused) of 5 trials refused at start, \(served) started; altered templates served: \(altered), flagged by verify: \(flagged)")
+        print(
+            "bit flips: \(refused) of 5 trials refused at start, \(served) started; altered templates served: \(altered), flagged by verify: \(flagged)"
+        )
         #expect(altered == 0)
     }
 
@@ -138,7 +140,9 @@ import Testing
         }
         try Self.write(file, at: 0, data)
         let result = try await Self.serveAfterDamage(daemon, stored)
-        print("bit flips in payloads: \(result.map { "started; altered templates served: \($0.altered), flagged by verify: \($0.flagged)" } ?? "refused at start")")
+        print(
+            "bit flips in payloads: \(result.map { "started; altered templates served: \($0.altered), flagged by verify: \($0.flagged)" } ?? "refused at start")"
+        )
         #expect(result == nil, "flipped payloads must not be loaded")
         #expect(daemon.log.contains("its payload does not match its checksum"), "\(daemon.log)")
     }
@@ -166,7 +170,8 @@ import Testing
         var full: RegistryError?
         for index in 0..<20_000 {
             do {
-                _ = try await client.register(identifier: "person-\(index)", face: Face(FaceTemplate(algorithm: 24, vector: Self.randomVector(&random))))
+                _ = try await client.register(
+                    identifier: "person-\(index)", face: Face(FaceTemplate(algorithm: 24, vector: Self.randomVector(&random))))
             } catch let error as RegistryError {
                 full = error
                 break

@@ -184,7 +184,10 @@ private struct Boom: Error {}
 
     @Test func aTruncatedDataFileIsRefusedBeforeItIsMapped() throws {
         let path = try self.filledEnvironment()
-        defer { unlink(path + "/exclusive.lock"); removeDirectory(path) }
+        defer {
+            unlink(path + "/exclusive.lock")
+            removeDirectory(path)
+        }
         var info = stat()
         #expect(stat(path + "/data.mdb", &info) == 0)
         #expect(truncate(path + "/data.mdb", off_t(info.st_size / 2)) == 0)
@@ -198,7 +201,10 @@ private struct Boom: Error {}
 
     @Test func anEmptyDataFileIsRefusedNotMadeANewEnvironment() throws {
         let path = try self.filledEnvironment()
-        defer { unlink(path + "/exclusive.lock"); removeDirectory(path) }
+        defer {
+            unlink(path + "/exclusive.lock")
+            removeDirectory(path)
+        }
         #expect(truncate(path + "/data.mdb", 0) == 0)
         let error = #expect(throws: LMDBError.self) { _ = try Environment(path: path) }
         #expect(error?.isDamaged == true)
@@ -207,7 +213,10 @@ private struct Boom: Error {}
 
     @Test func bothMetaPagesDamagedIsRefused() throws {
         let path = try self.filledEnvironment()
-        defer { unlink(path + "/exclusive.lock"); removeDirectory(path) }
+        defer {
+            unlink(path + "/exclusive.lock")
+            removeDirectory(path)
+        }
         let fd = open(path + "/data.mdb", O_WRONLY)
         let zeros = [UInt8](repeating: 0, count: 8192)
         #expect(zeros.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) } == 8192)
@@ -228,7 +237,11 @@ private struct Boom: Error {}
 
     @Test func aNewEnvironmentIsCreatedOnlyInAnEmptyDirectory() throws {
         let path = TemporaryDirectory("lmdb-tests").path
-        defer { unlink(path + "/notes.txt"); unlink(path + "/exclusive.lock"); removeDirectory(path) }
+        defer {
+            unlink(path + "/notes.txt")
+            unlink(path + "/exclusive.lock")
+            removeDirectory(path)
+        }
         let file = open(path + "/notes.txt", O_WRONLY | O_CREAT, 0o600)
         close(file)
         let error = #expect(throws: LMDBError.self) { _ = try Environment(path: path) }

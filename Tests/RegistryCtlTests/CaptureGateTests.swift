@@ -105,10 +105,12 @@ struct FaceFileTests {
             """
         let face = try TemplateJSON.faceFile(from: utf8(json), file: "face.json")
         #expect(face.templates.map(\.algorithm) == [24, 1000])
-        #expect(face.capture == CaptureMetadata(
-            detectorConfidence: 0.98, faceBox: FaceBox(x: 10, y: 20.5, width: 300, height: 400), imageWidth: 1280,
-            imageHeight: 960, yaw: 3, pitch: -2.5, roll: 1, facePixelSize: 300, sharpness: 420, brightnessMean: 128,
-            brightnessStdDev: 42))
+        #expect(
+            face.capture
+                == CaptureMetadata(
+                    detectorConfidence: 0.98, faceBox: FaceBox(x: 10, y: 20.5, width: 300, height: 400), imageWidth: 1280,
+                    imageHeight: 960, yaw: 3, pitch: -2.5, roll: 1, facePixelSize: 300, sharpness: 420, brightnessMean: 128,
+                    brightnessStdDev: 42))
         #expect(face.depthFrames.count == 2)
         let first = face.depthFrames[0]
         #expect(first.depths.count == 100)
@@ -130,41 +132,52 @@ struct FaceFileTests {
         #expect(empty.capture == CaptureMetadata())
         #expect(empty.depthFrames.isEmpty)
         // The plain forms are unchanged.
-        #expect(try TemplateJSON.faceFile(from: utf8(Self.template), file: "t.json") == FaceFile(templates: [FaceTemplate(algorithm: 24, vector: [0.6, 0.8])]))
+        #expect(
+            try TemplateJSON.faceFile(from: utf8(Self.template), file: "t.json")
+                == FaceFile(templates: [FaceTemplate(algorithm: 24, vector: [0.6, 0.8])]))
         #expect(try TemplateJSON.faceFile(from: utf8("[\(Self.template)]"), file: "t.json").templates.count == 1)
     }
 
     @Test func aDepthFrameNeedsExactlyOneHundredSamples() {
-        let short = #"{"templates": [\#(Self.template)], "depthFrames": [{"depths": \#(depthsJSON()), "timestampMillis": 0}, {"depths": \#(depthsJSON(count: 99)), "timestampMillis": 600}]}"#
+        let short =
+            #"{"templates": [\#(Self.template)], "depthFrames": [{"depths": \#(depthsJSON()), "timestampMillis": 0}, {"depths": \#(depthsJSON(count: 99)), "timestampMillis": 600}]}"#
         #expect(faceFileProblem(short) == "at depthFrames[1].depths: 99 depth samples, expected 100 (a 10 × 10 grid, row-major)")
         let long = #"{"depthFrames": [{"depths": \#(depthsJSON(count: 101)), "timestampMillis": 0}]}"#
         #expect(faceFileProblem(long) == "at depthFrames[0].depths: 101 depth samples, expected 100 (a 10 × 10 grid, row-major)")
-        #expect(faceFileProblem(#"{"depthFrames": [{"depths": [], "timestampMillis": 0}]}"#)
-            == "at depthFrames[0].depths: 0 depth samples, expected 100 (a 10 × 10 grid, row-major)")
-        #expect(faceFileProblem(#"{"depthFrames": [{"depths": [0.5], "timestampMillis": 0}]}"#)
-            == "at depthFrames[0].depths: 1 depth sample, expected 100 (a 10 × 10 grid, row-major)")
+        #expect(
+            faceFileProblem(#"{"depthFrames": [{"depths": [], "timestampMillis": 0}]}"#)
+                == "at depthFrames[0].depths: 0 depth samples, expected 100 (a 10 × 10 grid, row-major)")
+        #expect(
+            faceFileProblem(#"{"depthFrames": [{"depths": [0.5], "timestampMillis": 0}]}"#)
+                == "at depthFrames[0].depths: 1 depth sample, expected 100 (a 10 × 10 grid, row-major)")
     }
 
     @Test func malformedFaceObjectsGetAClearMessage() {
         #expect(faceFileProblem(#"{"depthFrames": [{"timestampMillis": 0}]}"#) == #"at depthFrames[0]: missing "depths""#)
         #expect(faceFileProblem(#"{"depthFrames": [{"depths": \#(depthsJSON())}]}"#) == #"at depthFrames[0]: missing "timestampMillis""#)
-        #expect(faceFileProblem(#"{"depthFrames": [{"depths": \#(depthsJSON()), "timestampMillis": 1.5}]}"#)
-            == "at depthFrames[0].timestampMillis: expected an integer (milliseconds)")
-        #expect(faceFileProblem(#"{"depthFrames": [{"depths": [1, "x"], "timestampMillis": 0}]}"#)
-            == "at depthFrames[0].depths[1]: expected a number (metres) or null (not measured)")
-        #expect(faceFileProblem(#"{"depthFrames": [{"depths": 7, "timestampMillis": 0}]}"#)
-            == "at depthFrames[0].depths: expected an array of 100 numbers (a 10 × 10 grid, row-major)")
+        #expect(
+            faceFileProblem(#"{"depthFrames": [{"depths": \#(depthsJSON()), "timestampMillis": 1.5}]}"#)
+                == "at depthFrames[0].timestampMillis: expected an integer (milliseconds)")
+        #expect(
+            faceFileProblem(#"{"depthFrames": [{"depths": [1, "x"], "timestampMillis": 0}]}"#)
+                == "at depthFrames[0].depths[1]: expected a number (metres) or null (not measured)")
+        #expect(
+            faceFileProblem(#"{"depthFrames": [{"depths": 7, "timestampMillis": 0}]}"#)
+                == "at depthFrames[0].depths: expected an array of 100 numbers (a 10 × 10 grid, row-major)")
         #expect(faceFileProblem(#"{"depthFrames": [7]}"#) == "at depthFrames[0]: expected a depth frame object")
         #expect(faceFileProblem(#"{"depthFrames": {}}"#) == "at depthFrames: expected an array of depth frame objects")
         #expect(faceFileProblem(#"{"capture": []}"#) == "at capture: expected a capture metadata object")
         #expect(faceFileProblem(#"{"capture": {"yaw": "left"}}"#) == "at capture.yaw: expected a number")
-        #expect(faceFileProblem(#"{"capture": {"imageWidth": 12.5}}"#) == "at capture.imageWidth: expected an integer number of pixels (0...4294967295)")
-        #expect(faceFileProblem(#"{"capture": {"imageHeight": -1}}"#) == "at capture.imageHeight: expected an integer number of pixels (0...4294967295)")
+        #expect(
+            faceFileProblem(#"{"capture": {"imageWidth": 12.5}}"#) == "at capture.imageWidth: expected an integer number of pixels (0...4294967295)")
+        #expect(
+            faceFileProblem(#"{"capture": {"imageHeight": -1}}"#) == "at capture.imageHeight: expected an integer number of pixels (0...4294967295)")
         #expect(faceFileProblem(#"{"capture": {"faceBox": {"x": 1, "y": 2, "width": 3}}}"#) == #"at capture.faceBox: missing "height""#)
         #expect(faceFileProblem(#"{"capture": {"faceBox": 5}}"#) == #"at capture.faceBox: expected a face box object {"x", "y", "width", "height"}"#)
         #expect(faceFileProblem(#"{"capture": {"sharpness": 1e39}}"#) == "at capture.sharpness: the number is outside the 32-bit float range")
-        #expect(faceFileProblem(#"{"templates": [\#(Self.template)], "version": 24, "data": [1]}"#)
-            == #"a face object lists its templates in "templates"; "data" and "landmarks" belong in each template"#)
+        #expect(
+            faceFileProblem(#"{"templates": [\#(Self.template)], "version": 24, "data": [1]}"#)
+                == #"a face object lists its templates in "templates"; "data" and "landmarks" belong in each template"#)
         #expect(faceFileProblem(#"{"templates": 5}"#) == "at templates: expected an array of template objects")
         #expect(faceFileProblem(#"{"templates": [{"version": 24}]}"#) == #"at templates[0]: missing "data" (a vector template) or "landmarks""#)
         #expect(faceFileProblem(#"{"templates": []}"#) == "holds no template, capture or depth frame (an empty face)")
@@ -186,7 +199,9 @@ struct FaceFileTests {
     @Test func filesAreMergedIntoOneFace() throws {
         let directory = TemporaryDirectory("registryctl-gates").path
         try writeFile(Self.template, to: directory + "/template.json")
-        try writeFile(#"{"capture": {"detectorConfidence": 0.9}, "depthFrames": [{"depths": \#(depthsJSON()), "timestampMillis": 0}]}"#, to: directory + "/capture.json")
+        try writeFile(
+            #"{"capture": {"detectorConfidence": 0.9}, "depthFrames": [{"depths": \#(depthsJSON()), "timestampMillis": 0}]}"#,
+            to: directory + "/capture.json")
         try writeFile(#"{"depthFrames": [{"depths": \#(depthsJSON(value: 0.5)), "timestampMillis": 600}]}"#, to: directory + "/more-frames.json")
         let face = try TemplateJSON.face(files: [directory + "/template.json", directory + "/capture.json", directory + "/more-frames.json"])
         #expect(face.templates == [FaceTemplate(algorithm: 24, vector: [0.6, 0.8])])
@@ -215,7 +230,9 @@ struct FaceFileTests {
         }
 
         // A wrong sample count in any file stops the command with exit 65, naming the file and frame.
-        try writeFile(#"{"depthFrames": [{"depths": \#(depthsJSON()), "timestampMillis": 0}, {"depths": [1, 2, 3], "timestampMillis": 600}]}"#, to: directory + "/bad.json")
+        try writeFile(
+            #"{"depthFrames": [{"depths": \#(depthsJSON()), "timestampMillis": 0}, {"depths": [1, 2, 3], "timestampMillis": 600}]}"#,
+            to: directory + "/bad.json")
         do {
             _ = try TemplateJSON.face(files: [directory + "/template.json", directory + "/bad.json"])
             Issue.record("a 3-sample frame was accepted")
@@ -234,9 +251,12 @@ struct FaceFileTests {
         #expect(frames[.further]?.isEmpty == true)
         #expect(frames[.left] == nil)
         #expect(frames[.center]?[0].depths[5].isNaN == true)
-        #expect(enrolmentProblem(#"{"sideways": [\#(frame)]}"#) == "at sideways: unknown pose; the poses are center, left, right, up, down, closer, further")
-        #expect(enrolmentProblem(#"{"left": [\#(frame), {"depths": [1], "timestampMillis": 0}]}"#)
-            == "at left[1].depths: 1 depth sample, expected 100 (a 10 × 10 grid, row-major)")
+        #expect(
+            enrolmentProblem(#"{"sideways": [\#(frame)]}"#)
+                == "at sideways: unknown pose; the poses are center, left, right, up, down, closer, further")
+        #expect(
+            enrolmentProblem(#"{"left": [\#(frame), {"depths": [1], "timestampMillis": 0}]}"#)
+                == "at left[1].depths: 1 depth sample, expected 100 (a 10 × 10 grid, row-major)")
         #expect(enrolmentProblem(#"{"up": 4}"#) == "at up: expected an array of depth frame objects")
         #expect(enrolmentProblem(#"[]"#) == #"expected an object of poses: {"center": [frames], "left": [...], ...}"#)
         #expect(enrolmentProblem("{}") == "holds no pose (expected center, left, right, up, down, closer, further)")
@@ -250,9 +270,11 @@ struct FaceFileTests {
 struct GalleryGateTests {
     @Test func registrySpecsTakeQualityGates() throws {
         let full = try RegistrySpec(parsing: "arcface:0.6,0.6,0.6@0.6/0.7")
-        #expect(full == RegistrySpec(
-            algorithm: .name("arcface"), thresholds: Thresholds(authentication: 0.6, identification: 0.6, autoEnrolment: 0.6),
-            minimumQuality: 0.6, minimumAutoEnrolmentQuality: 0.7))
+        #expect(
+            full
+                == RegistrySpec(
+                    algorithm: .name("arcface"), thresholds: Thresholds(authentication: 0.6, identification: 0.6, autoEnrolment: 0.6),
+                    minimumQuality: 0.6, minimumAutoEnrolmentQuality: 0.7))
         #expect(full.description == "arcface:0.6,0.6,0.6@0.6/0.7")
         let short = try RegistrySpec(parsing: "arcface@0.5")
         #expect(short == RegistrySpec(algorithm: .name("arcface"), minimumQuality: 0.5))
@@ -263,9 +285,11 @@ struct GalleryGateTests {
         #expect(try RegistrySpec(parsing: "dlib@0/1") == RegistrySpec(algorithm: .name("dlib"), minimumQuality: 0, minimumAutoEnrolmentQuality: 1))
         #expect(try RegistrySpec(parsing: "arcface").minimumQuality == nil)
         // The gates reach the configuration sent to the daemon.
-        #expect(try full.configuration(algorithms: Algorithm.builtIn) == RegistryConfiguration(
-            algorithm: 24, thresholds: Thresholds(authentication: 0.6, identification: 0.6, autoEnrolment: 0.6), minimumQuality: 0.6,
-            minimumAutoEnrolmentQuality: 0.7))
+        #expect(
+            try full.configuration(algorithms: Algorithm.builtIn)
+                == RegistryConfiguration(
+                    algorithm: 24, thresholds: Thresholds(authentication: 0.6, identification: 0.6, autoEnrolment: 0.6), minimumQuality: 0.6,
+                    minimumAutoEnrolmentQuality: 0.7))
         #expect(try autoOnly.configuration(algorithms: []) == RegistryConfiguration(algorithm: 24, minimumAutoEnrolmentQuality: 0.7))
     }
 
@@ -290,21 +314,26 @@ struct GalleryGateTests {
 
     @Test func galleryDefineTakesTheGates() throws {
         let command = try parseCommand(
-            ["gallery", "define", "door", "--registry", "arcface@0.6", "dlib:0.7,0.7,0.7@0.5/0.6", "--liveness", "authenticate,register",
-             "--liveness-k", "2.5"],
+            [
+                "gallery", "define", "door", "--registry", "arcface@0.6", "dlib:0.7,0.7,0.7@0.5/0.6", "--liveness", "authenticate,register",
+                "--liveness-k", "2.5",
+            ],
             as: GalleryDefineCommand.self)
-        #expect(command.registries == [
-            RegistrySpec(algorithm: .name("arcface"), minimumQuality: 0.6),
-            RegistrySpec(
-                algorithm: .name("dlib"), thresholds: Thresholds(authentication: 0.7, identification: 0.7, autoEnrolment: 0.7),
-                minimumQuality: 0.5, minimumAutoEnrolmentQuality: 0.6),
-        ])
+        #expect(
+            command.registries == [
+                RegistrySpec(algorithm: .name("arcface"), minimumQuality: 0.6),
+                RegistrySpec(
+                    algorithm: .name("dlib"), thresholds: Thresholds(authentication: 0.7, identification: 0.7, autoEnrolment: 0.7),
+                    minimumQuality: 0.5, minimumAutoEnrolmentQuality: 0.6),
+            ])
         #expect(command.liveness == LivenessPolicy(authenticate: true, register: true))
         #expect(command.livenessK == 2.5)
         let plain = try parseCommand(["gallery", "define", "staff", "--registry", "arcface"], as: GalleryDefineCommand.self)
         #expect(plain.liveness == nil)  // sent as none
         #expect(plain.livenessK == 2.0)
-        #expect(try parseCommand(["gallery", "define", "d", "--registry", "24", "--liveness", "none"], as: GalleryDefineCommand.self).liveness == LivenessPolicy.none)
+        #expect(
+            try parseCommand(["gallery", "define", "d", "--registry", "24", "--liveness", "none"], as: GalleryDefineCommand.self).liveness
+                == LivenessPolicy.none)
         #expect(refusalCode(["gallery", "define", "door", "--registry", "arcface", "--liveness", "login"]) == 64)
         #expect(refusalCode(["gallery", "define", "door", "--registry", "arcface", "--liveness-k", "0"]) == 64)
         #expect(refusalCode(["gallery", "define", "door", "--registry", "arcface", "--liveness-k", "-1"]) == 64)
@@ -392,10 +421,12 @@ struct ProfileCommandTests {
         #expect(json.contains(#""k" : 2"#))
         #expect(json.contains(#""realisticDepth" : {"#))
         #expect(json.contains(#""centerStdDev" : {"#))
-        #expect(ProfileEnrolCommand.result(gallery: "door", identifier: "alice", profile: profile).text(.builtIn)
-            .hasPrefix("enrolled the liveness profile of 'alice' in gallery door: k 2.0, 35 enrolment frames\n"))
-        #expect(ProfileResetCommand.Result(gallery: "door", identifier: "alice", deleted: true).text(.builtIn)
-            == "deleted the liveness profile of 'alice' in gallery door")
+        #expect(
+            ProfileEnrolCommand.result(gallery: "door", identifier: "alice", profile: profile).text(.builtIn)
+                .hasPrefix("enrolled the liveness profile of 'alice' in gallery door: k 2.0, 35 enrolment frames\n"))
+        #expect(
+            ProfileResetCommand.Result(gallery: "door", identifier: "alice", deleted: true).text(.builtIn)
+                == "deleted the liveness profile of 'alice' in gallery door")
     }
 }
 
@@ -512,18 +543,19 @@ struct GateReportTests {
         #expect(ExitStatus(for: error) == .refused)
         let report = ErrorReport(error)
         #expect(report.needsAlgorithmNames)
-        #expect(report.text(.builtIn) == [
-            "registryctl: QUALITY_TOO_LOW: capture quality 0.2709 (poor) is below the arcface registry's minimum 0.6; weakest component: size",
-            "  minimum: 0.6 (the arcface (24) registry)",
-            "  assessment: 0.2709 (poor), weakest component: size",
-            "    COMPONENT   VALUE   WEIGHT",
-            "    confidence  0.5500  0.30",
-            "    size        0.0000  0.25",
-            "    angle       0.1556  0.20",
-            "    resolution  0.4531  0.15",
-            "    sharpness   0.0536  0.05",
-            "    lighting    0.1000  0.05",
-        ])
+        #expect(
+            report.text(.builtIn) == [
+                "registryctl: QUALITY_TOO_LOW: capture quality 0.2709 (poor) is below the arcface registry's minimum 0.6; weakest component: size",
+                "  minimum: 0.6 (the arcface (24) registry)",
+                "  assessment: 0.2709 (poor), weakest component: size",
+                "    COMPONENT   VALUE   WEIGHT",
+                "    confidence  0.5500  0.30",
+                "    size        0.0000  0.25",
+                "    angle       0.1556  0.20",
+                "    resolution  0.4531  0.15",
+                "    sharpness   0.0536  0.05",
+                "    lighting    0.1000  0.05",
+            ])
         let document = try JSONDecoder().decode(ErrorDocument.self, from: Data(JSONOutput.document(report).utf8))
         #expect(document.error.code == "QUALITY_TOO_LOW")
         #expect(document.error.exitStatus == 3)
@@ -540,20 +572,24 @@ struct GateReportTests {
     }
 
     @Test func qualityTooLowWithoutMetadata() throws {
-        let missing = ErrorReport(RegistryError(
-            .qualityTooLow, "the arcface registry requires capture quality 0.6 and the face carries incomplete capture metadata (missing yaw, pitch)",
-            details: .qualityTooLow(algorithm: 24, minimum: 0.6, assessment: nil, missing: ["yaw", "pitch"])))
-        #expect(Array(missing.text(.builtIn).dropFirst()) == [
-            "  minimum: 0.6 (the arcface (24) registry)",
-            "  missing capture inputs: yaw, pitch",
-        ])
+        let missing = ErrorReport(
+            RegistryError(
+                .qualityTooLow,
+                "the arcface registry requires capture quality 0.6 and the face carries incomplete capture metadata (missing yaw, pitch)",
+                details: .qualityTooLow(algorithm: 24, minimum: 0.6, assessment: nil, missing: ["yaw", "pitch"])))
+        #expect(
+            Array(missing.text(.builtIn).dropFirst()) == [
+                "  minimum: 0.6 (the arcface (24) registry)",
+                "  missing capture inputs: yaw, pitch",
+            ])
         let document = try JSONDecoder().decode(ErrorDocument.self, from: Data(JSONOutput.document(missing).utf8))
         #expect(document.error.quality?.missing == ["yaw", "pitch"])
         #expect(document.error.quality?.assessment == nil)
 
-        let none = ErrorReport(RegistryError(
-            .qualityTooLow, "the arcface registry requires capture quality 0.6 and the face carries no capture metadata",
-            details: .qualityTooLow(algorithm: 24, minimum: 0.6, assessment: nil, missing: [])))
+        let none = ErrorReport(
+            RegistryError(
+                .qualityTooLow, "the arcface registry requires capture quality 0.6 and the face carries no capture metadata",
+                details: .qualityTooLow(algorithm: 24, minimum: 0.6, assessment: nil, missing: [])))
         #expect(none.text(.builtIn).last == "  the face carries no capture metadata")
     }
 
@@ -564,12 +600,13 @@ struct GateReportTests {
             details: .livenessFailed(Self.verdict))
         #expect(ExitStatus(for: error) == .refused)
         let report = ErrorReport(error)
-        #expect(Array(report.text(.builtIn).dropFirst()) == [
-            "  thresholds: fixed fallback (the personalised thresholds were not met); valid samples: 100",
-            "  failed centerVariation (mandatory): centerStdDev 0.0013 m < 0.005 m",
-            "  failed temporalConsistency (optional): 1 frame ≥ 500 ms apart, 2 required",
-            "  reason: mandatory check failed: centerVariation; only 0 of 5 optional checks passed",
-        ])
+        #expect(
+            Array(report.text(.builtIn).dropFirst()) == [
+                "  thresholds: fixed fallback (the personalised thresholds were not met); valid samples: 100",
+                "  failed centerVariation (mandatory): centerStdDev 0.0013 m < 0.005 m",
+                "  failed temporalConsistency (optional): 1 frame ≥ 500 ms apart, 2 required",
+                "  reason: mandatory check failed: centerVariation; only 0 of 5 optional checks passed",
+            ])
         let json = JSONOutput.document(report)
         #expect(!json.contains("INTERNAL"))  // the infinite value did not break the encoding
         let document = try JSONDecoder().decode(ErrorDocument.self, from: Data(json.utf8))
@@ -596,9 +633,10 @@ struct GateReportTests {
             reason: "insufficient samples: 12 of 100 valid, 30 required")
         let lines = ErrorReport(RegistryError(.livenessFailed, "the face did not pass the liveness check", details: .livenessFailed(verdict)))
             .text(.builtIn)
-        #expect(Array(lines.dropFirst()) == [
-            "  thresholds: fixed; valid samples: 12", "  reason: insufficient samples: 12 of 100 valid, 30 required",
-        ])
+        #expect(
+            Array(lines.dropFirst()) == [
+                "  thresholds: fixed; valid samples: 12", "  reason: insufficient samples: 12 of 100 valid, 30 required",
+            ])
     }
 
     @Test func registerPrintsQualityAndLiveness() throws {
@@ -659,11 +697,16 @@ struct GateReportTests {
     }
 
     @Test func showPrintsBothQualities() {
-        let result = ShowCommand.Result(gallery: "default", identifier: "alice", templates: [
-            StoredTemplateJSON(StoredTemplate(id: 1, identifier: "alice", algorithm: 24, registeredAt: 0, source: .registered, quality: 0.9811, template: nil)),
-            StoredTemplateJSON(StoredTemplate(
-                id: 2, identifier: "alice", algorithm: 1000, registeredAt: 0, source: .registered, quality: nil, template: nil, landmarkQuality: 0.75)),
-        ])
+        let result = ShowCommand.Result(
+            gallery: "default", identifier: "alice",
+            templates: [
+                StoredTemplateJSON(
+                    StoredTemplate(id: 1, identifier: "alice", algorithm: 24, registeredAt: 0, source: .registered, quality: 0.9811, template: nil)),
+                StoredTemplateJSON(
+                    StoredTemplate(
+                        id: 2, identifier: "alice", algorithm: 1000, registeredAt: 0, source: .registered, quality: nil, template: nil,
+                        landmarkQuality: 0.75)),
+            ])
         let lines = result.text(.builtIn).split(separator: "\n").map(String.init)
         #expect(lines[1].hasSuffix("SOURCE      CAPTURE QUALITY  LANDMARK QUALITY"))
         #expect(lines[2].hasSuffix("registered  0.981            -"))
@@ -694,7 +737,8 @@ struct GateReportTests {
     }
 
     @Test func parsing() throws {
-        let command = try #require(try RegistryCtl.parseAsRoot(["audit", "--identifier", "alice", "--outcome", "refused", "--since", "1h"]) as? AuditCommand)
+        let command = try #require(
+            try RegistryCtl.parseAsRoot(["audit", "--identifier", "alice", "--outcome", "refused", "--since", "1h"]) as? AuditCommand)
         #expect(command.identifier == "alice" && command.outcome == "refused" && command.since == "1h" && command.limit == 100)
         #expect(throws: (any Error).self) { _ = try RegistryCtl.parseAsRoot(["audit", "--outcome", "maybe"]) }
         #expect(throws: (any Error).self) { _ = try RegistryCtl.parseAsRoot(["audit", "--since", "soon"]) }

@@ -153,10 +153,11 @@ struct ArgumentParsingTests {
         let command = try parse(
             ["gallery", "define", "staff", "--registry", "arcface:0.6,0.65,0.7", "--registry", "16"], as: GalleryDefineCommand.self)
         #expect(command.name == "staff")
-        #expect(command.registries == [
-            RegistrySpec(algorithm: .name("arcface"), thresholds: Thresholds(authentication: 0.6, identification: 0.65, autoEnrolment: 0.7)),
-            RegistrySpec(algorithm: .version(16)),
-        ])
+        #expect(
+            command.registries == [
+                RegistrySpec(algorithm: .name("arcface"), thresholds: Thresholds(authentication: 0.6, identification: 0.65, autoEnrolment: 0.7)),
+                RegistrySpec(algorithm: .version(16)),
+            ])
         // Several specs after one --registry.
         let listed = try parse(["gallery", "define", "staff", "--registry", "r300", "landmarks"], as: GalleryDefineCommand.self)
         #expect(listed.registries == [RegistrySpec(algorithm: .name("r300")), RegistrySpec(algorithm: .name("landmarks"))])
@@ -211,11 +212,14 @@ struct TemplateJSONTests {
     @Test func landmarkFormWithName() throws {
         let json = #"{"version": 1000, "landmarks": [{"name": "LEFT_EYE", "x": 1, "y": 2.5, "z": -3}, {"name": "NOSE_TIP", "x": 4, "y": 5, "z": 6}]}"#
         let templates = try TemplateJSON.templates(from: bytes(json), file: "l.json")
-        #expect(templates == [
-            FaceTemplate(algorithm: 1000, landmarks: [
-                Landmark(name: "LEFT_EYE", x: 1, y: 2.5, z: -3), Landmark(name: "NOSE_TIP", x: 4, y: 5, z: 6),
+        #expect(
+            templates == [
+                FaceTemplate(
+                    algorithm: 1000,
+                    landmarks: [
+                        Landmark(name: "LEFT_EYE", x: 1, y: 2.5, z: -3), Landmark(name: "NOSE_TIP", x: 4, y: 5, z: 6),
+                    ])
             ])
-        ])
     }
 
     @Test func landmarkFormWithTypeOptionalZAndNoVersion() throws {
@@ -262,14 +266,16 @@ struct TemplateJSONTests {
         #expect(problem(#"{"version": "24", "data": [1, 2]}"#) == badVersion)
         #expect(problem(#"{"version": 24, "data": [1, "two", 3]}"#) == "at data[1]: expected a number")
         #expect(problem(#"{"version": 24, "data": [1, 2e39]}"#) == "at data[1]: the number is outside the 32-bit float range")
-        #expect(problem(#"{"version": 1000, "landmarks": [{"name": "CHIN", "x": 1, "y": -1e39}]}"#)
-            == "at landmarks[0].y: the number is outside the 32-bit float range")
+        #expect(
+            problem(#"{"version": 1000, "landmarks": [{"name": "CHIN", "x": 1, "y": -1e39}]}"#)
+                == "at landmarks[0].y: the number is outside the 32-bit float range")
         #expect(problem("{\"version\": 24,\n \"data\": [0.5, 0.25x]}") == "not valid JSON: expected ',' or ']' in an array at line 2, column 20")
         #expect(problem(#"{"version": 24, "data": [1, 2]"#) == "not valid JSON: unexpected end of file at line 1, column 31")
         #expect(problem(#"{"version": 24, "data": [1e400]}"#) == "not valid JSON: number out of range at line 1, column 26")
         #expect(problem(#"{"version": 24, "data": 7}"#) == "at data: expected an array of numbers")
-        #expect(problem(#"[{"version": 24, "data": [1]}, {"version": 1000, "landmarks": [{"x": 1, "y": 2}]}]"#)
-            == #"at [1].landmarks[0]: missing "name" (or "type") of the landmark"#)
+        #expect(
+            problem(#"[{"version": 24, "data": [1]}, {"version": 1000, "landmarks": [{"x": 1, "y": 2}]}]"#)
+                == #"at [1].landmarks[0]: missing "name" (or "type") of the landmark"#)
         #expect(problem(#"{"version": 1000, "landmarks": [{"name": "CHIN", "y": 2}]}"#) == #"at landmarks[0]: missing "x""#)
         #expect(problem(#"{"version": 1000, "landmarks": []}"#) == "at landmarks: the landmark list is empty")
         #expect(problem("42") == "expected a template object")
@@ -302,7 +308,8 @@ struct TemplateJSONTests {
     @Test func filesFormOneFace() throws {
         let directory = TemporaryDirectory("registryctl-tests").path
         try write(#"{"version": 24, "data": [1, 0]}"#, to: directory + "/arcface.json")
-        try write(#"[{"version": 1000, "landmarks": [{"name": "CHIN", "x": 1, "y": 2}]}, {"version": 16, "data": [0, 1]}]"#, to: directory + "/more.json")
+        try write(
+            #"[{"version": 1000, "landmarks": [{"name": "CHIN", "x": 1, "y": 2}]}, {"version": 16, "data": [0, 1]}]"#, to: directory + "/more.json")
         let face = try TemplateJSON.face(files: [directory + "/arcface.json", directory + "/more.json"])
         #expect(face.templates.map(\.algorithm) == [24, 1000, 16])
 
@@ -354,8 +361,9 @@ struct RegistrySpecTests {
 
     @Test func namesResolveThroughTheDaemonsAlgorithms() throws {
         let algorithms = Algorithm.builtIn
-        #expect(try RegistrySpec(parsing: "ArcFace:0.5,0.6,0.7").configuration(algorithms: algorithms)
-            == RegistryConfiguration(algorithm: 24, thresholds: Thresholds(authentication: 0.5, identification: 0.6, autoEnrolment: 0.7)))
+        #expect(
+            try RegistrySpec(parsing: "ArcFace:0.5,0.6,0.7").configuration(algorithms: algorithms)
+                == RegistryConfiguration(algorithm: 24, thresholds: Thresholds(authentication: 0.5, identification: 0.6, autoEnrolment: 0.7)))
         #expect(try RegistrySpec(parsing: "landmarks").configuration(algorithms: algorithms) == RegistryConfiguration(algorithm: 1000))
         #expect(try RegistrySpec(parsing: "4242").configuration(algorithms: []) == RegistryConfiguration(algorithm: 4242))
         do {
@@ -413,11 +421,12 @@ struct ExitStatusTests {
             .similarFaceRegistered, "a similar face is registered as 'bob'",
             details: .registration(decisive: finding, all: [finding, RegistrationFinding(algorithm: 16, kind: .faceMismatch(bestScore: 0.5))]))
         let report = ErrorReport(error)
-        #expect(report.text(.builtIn) == [
-            "registryctl: SIMILAR_FACE_REGISTERED: a similar face is registered as 'bob'",
-            "  similar face 'bob' (score 0.7500) in arcface (24) (decisive)",
-            "  face mismatch (best score 0.5000) in dlib (16)",
-        ])
+        #expect(
+            report.text(.builtIn) == [
+                "registryctl: SIMILAR_FACE_REGISTERED: a similar face is registered as 'bob'",
+                "  similar face 'bob' (score 0.7500) in arcface (24) (decisive)",
+                "  face mismatch (best score 0.5000) in dlib (16)",
+            ])
 
         struct Document: Decodable {
             struct Body: Decodable {
@@ -549,12 +558,16 @@ struct TemplateStreamTests {
     }
 
     @Test func importChunksHoldAThousandTemplatesOrThreeMebibytes() {
-        let small = (0..<2500).map { ImportItem(identifier: "p\($0)", template: FaceTemplate(algorithm: 24, vector: [Float](repeating: 0.1, count: 128))) }
+        let small = (0..<2500).map {
+            ImportItem(identifier: "p\($0)", template: FaceTemplate(algorithm: 24, vector: [Float](repeating: 0.1, count: 128)))
+        }
         let smallChunks = ImportCommand.chunks(small)
         #expect(smallChunks.map(\.count) == [1000, 1000, 500])
         #expect(smallChunks.flatMap { $0 } == small)
         // 4096 floats = 16 KiB per template: about 190 fit in 3 MiB.
-        let large = (0..<500).map { ImportItem(identifier: "p\($0)", template: FaceTemplate(algorithm: 9, vector: [Float](repeating: 0.1, count: 4096))) }
+        let large = (0..<500).map {
+            ImportItem(identifier: "p\($0)", template: FaceTemplate(algorithm: 9, vector: [Float](repeating: 0.1, count: 4096)))
+        }
         let largeChunks = ImportCommand.chunks(large)
         #expect(largeChunks.allSatisfy { $0.count * 4096 * 4 <= ImportCommand.chunkBytes })
         #expect(largeChunks.count == 3)
@@ -566,7 +579,9 @@ struct TemplateStreamTests {
         func gallery(_ algorithms: [Algorithm]) -> GalleryInfo {
             GalleryInfo(
                 name: "g",
-                registries: algorithms.map { RegistryInfo(algorithm: $0, thresholds: Thresholds(defaultsFor: $0), templateCount: 0, identifierCount: 0) },
+                registries: algorithms.map {
+                    RegistryInfo(algorithm: $0, thresholds: Thresholds(defaultsFor: $0), templateCount: 0, identifierCount: 0)
+                },
                 identifierCount: 0)
         }
         #expect(ExportCommand.pageSize(for: nil) == 1000)
@@ -633,16 +648,19 @@ struct TextOutputTests {
             gallery: "default",
             identification: Identification(
                 algorithm: 24, matches: [IdentifyMatch(identifier: "alice", score: 0.9, templateId: 7)],
-                autoEnrolment: [AutoEnrolmentOutcome(algorithm: 300, result: .enrolled(templateId: 8)), AutoEnrolmentOutcome(algorithm: 16, result: .noTemplate)]))
+                autoEnrolment: [
+                    AutoEnrolmentOutcome(algorithm: 300, result: .enrolled(templateId: 8)), AutoEnrolmentOutcome(algorithm: 16, result: .noTemplate),
+                ]))
         #expect(found.exitStatus == .success)
-        #expect(found.text(.builtIn).split(separator: "\n").map(String.init) == [
-            "1 match in gallery default:",
-            "  IDENTIFIER  SCORE   TEMPLATE  ALGORITHM",
-            "  alice       0.9000  7         arcface (24)",
-            "auto-enrolment:",
-            "  r300 (300): enrolled as template 8",
-            "  dlib (16): skipped: the face has no template for it",
-        ])
+        #expect(
+            found.text(.builtIn).split(separator: "\n").map(String.init) == [
+                "1 match in gallery default:",
+                "  IDENTIFIER  SCORE   TEMPLATE  ALGORITHM",
+                "  alice       0.9000  7         arcface (24)",
+                "auto-enrolment:",
+                "  r300 (300): enrolled as template 8",
+                "  dlib (16): skipped: the face has no template for it",
+            ])
     }
 
     @Test func authenticateResultExitsOneWhenNotAuthenticated() {

@@ -120,10 +120,11 @@ import Testing
             _ = try await engine.register(gallery: "g", identifier: "b", face: Face(dlib(flips(0, 8))))
             _ = try await engine.register(gallery: "g", identifier: "c", face: Face(dlib(flips(8, 8))))
             let status = try engine.migrationStatus(gallery: "g")
-            #expect(status == [
-                MigrationStatus(algorithm: 24, identifiersHeld: 1, galleryIdentifiers: 3),
-                MigrationStatus(algorithm: 16, identifiersHeld: 3, galleryIdentifiers: 3),
-            ])
+            #expect(
+                status == [
+                    MigrationStatus(algorithm: 24, identifiersHeld: 1, galleryIdentifiers: 3),
+                    MigrationStatus(algorithm: 16, identifiersHeld: 3, galleryIdentifiers: 3),
+                ])
         }
     }
 
@@ -132,10 +133,13 @@ import Testing
             try await engine.defineGallery(twoRegistryGallery("g"))
             _ = try await engine.register(gallery: "g", identifier: "a", face: Face(arcface(), dlib()))
             // dlib first, arcface identification threshold raised to 0.9.
-            try await engine.defineGallery(GalleryConfiguration(name: "g", registries: [
-                RegistryConfiguration(algorithm: 16),
-                RegistryConfiguration(algorithm: 24, thresholds: Thresholds(authentication: 0.9, identification: 0.9, autoEnrolment: 0.9)),
-            ]))
+            try await engine.defineGallery(
+                GalleryConfiguration(
+                    name: "g",
+                    registries: [
+                        RegistryConfiguration(algorithm: 16),
+                        RegistryConfiguration(algorithm: 24, thresholds: Thresholds(authentication: 0.9, identification: 0.9, autoEnrolment: 0.9)),
+                    ]))
             let info = try engine.gallery("g")
             #expect(info.registries.map(\.algorithm.version) == [16, 24])
             #expect(info.registries.map(\.templateCount) == [1, 1])
@@ -148,10 +152,13 @@ import Testing
             }
             // Thresholds must be in (0, 1].
             await expectRegistryError(.malformedRequest) {
-                _ = try await engine.defineGallery(GalleryConfiguration(name: "g", registries: [
-                    RegistryConfiguration(algorithm: 16, thresholds: Thresholds(authentication: 0, identification: 0.5, autoEnrolment: 0.5)),
-                    RegistryConfiguration(algorithm: 24),
-                ]))
+                _ = try await engine.defineGallery(
+                    GalleryConfiguration(
+                        name: "g",
+                        registries: [
+                            RegistryConfiguration(algorithm: 16, thresholds: Thresholds(authentication: 0, identification: 0.5, autoEnrolment: 0.5)),
+                            RegistryConfiguration(algorithm: 24),
+                        ]))
             }
         }
     }
@@ -161,11 +168,14 @@ import Testing
         try await withEngine(EngineConfiguration(algorithms: [model])) { engine in
             try await engine.defineGallery(GalleryConfiguration(name: "m", registries: [RegistryConfiguration(algorithm: 4242)]))
             _ = try await engine.register(gallery: "m", identifier: "a", face: Face(FaceTemplate(algorithm: 4242, vector: signs([], dimension: 512))))
-            let result = try await engine.identify(gallery: "m", face: Face(FaceTemplate(algorithm: 4242, vector: signs([1, 2, 3, 4], dimension: 512))))
+            let result = try await engine.identify(
+                gallery: "m", face: Face(FaceTemplate(algorithm: 4242, vector: signs([1, 2, 3, 4], dimension: 512))))
             #expect(result.matches.map(\.score) == [0.5])
         }
         #expect(throws: RegistryError.self) {
-            _ = try AlgorithmCatalog(configured: [Algorithm(version: 24, name: "again", kind: .vector(dimension: 8), scoreFunction: .dot, defaultThreshold: 0.5)])
+            _ = try AlgorithmCatalog(configured: [
+                Algorithm(version: 24, name: "again", kind: .vector(dimension: 8), scoreFunction: .dot, defaultThreshold: 0.5)
+            ])
         }
     }
 }

@@ -5,7 +5,8 @@ import Testing
 @testable import RegistryModel
 
 @Suite struct AuditTests {
-    func entry(_ operation: String, _ identifiers: [String], outcome: String = "ok", time: Int64 = AuditEntry.now(), uid: UInt32 = 1000) -> AuditEntry {
+    func entry(_ operation: String, _ identifiers: [String], outcome: String = "ok", time: Int64 = AuditEntry.now(), uid: UInt32 = 1000) -> AuditEntry
+    {
         AuditEntry(time: time, uid: uid, pid: 42, operation: operation, gallery: "default", identifiers: identifiers, outcome: outcome)
     }
 
@@ -14,9 +15,10 @@ import Testing
             let start = AuditEntry.now()
             engine.recordAudit(self.entry("register", ["alice"]))
             engine.recordAudit(self.entry("identify", ["alice", "bob"], outcome: "match"))
-            engine.recordAudit(AuditEntry(
-                time: AuditEntry.now(), uid: 1001, pid: 43, operation: "delete_identifier", gallery: "default", identifiers: [],
-                outcome: "refused", errorCode: "PERMISSION_DENIED"))
+            engine.recordAudit(
+                AuditEntry(
+                    time: AuditEntry.now(), uid: 1001, pid: 43, operation: "delete_identifier", gallery: "default", identifiers: [],
+                    outcome: "refused", errorCode: "PERMISSION_DENIED"))
             _ = try await engine.register(identifier: "carol", face: Face(arcface()))  // a later write: the trail is flushed by then
             let all = try await engine.auditEntries(AuditQuery())
             #expect(all.map(\.operation) == ["register", "identify", "delete_identifier"])

@@ -61,8 +61,9 @@ import Testing
 
     @Test func itAutoEnrolsOnlyWhenAuthenticatedAndAtOrAboveTheAutoEnrolmentThreshold() async throws {
         try await withEngine { engine in
-            try await engine.defineGallery(twoRegistryGallery(
-                "g", arcface: Thresholds(authentication: 0.75, identification: 0.75, autoEnrolment: 0.875)))
+            try await engine.defineGallery(
+                twoRegistryGallery(
+                    "g", arcface: Thresholds(authentication: 0.75, identification: 0.75, autoEnrolment: 0.875)))
             _ = try await engine.register(gallery: "g", identifier: "alice", face: Face(arcface()))
 
             // Not authenticated (0.5): no auto-enrolment at all.

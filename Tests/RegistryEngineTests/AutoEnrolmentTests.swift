@@ -8,8 +8,9 @@ import Testing
     /// arcface thresholds 0.8 (auto-enrolment `arcfaceAuto`), dlib 0.75; alice and bob in arcface only,
     /// both one flip from the probe (0.875), alice registered first so she is the top result.
     private func setUp(_ engine: Engine, arcfaceAuto: Float = 0.8) async throws {
-        try await engine.defineGallery(twoRegistryGallery(
-            "g", arcface: Thresholds(authentication: 0.8, identification: 0.8, autoEnrolment: arcfaceAuto)))
+        try await engine.defineGallery(
+            twoRegistryGallery(
+                "g", arcface: Thresholds(authentication: 0.8, identification: 0.8, autoEnrolment: arcfaceAuto)))
         _ = try await engine.register(gallery: "g", identifier: "alice", face: Face(arcface([0])))
         _ = try await engine.register(gallery: "g", identifier: "bob", face: Face(arcface([8])))
     }
@@ -49,9 +50,11 @@ import Testing
             // The face's dlib template is carol's face: enrolling it as alice would be a similar face.
             let result = try await engine.identify(gallery: "g", face: Face(arcface(), dlib()), safe: false)
             #expect(result.matches.first?.identifier == "alice")
-            #expect(result.autoEnrolment == [
-                AutoEnrolmentOutcome(algorithm: 16, result: .refused(RegistrationFinding(algorithm: 16, kind: .similarFace(identifier: "carol", score: 1))))
-            ])
+            #expect(
+                result.autoEnrolment == [
+                    AutoEnrolmentOutcome(
+                        algorithm: 16, result: .refused(RegistrationFinding(algorithm: 16, kind: .similarFace(identifier: "carol", score: 1))))
+                ])
             #expect(try engine.templates(gallery: "g", identifier: "alice").count == 1)
         }
     }
@@ -62,11 +65,12 @@ import Testing
             _ = try await engine.register(identifier: "alice", face: Face(arcface([0]), dlib()))
             let result = try await engine.identify(face: Face(arcface(), dlib()), safe: false)
             #expect(result.algorithm == 24)
-            #expect(result.autoEnrolment == [
-                AutoEnrolmentOutcome(algorithm: 300, result: .noTemplate),
-                AutoEnrolmentOutcome(algorithm: 16, result: .alreadyRegistered),
-                AutoEnrolmentOutcome(algorithm: 1000, result: .noTemplate),
-            ])
+            #expect(
+                result.autoEnrolment == [
+                    AutoEnrolmentOutcome(algorithm: 300, result: .noTemplate),
+                    AutoEnrolmentOutcome(algorithm: 16, result: .alreadyRegistered),
+                    AutoEnrolmentOutcome(algorithm: 1000, result: .noTemplate),
+                ])
         }
     }
 
@@ -81,7 +85,8 @@ import Testing
                 do {
                     var vector = [Float](repeating: 0.01, count: 128)
                     vector[filler % 128] = 1
-                    _ = try await engine.importTemplates(gallery: "g", [ImportItem(identifier: "filler-\(filler)", template: FaceTemplate(algorithm: 16, vector: vector))])
+                    _ = try await engine.importTemplates(
+                        gallery: "g", [ImportItem(identifier: "filler-\(filler)", template: FaceTemplate(algorithm: 16, vector: vector))])
                     filler += 1
                 } catch let error as RegistryError where error.code == .storageFull {
                     full = true

@@ -176,7 +176,13 @@ import Testing
         let zeroed: [(component: QualityComponent, zero: (inout CaptureMetadata) -> Void, expected: Float)] = [
             (.confidence, { $0.detectorConfidence = 0 }, 0.70),
             // 200 × 200 in 2 000 × 2 000: 1 %; the face is still 200 px.
-            (.size, { $0.imageWidth = 2_000; $0.imageHeight = 2_000 }, 0.75),
+            (
+                .size,
+                {
+                    $0.imageWidth = 2_000
+                    $0.imageHeight = 2_000
+                }, 0.75
+            ),
             (.angle, { $0.yaw = 45 }, 0.80),
             (.resolution, { $0.facePixelSize = 32 }, 0.85),
             (.sharpness, { $0.sharpness = 20 }, 0.95),

@@ -36,7 +36,8 @@ private enum Synthetic {
 
         func depths(_ rng: inout SeededGenerator) -> [Float] {
             Synthetic.grid { u, v, _, _ in
-                let x = u - self.du, y = v - self.dv
+                let x = u - self.du
+                let y = v - self.dv
                 let s = 1 - (x / 1.1) * (x / 1.1) - (y / 1.3) * (y / 1.3)
                 let ellipsoid = self.bulge * max(s, 0).squareRoot()
                 let ridge = self.nose * exp(-(x / 0.2) * (x / 0.2)) * exp(-((y - 0.1) / 0.35) * ((y - 0.1) / 0.35))

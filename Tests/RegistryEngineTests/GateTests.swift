@@ -11,7 +11,7 @@ import Testing
 func liveFrames(count: Int = 4, distance: Float = 0.45, seed: UInt64 = 1) -> [DepthFrame] {
     var state = seed
     func noise() -> Float {
-        state = state &* 6364136223846793005 &+ 1442695040888963407
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
         return (Float(state >> 40) / Float(1 << 24) - 0.5) * 0.002
     }
     return (0..<count).map { index in
@@ -19,7 +19,8 @@ func liveFrames(count: Int = 4, distance: Float = 0.45, seed: UInt64 = 1) -> [De
         var depths: [Float] = []
         for row in 0..<10 {
             for column in 0..<10 {
-                let x = (Float(column) - 4.5 + shift) / 5, y = (Float(row) - 4.5) / 5
+                let x = (Float(column) - 4.5 + shift) / 5
+                let y = (Float(row) - 4.5) / 5
                 let bulge = max(0, 1 - x * x - y * y).squareRoot() * 0.15
                 let nose = abs(x) < 0.15 && abs(y) < 0.4 ? Float(0.02) : 0
                 depths.append(distance - bulge - nose + noise())
@@ -107,8 +108,9 @@ let poorCapture = CaptureMetadata(
 
     @Test func aGalleryRequiringLivenessRefusesAuthenticationWithoutALiveFace() async throws {
         try await withEngine { engine in
-            try await engine.defineGallery(GalleryConfiguration(
-                name: "door", registries: [RegistryConfiguration(algorithm: 24)], liveness: LivenessPolicy(authenticate: true)))
+            try await engine.defineGallery(
+                GalleryConfiguration(
+                    name: "door", registries: [RegistryConfiguration(algorithm: 24)], liveness: LivenessPolicy(authenticate: true)))
             _ = try await engine.register(gallery: "door", identifier: "alice", face: Face(arcface()))  // register needs no liveness here
             // Not registered comes before liveness.
             await expectRegistryError(.identifierNotRegistered) {
@@ -119,7 +121,8 @@ let poorCapture = CaptureMetadata(
             }
             #expect(noFrames?.message.contains("liveness") == true)
             let photo = await expectRegistryError(.livenessFailed) {
-                _ = try await engine.authenticate(gallery: "door", identifier: "alice", face: Face(templates: [arcface()], depthFrames: photoFrames()))
+                _ = try await engine.authenticate(
+                    gallery: "door", identifier: "alice", face: Face(templates: [arcface()], depthFrames: photoFrames()))
             }
             guard case .livenessFailed(let verdict) = photo?.details else {
                 Issue.record("expected a verdict")
@@ -141,9 +144,10 @@ let poorCapture = CaptureMetadata(
 
     @Test func aLivenessProfileIsUsedForItsIdentifierAndErasedWithIt() async throws {
         try await withEngine { engine in
-            try await engine.defineGallery(GalleryConfiguration(
-                name: "door", registries: [RegistryConfiguration(algorithm: 24)], liveness: LivenessPolicy(authenticate: true),
-                livenessK: 3))
+            try await engine.defineGallery(
+                GalleryConfiguration(
+                    name: "door", registries: [RegistryConfiguration(algorithm: 24)], liveness: LivenessPolicy(authenticate: true),
+                    livenessK: 3))
             _ = try await engine.register(gallery: "door", identifier: "alice", face: Face(arcface()))
             var poses: [EnrolmentPose: [DepthFrame]] = [:]
             for (index, pose) in EnrolmentPose.allCases.enumerated() {
@@ -279,9 +283,10 @@ let poorCapture = CaptureMetadata(
         try await withEngine { engine in
             for strict in [false, true] {
                 let name = strict ? "strict" : "lenient"
-                try await engine.defineGallery(GalleryConfiguration(
-                    name: name, registries: [RegistryConfiguration(algorithm: 24)],
-                    liveness: LivenessPolicy(authenticate: true, strict: strict)))
+                try await engine.defineGallery(
+                    GalleryConfiguration(
+                        name: name, registries: [RegistryConfiguration(algorithm: 24)],
+                        liveness: LivenessPolicy(authenticate: true, strict: strict)))
                 _ = try await engine.register(gallery: name, identifier: "alice", face: Face(arcface()))
             }
             // The seed's rule: 4 mandatory + 3 of 5 optional; the mask fails only microMovement.
@@ -306,9 +311,10 @@ let poorCapture = CaptureMetadata(
 @Suite struct GateFollowUpTests {
     @Test func autoEnrolmentInAGalleryThatRequiresLivenessToRegisterNeedsALiveFace() async throws {
         try await withEngine { engine in
-            try await engine.defineGallery(GalleryConfiguration(
-                name: "g", registries: [RegistryConfiguration(algorithm: 24), RegistryConfiguration(algorithm: 16)],
-                liveness: LivenessPolicy(register: true)))
+            try await engine.defineGallery(
+                GalleryConfiguration(
+                    name: "g", registries: [RegistryConfiguration(algorithm: 24), RegistryConfiguration(algorithm: 16)],
+                    liveness: LivenessPolicy(register: true)))
             _ = try await engine.register(gallery: "g", identifier: "alice", face: Face(templates: [arcface()], depthFrames: liveFrames()))
             // Identify is not gated, but enrolling a photo's template would be a registration without liveness.
             let photo = try await engine.identify(gallery: "g", face: Face(templates: [arcface(), dlib()], depthFrames: photoFrames()))
@@ -336,8 +342,9 @@ let poorCapture = CaptureMetadata(
     @Test func aLivenessKBeyondTheMaximumIsRefused() async throws {
         try await withEngine { engine in
             await expectRegistryError(.malformedRequest) {
-                _ = try await engine.defineGallery(GalleryConfiguration(
-                    name: "g", registries: [RegistryConfiguration(algorithm: 24)], livenessK: 1e37))
+                _ = try await engine.defineGallery(
+                    GalleryConfiguration(
+                        name: "g", registries: [RegistryConfiguration(algorithm: 24)], livenessK: 1e37))
             }
         }
     }

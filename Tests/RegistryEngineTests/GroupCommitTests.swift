@@ -39,7 +39,10 @@ import Testing
         func face(_ number: Int) -> Face {
             Face(arcface(Set((0..<4).filter { number & (1 << $0) != 0 }.flatMap { flips($0 * 4, 4) })))
         }
-        struct Call: Sendable { let face: Int; let identifier: String }
+        struct Call: Sendable {
+            let face: Int
+            let identifier: String
+        }
         let calls = (0..<16).flatMap { number in
             (0..<5).map { Call(face: number, identifier: "c\(number)-\($0)") } + [Call(face: number, identifier: "c\(number)-0")]
         }

@@ -7,9 +7,11 @@ import Testing
 @Suite struct IdentifyTests {
     /// A gallery where arcface thresholds are 0.8, so identifiers one flip from the probe (0.875) are
     /// found while being only 0.75 to each other (not similar at registration).
-    static let strict = GalleryConfiguration(name: "strict", registries: [
-        RegistryConfiguration(algorithm: 24, thresholds: Thresholds(authentication: 0.8, identification: 0.8, autoEnrolment: 0.8))
-    ])
+    static let strict = GalleryConfiguration(
+        name: "strict",
+        registries: [
+            RegistryConfiguration(algorithm: 24, thresholds: Thresholds(authentication: 0.8, identification: 0.8, autoEnrolment: 0.8))
+        ])
 
     @Test func identifyReturnsOneResultPerIdentifierWithItsBestTemplate() async throws {
         try await withEngine { engine in

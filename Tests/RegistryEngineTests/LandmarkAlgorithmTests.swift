@@ -1,7 +1,8 @@
 import Glibc
 import RegistryEngine
-@testable import RegistryModel
 import Testing
+
+@testable import RegistryModel
 
 // MARK: - Fixtures
 
@@ -98,8 +99,12 @@ private func normalisedFixture() -> [Float] {
 /// dense implementation. The scale references follow the documented deterministic choice.
 private func referenceSimilarity(_ first: [Landmark], _ second: [Landmark]) -> Double {
     func normalise(_ landmarks: [Landmark]) -> [String: (Double, Double, Double)] {
-        let xs = landmarks.map { Double($0.x) }, ys = landmarks.map { Double($0.y) }, zs = landmarks.map { Double($0.z) }
-        let cx = (xs.min()! + xs.max()!) / 2, cy = (ys.min()! + ys.max()!) / 2, cz = (zs.min()! + zs.max()!) / 2
+        let xs = landmarks.map { Double($0.x) }
+        let ys = landmarks.map { Double($0.y) }
+        let zs = landmarks.map { Double($0.z) }
+        let cx = (xs.min()! + xs.max()!) / 2
+        let cy = (ys.min()! + ys.max()!) / 2
+        let cz = (zs.min()! + zs.max()!) / 2
         let byName = Dictionary(uniqueKeysWithValues: landmarks.map { ($0.name, $0) })
         let left = byName["LEFT_EYE"] ?? byName["LEFT_EYE_LEFT_CORNER"]
         let right = byName["RIGHT_EYE"] ?? byName["RIGHT_EYE_RIGHT_CORNER"]
@@ -112,12 +117,17 @@ private func referenceSimilarity(_ first: [Landmark], _ second: [Landmark]) -> D
         return byName.mapValues { ((Double($0.x) - cx) / scale, (Double($0.y) - cy) / scale, (Double($0.z) - cz) / scale) }
     }
     let weights = Dictionary(uniqueKeysWithValues: zip(LandmarkVocabulary.names, LandmarkVocabulary.weights.map(Double.init)))
-    let n1 = normalise(first), n2 = normalise(second)
-    var sum = 0.0, total = 0.0, matched = 0
+    let n1 = normalise(first)
+    let n2 = normalise(second)
+    var sum = 0.0
+    var total = 0.0
+    var matched = 0
     for (name, p) in n1 {
         guard let q = n2[name] else { continue }
         let w = weights[name]!
-        let dx = p.0 - q.0, dy = p.1 - q.1, dz = p.2 - q.2
+        let dx = p.0 - q.0
+        let dy = p.1 - q.1
+        let dz = p.2 - q.2
         sum += w * (dx * dx + dy * dy + dz * dz).squareRoot()
         total += w
         matched += 1
@@ -296,9 +306,9 @@ func minimumSharedLandmarksNormalised() {
 @Test("raw templates with ≥ 15 landmarks each but only 14 in common score 0; 15 in common score > 0")
 func minimumSharedLandmarksRaw() throws {
     let names = LandmarkVocabulary.names
-    let first = try dense(face(only: Set(names[0..<18])))    // 18 landmarks
-    let second14 = try dense(face(only: Set(names[4..<32]))) // 28 landmarks, 14 shared
-    let second15 = try dense(face(only: Set(names[3..<32]))) // 29 landmarks, 15 shared
+    let first = try dense(face(only: Set(names[0..<18])))  // 18 landmarks
+    let second14 = try dense(face(only: Set(names[4..<32])))  // 28 landmarks, 14 shared
+    let second15 = try dense(face(only: Set(names[3..<32])))  // 29 landmarks, 15 shared
     #expect(LandmarkAlgorithm.similarity(first, second14) == 0)
     #expect(LandmarkAlgorithm.similarity(first, second15) > 0)
 }
@@ -355,7 +365,11 @@ func validationOrder() {
     #expect(throws: TemplateProblem.duplicateLandmark(name: "LEFT_EYE_RIGHT_CORNER")) { try LandmarkAlgorithm.dense(from: landmarks) }
     landmarks.append(Landmark(name: "TOOTH", x: 0, y: 0, z: 0))
     #expect(throws: TemplateProblem.unknownLandmark(name: "TOOTH")) { try LandmarkAlgorithm.dense(from: landmarks) }
-    let nanAndFew = { var l = Array(face().prefix(10)); l[9].z = .nan; return l }()
+    let nanAndFew = {
+        var l = Array(face().prefix(10))
+        l[9].z = .nan
+        return l
+    }()
     #expect(throws: TemplateProblem.nonFiniteValue(index: 29)) { try LandmarkAlgorithm.dense(from: nanAndFew) }
 }
 
@@ -366,9 +380,9 @@ func denseLayout() throws {
     #expect(template.coordinates.count == 96)
     #expect(template.mask == UInt32.max & ~mask([slot("LEFT_EYE"), slot("CHIN_GNATHION")]))
     let nose = slot("NOSE_TIP")
-    #expect(Array(template.coordinates[3 * nose ..< 3 * nose + 3]) == [320, 260, -40])
+    #expect(Array(template.coordinates[3 * nose..<3 * nose + 3]) == [320, 260, -40])
     let chin = slot("CHIN_GNATHION")
-    #expect(Array(template.coordinates[3 * chin ..< 3 * chin + 3]) == [0, 0, 0])
+    #expect(Array(template.coordinates[3 * chin..<3 * chin + 3]) == [0, 0, 0])
 }
 
 // MARK: - Normalisation and scale fallback
@@ -446,7 +460,7 @@ func normalisePointerOverwrites() throws {
     #expect(output.allSatisfy { $0.isFinite })
     #expect(output == LandmarkAlgorithm.normalised(template))
     let nose = slot("NOSE_TIP")
-    #expect(Array(output[3 * nose ..< 3 * nose + 3]) == [0, 0, 0])
+    #expect(Array(output[3 * nose..<3 * nose + 3]) == [0, 0, 0])
 }
 
 // MARK: - Quality

@@ -1,7 +1,6 @@
 import Glibc
 import LMDB
 import TestSupport
-import TestSupport
 import Testing
 
 @testable import RegistryEngine
@@ -44,7 +43,7 @@ import Testing
         posix_spawn_file_actions_addclose(&actions, pipe[0])
         var pid: pid_t = 0
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup(probe), strdup(directory.path), strdup("100"), strdup("\(concurrency)"), nil]
-        defer { argv.forEach { free($0) } }
+        defer { for pointer in argv { free(pointer) } }
         #expect(posix_spawn(&pid, probe, &actions, nil, argv, environ) == 0)
         posix_spawn_file_actions_destroy(&actions)
         close(pipe[1])
@@ -123,7 +122,7 @@ import Testing
             let probe = try #require(siblingExecutable("registry-crash-probe"))
             var pid: pid_t = 0
             let argv: [UnsafeMutablePointer<CChar>?] = [strdup(probe), strdup(engine.store.environment.path), strdup("1"), nil]
-            defer { argv.forEach { free($0) } }
+            defer { for pointer in argv { free(pointer) } }
             #expect(posix_spawn(&pid, probe, nil, nil, argv, environ) == 0)
             var status: Int32 = 0
             waitpid(pid, &status, 0)

@@ -17,7 +17,8 @@ import Testing
     ) -> RegistryIndex {
         let algorithm = Algorithm(
             version: 9001, name: "test\(dimension)", kind: .vector(dimension: dimension), scoreFunction: scoreFunction, defaultThreshold: 0.5)
-        let registry = RegistryIndex(id: 1, algorithm: algorithm, thresholds: Thresholds(authentication: 0.5, identification: 0.5, autoEnrolment: 0.5))
+        let registry = RegistryIndex(
+            id: 1, algorithm: algorithm, thresholds: Thresholds(authentication: 0.5, identification: 0.5, autoEnrolment: 0.5))
         var random = SeededGenerator(seed: UInt64(rows * 31 + dimension))
         for row in 0..<rows {
             // Template ids out of row order, as after deletions, so ties must be broken by id.
@@ -114,7 +115,8 @@ import Testing
             #expect(found.count == expected.count)
             for (index, (a, b)) in zip(found, expected).enumerated() {
                 #expect(abs(a.score - b.score) <= 1e-5)
-                let separated = (index == 0 || expected[index - 1].score - b.score > 1e-5)
+                let separated =
+                    (index == 0 || expected[index - 1].score - b.score > 1e-5)
                     && (index + 1 == expected.count || b.score - expected[index + 1].score > 1e-5)
                 if separated { #expect(a.templateId == b.templateId && a.ordinal == b.ordinal) }
             }
@@ -173,7 +175,9 @@ import Testing
         // Some queries belong to an identifier already present, some to new ones.
         let owners: [UInt32?] = (0..<queries).map { $0 % 3 == 0 ? nil : UInt32(random.next() % 400) }
         for (pool, chunk) in [(Self.single, nil), (Self.parallel, 111)] as [(ScanPool, Int?)] {
-            let batched = rows.withUnsafeBufferPointer { Scan.check(registry, queries: $0.baseAddress!, owners: owners, pool: pool, rowsPerChunk: chunk) }
+            let batched = rows.withUnsafeBufferPointer {
+                Scan.check(registry, queries: $0.baseAddress!, owners: owners, pool: pool, rowsPerChunk: chunk)
+            }
             for q in 0..<queries {
                 let single = rows.withUnsafeBufferPointer {
                     Scan.check(registry, query: $0.baseAddress! + q * 128, queryMask: 0, own: owners[q], excluded: [], pool: Self.single)

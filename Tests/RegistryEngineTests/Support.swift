@@ -46,10 +46,12 @@ func twoRegistryGallery(
     arcface arcfaceThresholds: Thresholds = Thresholds(authentication: 0.75, identification: 0.75, autoEnrolment: 0.75),
     dlib dlibThresholds: Thresholds = Thresholds(authentication: 0.75, identification: 0.75, autoEnrolment: 0.75)
 ) -> GalleryConfiguration {
-    GalleryConfiguration(name: name, registries: [
-        RegistryConfiguration(algorithm: Algorithm.arcface.version, thresholds: arcfaceThresholds),
-        RegistryConfiguration(algorithm: Algorithm.dlib.version, thresholds: dlibThresholds),
-    ])
+    GalleryConfiguration(
+        name: name,
+        registries: [
+            RegistryConfiguration(algorithm: Algorithm.arcface.version, thresholds: arcfaceThresholds),
+            RegistryConfiguration(algorithm: Algorithm.dlib.version, thresholds: dlibThresholds),
+        ])
 }
 
 /// Runs `body` expecting a ``RegistryError`` with `code`, and returns it.

@@ -358,7 +358,8 @@ struct ErrorConversionTests {
     @Test("a landmark name longer than 64 characters is cut to its first 64 on the wire")
     func longLandmarkName() throws {
         let name = String(repeating: "X", count: 70)
-        let error = RegistryError(.invalidTemplate, "unknown landmark", details: .invalidTemplate(algorithm: 1000, problem: .unknownLandmark(name: name)))
+        let error = RegistryError(
+            .invalidTemplate, "unknown landmark", details: .invalidTemplate(algorithm: 1000, problem: .unknownLandmark(name: name)))
         let back = try overTheWire(error)
         #expect(sameDetails(back.details, .invalidTemplate(algorithm: 1000, problem: .unknownLandmark(name: String(name.prefix(64))))))
     }

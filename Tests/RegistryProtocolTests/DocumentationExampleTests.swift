@@ -96,18 +96,24 @@ struct DocumentationExampleTests {
         }
         let frame = try wireFrame(request)
         #expect(frame.count == 532)
-        #expect(Array(frame.prefix(36)) == hexBytes("""
-            00 00 02 10 08 04 5a 8b 04 12 88 04 0a 85 04 08 18 12 80 04
-            00 00 40 3e 00 00 40 be 00 00 40 3e 00 00 40 3e
-            """))
+        #expect(
+            Array(frame.prefix(36))
+                == hexBytes(
+                    """
+                    00 00 02 10 08 04 5a 8b 04 12 88 04 0a 85 04 08 18 12 80 04
+                    00 00 40 3e 00 00 40 be 00 00 40 3e 00 00 40 3e
+                    """))
         #expect(Array(frame[36..<40]) == hexBytes("00 00 00 3e"))
         #expect(Array(frame.suffix(8)) == hexBytes("00 00 80 3d 00 00 80 bd"))
-        #expect(SHA256.hash(data: frame).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() == "c0d79f2e4172534f539b954e74a9ac3df830ddaf00583c5582a6a346e9579407")
+        #expect(
+            SHA256.hash(data: frame).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+                == "c0d79f2e4172534f539b954e74a9ac3df830ddaf00583c5582a6a346e9579407")
     }
 
     @Test("4. the documented identify reply reads as alice, 0.875, template 1, three NO_TEMPLATE outcomes")
     func identifyReply() throws {
-        let bytes = hexBytes("""
+        let bytes = hexBytes(
+            """
             00 00 00 2a 08 04 5a 26 08 18 12 0e 0a 05 61 6c 69 63 65 15 00 00 60 3f 18 01 1a 05 08 ac 02 10 03
             1a 04 08 10 10 03 1a 05 08 e8 07 10 03
             """)

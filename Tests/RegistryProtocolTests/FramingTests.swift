@@ -252,7 +252,14 @@ struct FrameEncoderTests {
                             },
                             .with {
                                 $0.algorithm = 1000
-                                $0.landmarks = [.with { $0.name = "NOSE_TIP"; $0.x = 1.5; $0.y = -2; $0.z = 0.25 }]
+                                $0.landmarks = [
+                                    .with {
+                                        $0.name = "NOSE_TIP"
+                                        $0.x = 1.5
+                                        $0.y = -2
+                                        $0.z = 0.25
+                                    }
+                                ]
                             },
                         ]
                     }

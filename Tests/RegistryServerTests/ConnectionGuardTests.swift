@@ -27,8 +27,9 @@ final class ReadCounter: ChannelOutboundHandler {
         self.budget = BufferBudget(limit: limit)
         self.account = ConnectionAccount(budget: self.budget)
         try self.channel.pipeline.syncOperations.addHandler(self.counter)
-        try self.channel.pipeline.syncOperations.addHandler(ConnectionGuard(
-            account: self.account, frameDeadline: .seconds(10), idleTimeout: .seconds(300), logger: Logger(label: "test")))
+        try self.channel.pipeline.syncOperations.addHandler(
+            ConnectionGuard(
+                account: self.account, frameDeadline: .seconds(10), idleTimeout: .seconds(300), logger: Logger(label: "test")))
         try self.channel.connect(to: SocketAddress(unixDomainSocketPath: "/tmp/guard-test")).wait()
     }
 

@@ -61,13 +61,18 @@ import Testing
     static func registration(_ id: UInt64, _ identifier: String, axis: Int) throws -> ByteBuffer {
         var vector = [Float](repeating: 0, count: 128)
         vector[axis] = 1
-        return try Self.frame(id, .register(.with {
-            $0.identifier = identifier
-            $0.face.templates = [.with {
-                $0.algorithm = 24
-                $0.vector = vector
-            }]
-        }))
+        return try Self.frame(
+            id,
+            .register(
+                .with {
+                    $0.identifier = identifier
+                    $0.face.templates = [
+                        .with {
+                            $0.algorithm = 24
+                            $0.vector = vector
+                        }
+                    ]
+                }))
     }
 
     /// The next reply written, decoded.
@@ -87,9 +92,15 @@ import Testing
         try await channel.writeInbound(bytes)
         let first = try await Self.reply(channel)
         #expect(first.id == 1)
-        guard case .register = first.result else { Issue.record("the first registration was not answered"); return }
+        guard case .register = first.result else {
+            Issue.record("the first registration was not answered")
+            return
+        }
         let second = try await Self.reply(channel)
-        guard case .error(let error) = second.result else { Issue.record("the hello was not refused"); return }
+        guard case .error(let error) = second.result else {
+            Issue.record("the hello was not refused")
+            return
+        }
         #expect(second.id == 2 && error.code == .unsupportedVersion)
         await task.value  // the connection ends after the refusal
         #expect(try self.engine.identifiers().identifiers == ["before"])
@@ -106,7 +117,10 @@ import Testing
         for i in 0..<20 {
             let reply = try await Self.reply(channel)
             #expect(reply.id == UInt64(i + 1))
-            guard case .register = reply.result else { Issue.record("request \(i + 1) was refused"); continue }
+            guard case .register = reply.result else {
+                Issue.record("request \(i + 1) was refused")
+                continue
+            }
         }
         await task.value
         #expect(try self.engine.identifiers().identifiers.count == 20)

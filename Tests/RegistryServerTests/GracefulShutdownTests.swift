@@ -6,8 +6,8 @@ import RegistryProtocol
 import ServiceLifecycle
 import ServiceLifecycleTestKit
 import SwiftProtobuf
-import Testing
 import TestSupport
+import Testing
 
 @testable import RegistryServer
 
@@ -94,7 +94,9 @@ import TestSupport
             }
         }
         let stored = Set(try engine.identifiers(gallery: "default", after: nil, limit: Self.registrations + 1).identifiers)
-        #expect(stored == answeredOK, "\(stored.subtracting(answeredOK).count) stored without an answer, \(answeredOK.subtracting(stored).count) answered but not stored")
+        #expect(
+            stored == answeredOK,
+            "\(stored.subtracting(answeredOK).count) stored without an answer, \(answeredOK.subtracting(stored).count) answered but not stored")
         #expect(replies.count <= Self.registrations)
         // The first was answered before the shutdown began (measured: 30 to 65 of 56 to 400 replies
         // carried out, the rest SHUTTING_DOWN, over three runs).

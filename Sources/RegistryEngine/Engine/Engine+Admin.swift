@@ -214,10 +214,11 @@ extension Engine {
                 guard let algorithm = algorithmOf[record.registryId] else { continue }
                 let payload = try self.store.payload(txn, id: id)
                 let data = payload.withUnsafeBytes { PreparedTemplate.decodePayload($0, algorithm: algorithm) }
-                page.append(StoredTemplate(
-                    id: id, identifier: record.identifier, algorithm: algorithm.version, registeredAt: record.registeredAt,
-                    source: record.source, quality: record.quality, template: FaceTemplate(algorithm: algorithm.version, data: data),
-                    landmarkQuality: record.landmarkQuality))
+                page.append(
+                    StoredTemplate(
+                        id: id, identifier: record.identifier, algorithm: algorithm.version, registeredAt: record.registeredAt,
+                        source: record.source, quality: record.quality, template: FaceTemplate(algorithm: algorithm.version, data: data),
+                        landmarkQuality: record.landmarkQuality))
             }
             return (page, more ? records.last?.0 : nil)
         }
@@ -413,7 +414,8 @@ extension Engine {
     }
 
     /// An identifier's liveness profile, if it enrolled one.
-    public func livenessProfile(gallery name: String = GalleryConfiguration.defaultName, identifier: String) throws(RegistryError) -> LivenessProfile? {
+    public func livenessProfile(gallery name: String = GalleryConfiguration.defaultName, identifier: String) throws(RegistryError) -> LivenessProfile?
+    {
         try self.indexLock.withReadLock { () throws(RegistryError) in try self.gallery(named: name).profile(of: identifier) }
     }
 

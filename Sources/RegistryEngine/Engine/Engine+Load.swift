@@ -239,10 +239,12 @@ private final class PayloadLoader: @unchecked Sendable {
 /// Runs `background` on a new thread while `body` runs on this one; returns once both are done.
 func runAlongside<T>(_ background: @escaping @Sendable () -> Void, _ body: () throws -> T) rethrows -> T {
     var thread = pthread_t()
-    let rc = pthread_create(&thread, nil, { context in
-        Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue().run()
-        return nil
-    }, Unmanaged.passRetained(ThreadBody(background)).toOpaque())
+    let rc = pthread_create(
+        &thread, nil,
+        { context in
+            Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue().run()
+            return nil
+        }, Unmanaged.passRetained(ThreadBody(background)).toOpaque())
     guard rc == 0 else {
         // No second thread: run the background work first, then the body (still correct, slower).
         background()

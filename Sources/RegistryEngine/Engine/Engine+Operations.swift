@@ -153,9 +153,11 @@ extension Engine {
             registryId: registry.id, galleryId: gallery.id, registeredAt: Store.now(), source: source,
             quality: quality, identifier: identifier, landmarkQuality: template.landmarkQuality)
         try self.store.putTemplate(txn, id: id, record: record, payload: template.payload)
-        context.record(.add(PendingTemplate(
-            id: id, galleryId: gallery.id, registryId: registry.id, identifier: identifier, row: template.row,
-            mask: template.mask)))
+        context.record(
+            .add(
+                PendingTemplate(
+                    id: id, galleryId: gallery.id, registryId: registry.id, identifier: identifier, row: template.row,
+                    mask: template.mask)))
         return StoredTemplate(
             id: id, identifier: identifier, algorithm: registry.algorithm.version, registeredAt: record.registeredAt,
             source: source, quality: quality, template: nil, landmarkQuality: template.landmarkQuality)
@@ -217,7 +219,8 @@ extension Engine {
         if let limit, limit < 1 { throw RegistryError.malformedRequest("limit must be at least 1") }
         let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: nil, face: face)
         var liveness: LivenessVerdict?
-        let (decided, matches) = try self.indexLock.withReadLock { () throws(RegistryError) -> ((id: UInt32, algorithm: UInt32, autoEnrolment: Float)?, [IdentifyMatch]) in
+        let (decided, matches) = try self.indexLock.withReadLock {
+            () throws(RegistryError) -> ((id: UInt32, algorithm: UInt32, autoEnrolment: Float)?, [IdentifyMatch]) in
             let gallery = try self.currentGallery(name, id: galleryId)
             // The person is not known yet, so the fixed thresholds apply.
             liveness = try Self.livenessGate(face, required: gallery.liveness.identify, strict: gallery.liveness.strict, profile: nil)
@@ -226,7 +229,8 @@ extension Engine {
                 guard let registry = candidates.first(where: { $0.identifierCount == gallery.identifierCount }) else {
                     throw RegistryError(
                         .incompatibleTemplates,
-                        "no registry of gallery '\(name)' that the face has a template for holds every identifier; identify with safe=false or complete the migration")
+                        "no registry of gallery '\(name)' that the face has a template for holds every identifier; identify with safe=false or complete the migration"
+                    )
                 }
                 let matches = Matching.identify(
                     registry, in: gallery, query: templates[registry.algorithm.version]!,

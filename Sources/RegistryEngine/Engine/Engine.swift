@@ -153,9 +153,10 @@ public final class Engine: @unchecked Sendable {
             self.indexLock.withWriteLock { self.apply(changes.changes) }
         }
         for (request, result) in zip(batch, results) {
-            request.completion(result.mapError { error in
-                error is RegistryError ? error : RegistryError(.internal, "\(error)")
-            })
+            request.completion(
+                result.mapError { error in
+                    error is RegistryError ? error : RegistryError(.internal, "\(error)")
+                })
         }
     }
 
@@ -203,7 +204,8 @@ public final class Engine: @unchecked Sendable {
             case .defineGallery(let name, let record, let algorithms):
                 let existing = self.state[name]
                 let registries = zip(record.registries, algorithms).map { entry, algorithm in
-                    let registry = existing?.registry(id: entry.id)
+                    let registry =
+                        existing?.registry(id: entry.id)
                         ?? RegistryIndex(id: entry.id, algorithm: algorithm, thresholds: entry.thresholds)
                     registry.configure(entry)
                     return registry
@@ -262,15 +264,17 @@ public final class Engine: @unchecked Sendable {
                 }
             }
             let id = try existing?.registry(algorithm: entry.algorithm)?.id ?? self.store.takeId(txn, Keys.nextRegistryId)
-            registries.append(GalleryRecord.Registry(
-                id: id, algorithm: entry.algorithm, thresholds: thresholds, minimumQuality: entry.minimumQuality,
-                minimumAutoEnrolmentQuality: entry.minimumAutoEnrolmentQuality))
+            registries.append(
+                GalleryRecord.Registry(
+                    id: id, algorithm: entry.algorithm, thresholds: thresholds, minimumQuality: entry.minimumQuality,
+                    minimumAutoEnrolmentQuality: entry.minimumAutoEnrolmentQuality))
             algorithms.append(algorithm)
             try self.store.putAlgorithm(txn, algorithm)
         }
         for dropped in existing?.registries ?? [] where !seen.contains(dropped.algorithm.version) && dropped.count > 0 {
             throw RegistryError.malformedRequest(
-                "the \(dropped.algorithm) registry of gallery '\(configuration.name)' holds \(dropped.count) templates; delete them before removing it")
+                "the \(dropped.algorithm) registry of gallery '\(configuration.name)' holds \(dropped.count) templates; delete them before removing it"
+            )
         }
         guard configuration.livenessK > 0 && configuration.livenessK <= LivenessProfile.maximumK else {
             throw RegistryError.malformedRequest(
@@ -323,7 +327,8 @@ public final class Engine: @unchecked Sendable {
             guard AlgorithmRecord.isCompatible(stored: stored, configured: configured) else {
                 throw RegistryError(
                     .unknownAlgorithm,
-                    "algorithm \(stored.version) is configured as \(configured.kind), \(configured.scoreFunction.rawValue) but the store holds templates of \(stored.kind), \(stored.scoreFunction.rawValue)")
+                    "algorithm \(stored.version) is configured as \(configured.kind), \(configured.scoreFunction.rawValue) but the store holds templates of \(stored.kind), \(stored.scoreFunction.rawValue)"
+                )
             }
         }
     }

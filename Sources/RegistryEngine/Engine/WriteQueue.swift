@@ -44,11 +44,13 @@ final class WriteQueue: @unchecked Sendable {
         self.lazyDelay = lazyDelayMilliseconds
         self.execute = execute
         let context = Unmanaged.passRetained(self).toOpaque()
-        let rc = pthread_create(&self.thread, nil, { context in
-            let queue = Unmanaged<WriteQueue>.fromOpaque(context!).takeRetainedValue()
-            queue.run()
-            return nil
-        }, context)
+        let rc = pthread_create(
+            &self.thread, nil,
+            { context in
+                let queue = Unmanaged<WriteQueue>.fromOpaque(context!).takeRetainedValue()
+                queue.run()
+                return nil
+            }, context)
         precondition(rc == 0, "cannot start the registry writer thread (\(rc))")
     }
 

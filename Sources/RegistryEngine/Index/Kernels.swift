@@ -40,8 +40,14 @@ enum Kernels {
         _ row: UnsafePointer<Float>, count: Int
     ) -> SIMD4<Float> {
         let r = UnsafeRawPointer(row)
-        let a0 = UnsafeRawPointer(q0), a1 = UnsafeRawPointer(q1), a2 = UnsafeRawPointer(q2), a3 = UnsafeRawPointer(q3)
-        var s0 = SIMD8<Float>(), s1 = SIMD8<Float>(), s2 = SIMD8<Float>(), s3 = SIMD8<Float>()
+        let a0 = UnsafeRawPointer(q0)
+        let a1 = UnsafeRawPointer(q1)
+        let a2 = UnsafeRawPointer(q2)
+        let a3 = UnsafeRawPointer(q3)
+        var s0 = SIMD8<Float>()
+        var s1 = SIMD8<Float>()
+        var s2 = SIMD8<Float>()
+        var s3 = SIMD8<Float>()
         var i = 0
         while i + 8 <= count {
             let o = 4 * i

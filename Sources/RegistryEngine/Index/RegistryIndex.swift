@@ -127,7 +127,8 @@ final class RegistryIndex {
             self.ordinals[index] = self.ordinals[last]
             if self.isLandmarks { self.masks[index] = self.masks[last] }
             self.rowOfTemplate![self.templateIds[index]] = index
-            let next = self.nextRow[last], previous = self.previousRow[last]
+            let next = self.nextRow[last]
+            let previous = self.previousRow[last]
             self.nextRow[index] = next
             self.previousRow[index] = previous
             if next >= 0 { self.previousRow[Int(next)] = Int32(index) }
@@ -148,7 +149,8 @@ final class RegistryIndex {
 
     /// Takes row `index` out of its identifier's list.
     private func unlink(_ index: Int) {
-        let next = self.nextRow[index], previous = self.previousRow[index]
+        let next = self.nextRow[index]
+        let previous = self.previousRow[index]
         if next >= 0 { self.previousRow[Int(next)] = previous }
         if previous >= 0 {
             self.nextRow[Int(previous)] = next

@@ -48,7 +48,8 @@ enum Scan {
         switch registry.algorithm.kind {
         case .vector(let dimension):
             let function = registry.algorithm.scoreFunction
-            let rows = UnsafePointer(registry.rows), stride = registry.stride
+            let rows = UnsafePointer(registry.rows)
+            let stride = registry.stride
             // The common lengths as constants: the kernel's loop then unrolls completely (same sums,
             // same bits), which matters most for short rows, where loop overhead is a larger share.
             switch dimension {
@@ -60,7 +61,8 @@ enum Scan {
                 for index in range { visit(index, function.score(dot: Kernels.dot(query, rows + index * stride, count: dimension))) }
             }
         case .landmarks:
-            let rows = UnsafePointer(registry.rows), stride = registry.stride
+            let rows = UnsafePointer(registry.rows)
+            let stride = registry.stride
             registry.masks.withUnsafeBufferPointer { masks in
                 for index in range {
                     visit(index, LandmarkAlgorithm.similarity(queryMask, query, masks[index], rows + index * stride))

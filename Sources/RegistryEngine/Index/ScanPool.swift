@@ -57,11 +57,13 @@ final class ScanPool: @unchecked Sendable {
         for _ in 0..<helpers {
             let context = Unmanaged.passRetained(self).toOpaque()
             var thread = pthread_t()
-            let rc = pthread_create(&thread, nil, { context in
-                let pool = Unmanaged<ScanPool>.fromOpaque(context!).takeRetainedValue()
-                pool.serve()
-                return nil
-            }, context)
+            let rc = pthread_create(
+                &thread, nil,
+                { context in
+                    let pool = Unmanaged<ScanPool>.fromOpaque(context!).takeRetainedValue()
+                    pool.serve()
+                    return nil
+                }, context)
             precondition(rc == 0, "cannot start a scan thread (\(rc))")
             pthread_detach(thread)
         }

@@ -32,7 +32,8 @@ struct CRC32C {
                 let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
                 let low = UInt32(truncatingIfNeeded: word) ^ crc
                 let high = UInt32(truncatingIfNeeded: word >> 32)
-                crc = t[7 << 8 | Int(low & 0xFF)] ^ t[6 << 8 | Int(low >> 8 & 0xFF)]
+                crc =
+                    t[7 << 8 | Int(low & 0xFF)] ^ t[6 << 8 | Int(low >> 8 & 0xFF)]
                     ^ t[5 << 8 | Int(low >> 16 & 0xFF)] ^ t[4 << 8 | Int(low >> 24)]
                     ^ t[3 << 8 | Int(high & 0xFF)] ^ t[2 << 8 | Int(high >> 8 & 0xFF)]
                     ^ t[1 << 8 | Int(high >> 16 & 0xFF)] ^ t[Int(high >> 24)]

@@ -62,11 +62,12 @@ struct PreparedTemplate: Sendable {
             var landmarks: [Landmark] = []
             for slot in 0..<LandmarkVocabulary.count where mask & (1 << slot) != 0 {
                 let base = 4 + slot * 12
-                landmarks.append(Landmark(
-                    name: LandmarkVocabulary.names[slot],
-                    x: bytes.loadUnaligned(fromByteOffset: base, as: Float.self),
-                    y: bytes.loadUnaligned(fromByteOffset: base + 4, as: Float.self),
-                    z: bytes.loadUnaligned(fromByteOffset: base + 8, as: Float.self)))
+                landmarks.append(
+                    Landmark(
+                        name: LandmarkVocabulary.names[slot],
+                        x: bytes.loadUnaligned(fromByteOffset: base, as: Float.self),
+                        y: bytes.loadUnaligned(fromByteOffset: base + 4, as: Float.self),
+                        z: bytes.loadUnaligned(fromByteOffset: base + 8, as: Float.self)))
             }
             return .landmarks(landmarks)
         }

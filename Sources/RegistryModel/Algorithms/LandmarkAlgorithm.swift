@@ -184,18 +184,29 @@ public enum LandmarkAlgorithm {
         output.update(repeating: 0, count: floatsPerTemplate)
         guard mask != 0 else { return }
 
-        var minX = Double.infinity, minY = Double.infinity, minZ = Double.infinity
-        var maxX = -Double.infinity, maxY = -Double.infinity, maxZ = -Double.infinity
+        var minX = Double.infinity
+        var minY = Double.infinity
+        var minZ = Double.infinity
+        var maxX = -Double.infinity
+        var maxY = -Double.infinity
+        var maxZ = -Double.infinity
         var remaining = mask
         while remaining != 0 {
             let slot = remaining.trailingZeroBitCount
             remaining &= remaining - 1
-            let x = Double(raw[3 * slot]), y = Double(raw[3 * slot + 1]), z = Double(raw[3 * slot + 2])
-            minX = min(minX, x); maxX = max(maxX, x)
-            minY = min(minY, y); maxY = max(maxY, y)
-            minZ = min(minZ, z); maxZ = max(maxZ, z)
+            let x = Double(raw[3 * slot])
+            let y = Double(raw[3 * slot + 1])
+            let z = Double(raw[3 * slot + 2])
+            minX = min(minX, x)
+            maxX = max(maxX, x)
+            minY = min(minY, y)
+            maxY = max(maxY, y)
+            minZ = min(minZ, z)
+            maxZ = max(maxZ, z)
         }
-        let centreX = (minX + maxX) / 2, centreY = (minY + maxY) / 2, centreZ = (minZ + maxZ) / 2
+        let centreX = (minX + maxX) / 2
+        let centreY = (minY + maxY) / 2
+        let centreZ = (minZ + maxZ) / 2
 
         func present(_ slot: Int) -> Bool { mask & (UInt32(1) << UInt32(slot)) != 0 }
         let left = present(leftEye) ? leftEye : (present(leftEyeLeftCorner) ? leftEyeLeftCorner : nil)

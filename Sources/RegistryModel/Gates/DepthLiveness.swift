@@ -265,9 +265,15 @@ public enum DepthLiveness {
         let mx = points.reduce(0) { $0 + $1.x } / count
         let my = points.reduce(0) { $0 + $1.y } / count
         let mz = points.reduce(0) { $0 + $1.z } / count
-        var sxx = 0.0, syy = 0.0, sxy = 0.0, sxz = 0.0, syz = 0.0
+        var sxx = 0.0
+        var syy = 0.0
+        var sxy = 0.0
+        var sxz = 0.0
+        var syz = 0.0
         for p in points {
-            let x = p.x - mx, y = p.y - my, z = p.z - mz
+            let x = p.x - mx
+            let y = p.y - my
+            let z = p.z - mz
             sxx += x * x
             syy += y * y
             sxy += x * y
@@ -275,7 +281,8 @@ public enum DepthLiveness {
             syz += y * z
         }
         // Centred normal equations: [sxx sxy; sxy syy]·[a b]ᵀ = [sxz syz]ᵀ, c = mz (at the centroid).
-        var a = 0.0, b = 0.0
+        var a = 0.0
+        var b = 0.0
         let determinant = sxx * syy - sxy * sxy
         if determinant > 1e-9 * max(1, sxx * syy) {
             a = (sxz * syy - syz * sxy) / determinant

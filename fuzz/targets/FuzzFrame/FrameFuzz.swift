@@ -39,7 +39,8 @@ enum FrameFuzz {
                 let length = Self.announced(stream, at: expected)
                 precondition(length <= maximum, "a frame above the maximum was passed on")
                 precondition(frame.readableBytes == length, "the frame is not the announced length")
-                precondition(frame.readableBytesView.elementsEqual(stream[expected + 4..<expected + 4 + length]), "the frame is not the announced body")
+                precondition(
+                    frame.readableBytesView.elementsEqual(stream[expected + 4..<expected + 4 + length]), "the frame is not the announced body")
                 expected += 4 + length
                 Self.checkRequest(frame)
             }

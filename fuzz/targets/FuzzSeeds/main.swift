@@ -29,17 +29,19 @@ let landmarkNames = [
     "UPPER_LIP", "LOWER_LIP", "MOUTH_CENTER", "CHIN_GNATHION", "LEFT_CHEEK_CENTER", "RIGHT_CHEEK_CENTER", "FOREHEAD_GLABELLA",
 ]
 let landmarkFace = Registry_V1_Face.with {
-    $0.templates = [.with { template in
-        template.algorithm = 1000
-        template.landmarks = landmarkNames.enumerated().map { index, name in
-            .with {
-                $0.name = name
-                $0.x = Float(index % 5) * 10 + Float(index) * 0.5
-                $0.y = Float(index / 5) * 12
-                $0.z = Float(index % 3)
+    $0.templates = [
+        .with { template in
+            template.algorithm = 1000
+            template.landmarks = landmarkNames.enumerated().map { index, name in
+                .with {
+                    $0.name = name
+                    $0.x = Float(index % 5) * 10 + Float(index) * 0.5
+                    $0.y = Float(index / 5) * 12
+                    $0.z = Float(index % 3)
+                }
             }
         }
-    }]
+    ]
 }
 let poses: [Registry_V1_EnrolLivenessProfileRequest.Pose] = {
     do {
@@ -63,54 +65,251 @@ func request(_ id: UInt64, _ operation: Registry_V1_Request.OneOf_Operation) -> 
 }
 
 let requests: [(String, Registry_V1_Request)] = [
-    ("hello", request(1, .hello(.with { $0.protocolMajor = 1; $0.clientName = "fuzz" }))),
+    (
+        "hello",
+        request(
+            1,
+            .hello(
+                .with {
+                    $0.protocolMajor = 1
+                    $0.clientName = "fuzz"
+                }))
+    ),
     ("hello-v2", request(2, .hello(.with { $0.protocolMajor = 2 }))),
-    ("register-alice", request(3, .register(.with { $0.identifier = "alice"; $0.face = alice }))),
-    ("register-bob", request(4, .register(.with { $0.gallery = "default"; $0.identifier = "bob"; $0.face = bob }))),
-    ("register-carol-force", request(5, .register(.with { $0.identifier = "carol"; $0.face = alice; $0.force = true }))),
-    ("register-capture", request(6, .register(.with { $0.gallery = "door"; $0.identifier = "alice"; $0.face = aliceCapture }))),
-    ("register-landmarks", request(7, .register(.with { $0.identifier = "dave"; $0.face = landmarkFace }))),
-    ("identify", request(8, .identify(.with { $0.face = aliceAgain; $0.limit = 3 }))),
-    ("identify-unsafe", request(9, .identify(.with { $0.face = landmarkFace; $0.safe = false; $0.autoEnrol = false }))),
-    ("authenticate", request(10, .authenticate(.with { $0.identifier = "alice"; $0.face = aliceAgain }))),
-    ("authenticate-live", request(11, .authenticate(.with { $0.gallery = "door"; $0.identifier = "alice"; $0.face = aliceLive }))),
-    ("authenticate-no-auto-enrol", request(12, .authenticate(.with { $0.identifier = "bob"; $0.face = aliceAgain; $0.autoEnrol = false }))),
+    (
+        "register-alice",
+        request(
+            3,
+            .register(
+                .with {
+                    $0.identifier = "alice"
+                    $0.face = alice
+                }))
+    ),
+    (
+        "register-bob",
+        request(
+            4,
+            .register(
+                .with {
+                    $0.gallery = "default"
+                    $0.identifier = "bob"
+                    $0.face = bob
+                }))
+    ),
+    (
+        "register-carol-force",
+        request(
+            5,
+            .register(
+                .with {
+                    $0.identifier = "carol"
+                    $0.face = alice
+                    $0.force = true
+                }))
+    ),
+    (
+        "register-capture",
+        request(
+            6,
+            .register(
+                .with {
+                    $0.gallery = "door"
+                    $0.identifier = "alice"
+                    $0.face = aliceCapture
+                }))
+    ),
+    (
+        "register-landmarks",
+        request(
+            7,
+            .register(
+                .with {
+                    $0.identifier = "dave"
+                    $0.face = landmarkFace
+                }))
+    ),
+    (
+        "identify",
+        request(
+            8,
+            .identify(
+                .with {
+                    $0.face = aliceAgain
+                    $0.limit = 3
+                }))
+    ),
+    (
+        "identify-unsafe",
+        request(
+            9,
+            .identify(
+                .with {
+                    $0.face = landmarkFace
+                    $0.safe = false
+                    $0.autoEnrol = false
+                }))
+    ),
+    (
+        "authenticate",
+        request(
+            10,
+            .authenticate(
+                .with {
+                    $0.identifier = "alice"
+                    $0.face = aliceAgain
+                }))
+    ),
+    (
+        "authenticate-live",
+        request(
+            11,
+            .authenticate(
+                .with {
+                    $0.gallery = "door"
+                    $0.identifier = "alice"
+                    $0.face = aliceLive
+                }))
+    ),
+    (
+        "authenticate-no-auto-enrol",
+        request(
+            12,
+            .authenticate(
+                .with {
+                    $0.identifier = "bob"
+                    $0.face = aliceAgain
+                    $0.autoEnrol = false
+                }))
+    ),
     ("list-galleries", request(13, .listGalleries(.init()))),
     ("list-algorithms", request(14, .listAlgorithms(.init()))),
-    ("list-identifiers", request(15, .listIdentifiers(.with { $0.after = "a"; $0.limit = 2 }))),
-    ("get-templates", request(16, .getTemplates(.with { $0.identifier = "alice"; $0.includeData = true }))),
+    (
+        "list-identifiers",
+        request(
+            15,
+            .listIdentifiers(
+                .with {
+                    $0.after = "a"
+                    $0.limit = 2
+                }))
+    ),
+    (
+        "get-templates",
+        request(
+            16,
+            .getTemplates(
+                .with {
+                    $0.identifier = "alice"
+                    $0.includeData = true
+                }))
+    ),
     ("delete-template", request(17, .deleteTemplate(.with { $0.templateID = 2 }))),
     ("delete-identifier", request(18, .deleteIdentifier(.with { $0.identifier = "bob" }))),
     ("delete-gallery", request(19, .deleteGallery(.with { $0.gallery = "door" }))),
-    ("define-gallery", request(20, .defineGallery(.with {
-        $0.gallery = "door"
-        $0.registries = [
-            .with {
-                $0.algorithm = 24
-                $0.thresholds = .with { $0.authentication = 0.6; $0.identification = 0.65; $0.autoEnrolment = 0.7 }
-                $0.minimumQuality = 0.6
-                $0.minimumAutoEnrolmentQuality = 0.7
-            },
-            .with { $0.algorithm = 1000 },
-        ]
-        $0.liveness = .with { $0.authenticate = true; $0.strict = true }
-        $0.livenessK = 2.5
-    }))),
+    (
+        "define-gallery",
+        request(
+            20,
+            .defineGallery(
+                .with {
+                    $0.gallery = "door"
+                    $0.registries = [
+                        .with {
+                            $0.algorithm = 24
+                            $0.thresholds = .with {
+                                $0.authentication = 0.6
+                                $0.identification = 0.65
+                                $0.autoEnrolment = 0.7
+                            }
+                            $0.minimumQuality = 0.6
+                            $0.minimumAutoEnrolmentQuality = 0.7
+                        },
+                        .with { $0.algorithm = 1000 },
+                    ]
+                    $0.liveness = .with {
+                        $0.authenticate = true
+                        $0.strict = true
+                    }
+                    $0.livenessK = 2.5
+                }))
+    ),
     ("migration-status", request(21, .migrationStatus(.init()))),
     ("stats", request(22, .stats(.init()))),
-    ("export", request(23, .export(.with { $0.afterTemplateID = 1; $0.limit = 10 }))),
-    ("import", request(24, .import(.with {
-        $0.items = [
-            .with { $0.identifier = "erin"; $0.template = bob.templates[0] },
-            .with { $0.identifier = "frank"; $0.template = landmarkFace.templates[0] },
-        ]
-    }))),
+    (
+        "export",
+        request(
+            23,
+            .export(
+                .with {
+                    $0.afterTemplateID = 1
+                    $0.limit = 10
+                }))
+    ),
+    (
+        "import",
+        request(
+            24,
+            .import(
+                .with {
+                    $0.items = [
+                        .with {
+                            $0.identifier = "erin"
+                            $0.template = bob.templates[0]
+                        },
+                        .with {
+                            $0.identifier = "frank"
+                            $0.template = landmarkFace.templates[0]
+                        },
+                    ]
+                }))
+    ),
     ("backup", request(25, .backup(.with { $0.directory = "backup" }))),
     ("verify", request(26, .verify(.init()))),
-    ("enrol-liveness-profile", request(27, .enrolLivenessProfile(.with { $0.gallery = "door"; $0.identifier = "alice"; $0.poses = poses; $0.k = 2 }))),
-    ("get-liveness-profile", request(28, .getLivenessProfile(.with { $0.gallery = "door"; $0.identifier = "alice" }))),
-    ("delete-liveness-profile", request(29, .deleteLivenessProfile(.with { $0.gallery = "door"; $0.identifier = "alice" }))),
-    ("audit", request(30, .audit(.with { $0.identifier = "alice"; $0.sinceMicros = 1; $0.outcome = "match"; $0.limit = 5 }))),
+    (
+        "enrol-liveness-profile",
+        request(
+            27,
+            .enrolLivenessProfile(
+                .with {
+                    $0.gallery = "door"
+                    $0.identifier = "alice"
+                    $0.poses = poses
+                    $0.k = 2
+                }))
+    ),
+    (
+        "get-liveness-profile",
+        request(
+            28,
+            .getLivenessProfile(
+                .with {
+                    $0.gallery = "door"
+                    $0.identifier = "alice"
+                }))
+    ),
+    (
+        "delete-liveness-profile",
+        request(
+            29,
+            .deleteLivenessProfile(
+                .with {
+                    $0.gallery = "door"
+                    $0.identifier = "alice"
+                }))
+    ),
+    (
+        "audit",
+        request(
+            30,
+            .audit(
+                .with {
+                    $0.identifier = "alice"
+                    $0.sinceMicros = 1
+                    $0.outcome = "match"
+                    $0.limit = 5
+                }))
+    ),
     ("set-encryption-key", request(31, .setEncryptionKey(.with { $0.keyFile = "store.key" }))),
 ]
 
