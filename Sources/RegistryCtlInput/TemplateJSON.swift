@@ -8,7 +8,7 @@ import RegistryModel
 /// {"version": 1000, "landmarks": [{"name": "LEFT_EYE", "x": 1, "y": 2, "z": 3}, ...]}
 /// ```
 ///
-/// A landmark may say `"type"` instead of `"name"` (the seed's `FaceLandmark{type,x,y,z}`), `z` is
+/// A landmark may say `"type"` instead of `"name"` (the CoMa matcher's `FaceLandmark{type,x,y,z}`), `z` is
 /// optional (0), and a landmark template without `"version"` is the landmark algorithm's (1000). An
 /// export record adds `"identifier"`. A file holds one object or an array of them; other keys are
 /// ignored. For register, identify and authenticate a file may instead hold a face object with capture

@@ -58,7 +58,7 @@ public struct LivenessPolicy: Sendable, Hashable {
     public var identify: Bool
     public var register: Bool
     /// Also require two of the depth liveness design's optional checks: a non-planar surface (`depthDistribution`)
-    /// and micro-movement across frames (`microMovement`). The seed's 3-of-5 rule alone accepts a
+    /// and micro-movement across frames (`microMovement`). The depth liveness design's 3-of-5 rule alone accepts a
     /// photo held at about 26° or more and a static mask; strict mode refuses both.
     public var strict: Bool
 

@@ -223,7 +223,7 @@ struct TemplateJSONTests {
     }
 
     @Test func landmarkFormWithTypeOptionalZAndNoVersion() throws {
-        // The seed's FaceLandmark{type,x,y,z}; z may be left out; without a version it is landmarks (1000).
+        // The CoMa matcher's FaceLandmark{type,x,y,z}; z may be left out; without a version it is landmarks (1000).
         let json = #"{"landmarks": [{"type": "RIGHT_EYE", "x": 0.25, "y": 0.5}], "confidence": 0.9, "encoderType": "mediapipe"}"#
         let templates = try TemplateJSON.templates(from: bytes(json), file: "seed.json")
         #expect(templates == [FaceTemplate(algorithm: 1000, landmarks: [Landmark(name: "RIGHT_EYE", x: 0.25, y: 0.5, z: 0)])])

@@ -289,7 +289,7 @@ let poorCapture = CaptureMetadata(
                         liveness: LivenessPolicy(authenticate: true, strict: strict)))
                 _ = try await engine.register(gallery: name, identifier: "alice", face: Face(arcface()))
             }
-            // The seed's rule: 4 mandatory + 3 of 5 optional; the mask fails only microMovement.
+            // The depth liveness design's rule: 4 mandatory + 3 of 5 optional; the mask fails only microMovement.
             let lenient = try await engine.authenticate(
                 gallery: "lenient", identifier: "alice", face: Face(templates: [arcface()], depthFrames: self.staticMask()))
             #expect(lenient.liveness?.live == true)

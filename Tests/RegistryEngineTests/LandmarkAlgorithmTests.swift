@@ -95,7 +95,7 @@ private func normalisedFixture() -> [Float] {
     (0..<LandmarkAlgorithm.floatsPerTemplate).map { Float(($0 * 37) % 23) / 23 - 0.5 }
 }
 
-/// The seed's algorithm written independently, dictionary-based and in Double, for cross-checking the
+/// The CoMa matcher's algorithm written independently, dictionary-based and in Double, for cross-checking the
 /// dense implementation. The scale references follow the documented deterministic choice.
 private func referenceSimilarity(_ first: [Landmark], _ second: [Landmark]) -> Double {
     func normalise(_ landmarks: [Landmark]) -> [String: (Double, Double, Double)] {
@@ -138,7 +138,7 @@ private func referenceSimilarity(_ first: [Landmark], _ second: [Landmark]) -> D
 
 // MARK: - Vocabulary
 
-@Test("vocabulary is the seed's 32-name weight table in order")
+@Test("vocabulary is the matcher's 32-name weight table in order")
 func vocabularyMatchesSeedTable() {
     #expect(LandmarkVocabulary.count == 32)
     #expect(LandmarkVocabulary.names.count == 32)
@@ -162,7 +162,7 @@ func vocabularyMatchesSeedTable() {
     #expect(LandmarkAlgorithm.decay == 2.5)
 }
 
-// MARK: - The seed's figures
+// MARK: - The matcher design's figures
 
 @Test("identical normalised templates have similarity 1.0")
 func figureZeroDistance() {
@@ -275,7 +275,7 @@ func weightsApplied() throws {
     let earSimilarity = LandmarkAlgorithm.similarity(original, earMoved)
     #expect(noseSimilarity < earSimilarity)
 
-    let totalWeight = 53.4  // sum of the seed's 32 weights
+    let totalWeight = 53.4  // sum of the matcher's 32 weights
     #expect(abs(Double(noseSimilarity) - exp(-2.5 * 2.5 * 0.2 / totalWeight)) < 1e-6)
     #expect(abs(Double(earSimilarity) - exp(-2.5 * 1.0 * 0.2 / totalWeight)) < 1e-6)
 }

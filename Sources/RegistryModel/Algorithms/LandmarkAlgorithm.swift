@@ -1,11 +1,11 @@
 import Glibc
 
-/// The fixed landmark vocabulary: the 32 names of the seed's weight table, in the order they appear there
+/// The fixed landmark vocabulary: the 32 names of the CoMa landmark matcher's weight table, in the order they appear there
 /// (LEFT_EYE first, RIGHT_EAR_TRAGION last). A template's dense form stores landmark i in slot i.
 ///
 /// Exactly 32 names, so a template's presence set fits a `UInt32` mask.
 public enum LandmarkVocabulary {
-    /// The seed's weight table, in its order. Higher weight = more identity-discriminative landmark.
+    /// The matcher's weight table, in its order. Higher weight = more identity-discriminative landmark.
     private static let table: [(name: String, weight: Float)] = [
         // Eyes: highly discriminative.
         ("LEFT_EYE", 2.5),
@@ -53,7 +53,7 @@ public enum LandmarkVocabulary {
     /// The landmark names in table order; `names[i]` lives in dense slot i.
     public static let names: [String] = table.map(\.name)
 
-    /// The seed's per-landmark weights, parallel to `names`.
+    /// The matcher's per-landmark weights, parallel to `names`.
     public static let weights: [Float] = table.map(\.weight)
 
     /// Name → slot, so validation is a hash lookup rather than a scan of 32 strings.
@@ -91,7 +91,7 @@ public struct DenseLandmarks: Sendable, Hashable {
     }
 }
 
-/// The landmark face matching algorithm of the seed document: geometric normalisation (bounding-box
+/// The landmark face matching algorithm of the CoMa landmark matcher design: geometric normalisation (bounding-box
 /// centre, inter-ocular scale), weighted mean 3-D distance over shared landmarks, exponential decay to
 /// a similarity in (0, 1], and a capture quality score.
 public enum LandmarkAlgorithm {
@@ -111,7 +111,7 @@ public enum LandmarkAlgorithm {
     private static let rightEyeRightCorner = LandmarkVocabulary.slot(of: "RIGHT_EYE_RIGHT_CORNER")!
     private static let noseTip = LandmarkVocabulary.slot(of: "NOSE_TIP")!
 
-    /// Left/right pairs whose horizontal distances from the nose tip measure capture symmetry (the seed's pairs).
+    /// Left/right pairs whose horizontal distances from the nose tip measure capture symmetry (the matcher's pairs).
     private static let symmetryPairs: [(left: Int, right: Int)] = [
         ("LEFT_EYE", "RIGHT_EYE"),
         ("LEFT_EYE_LEFT_CORNER", "RIGHT_EYE_RIGHT_CORNER"),
@@ -172,11 +172,11 @@ public enum LandmarkAlgorithm {
     /// - centre: per axis (min + max) / 2 over the present landmarks, in x, y and z.
     /// - scale: the 2-D (x, y) distance between the left-eye and right-eye references. The left reference
     ///   is LEFT_EYE if present, else LEFT_EYE_LEFT_CORNER; the right one is RIGHT_EYE, else
-    ///   RIGHT_EYE_RIGHT_CORNER. The seed took whichever of the two names came first in the input list,
+    ///   RIGHT_EYE_RIGHT_CORNER. The matcher design took whichever of the two names came first in the input list,
     ///   which made the result depend on the client's ordering; preferring the eye centres is deterministic
-    ///   and keeps the seed's intent (inter-ocular distance), using the outer corners only as a stand-in.
+    ///   and keeps the design's intent (inter-ocular distance), using the outer corners only as a stand-in.
     ///   If a reference is missing or the distance is < 10, scale = max(bbox width, bbox height) in x/y;
-    ///   if that is 0, scale = 1 (the seed's guards against dividing by tiny or zero numbers).
+    ///   if that is 0, scale = 1 (the design's guards against dividing by tiny or zero numbers).
     ///
     /// Computes in Double (large pixel coordinates minus the centre lose precision in Float), stores Float.
     /// Does not allocate.
@@ -281,7 +281,7 @@ public enum LandmarkAlgorithm {
         }
     }
 
-    /// The seed's capture quality score on the RAW template, in [0, 1]:
+    /// The matcher's capture quality score on the RAW template, in [0, 1]:
     /// symmetry * 0.6 + coverage * 0.4, where symmetry averages, over the four left/right pairs present,
     /// 1 - |dl - dr| / max(dl, dr, 1) with dl, dr the horizontal distances from NOSE_TIP (0.5 if no pair is
     /// present), and coverage = min(1, count / 30). A template without NOSE_TIP scores 0.5 (symmetry cannot

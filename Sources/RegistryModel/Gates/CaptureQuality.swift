@@ -37,7 +37,7 @@ public enum QualityComponent: String, Sendable, Hashable, CaseIterable {
         }
     }
 
-    /// Sharpness and lighting are the seed's "future" components: used when their inputs are present.
+    /// Sharpness and lighting are the capture quality design's "future" components: used when their inputs are present.
     public var isOptional: Bool { self == .sharpness || self == .lighting }
 }
 
