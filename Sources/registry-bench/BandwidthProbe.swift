@@ -1,11 +1,22 @@
+import ArgumentParser
 import Glibc
 import Synchronization
 
 /// The read-bandwidth probe: a SIMD sum over a large float32 buffer, on one thread and on two —
 /// the physical limit an exhaustive scan approaches.
-enum BandwidthProbe {
-    static func run(_ flags: Flags) {
-        let gib = (try? flags.double("gib", default: 2)) ?? 2
+struct BandwidthProbe: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bandwidth", abstract: "The machine's read bandwidth, one thread and two (JSON: gbps_1, gbps_2).")
+
+    @Option(help: "GiB of float32 to sum (positive).")
+    var gib: Double = 2
+
+    func validate() throws {
+        guard self.gib > 0, self.gib.isFinite else { throw ValidationError("--gib must be a positive number") }
+    }
+
+    func run() {
+        let gib = self.gib
         let count = Int(gib * Double(1 << 30)) / 4
         let buffer = UnsafeMutablePointer<Float>.allocate(capacity: count)
         defer { buffer.deallocate() }

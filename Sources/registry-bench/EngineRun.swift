@@ -5,6 +5,7 @@
 //
 // Defaults: 100,000 templates of 128 floats (the arcface registry of the default gallery), 101
 // identify queries, 2,000 concurrent checked registrations.
+import ArgumentParser
 import Glibc
 import RegistryEngine
 import RegistryModel
@@ -46,17 +47,27 @@ func format(_ value: Double, _ digits: Int = 2) -> String {
 }
 
 /// The original whole-engine run: fill, reopen, identify, checked registrations.
-enum EngineRun {
-    static func run(_ flags: Flags) async throws {
-        struct Options {
-            var count: Int
-            var dimension: Int
-            var queries: Int
-            var registrations: Int
+struct EngineRun: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "engine", abstract: "Fill, reopen, identify and checked registrations through the engine in-process.")
+
+    @Option(help: "Templates to fill the registry with.")
+    var count: Int = 100_000
+    @Option(help: "Floats per template.")
+    var dimension: Int = 128
+    @Option(help: "Identify queries to time.")
+    var queries: Int = 101
+    @Option(help: "Concurrent checked registrations to time.")
+    var registrations: Int = 2_000
+
+    func validate() throws {
+        guard self.count > 0, self.dimension > 0, self.queries > 0, self.registrations > 0 else {
+            throw ValidationError("--count, --dimension, --queries and --registrations must be positive")
         }
-        let options = Options(
-            count: try flags.int("count", default: 100_000), dimension: try flags.int("dimension", default: 128),
-            queries: try flags.int("queries", default: 101), registrations: try flags.int("registrations", default: 2_000))
+    }
+
+    func run() async throws {
+        let options = self
         let algorithm = Algorithm(
             version: 9000 + UInt32(options.dimension), name: "bench\(options.dimension)",
             kind: .vector(dimension: options.dimension), scoreFunction: .cosine, defaultThreshold: 0.6)

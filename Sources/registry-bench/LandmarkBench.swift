@@ -1,3 +1,4 @@
+import ArgumentParser
 import Glibc
 import RegistryEngine
 import RegistryModel
@@ -8,12 +9,28 @@ import RegistryModel
 ///
 /// Files in --out: rows.f32 (N × 96: 32 slots × x, y, z, normalised), masks.u32 (N; bit s = slot s
 /// present), queries.f32 / qmasks.u32 (the same for the queries), weights.f32 (32), params.json.
-enum LandmarkBench {
-    static func run(_ flags: Flags) async throws {
-        let count = try flags.int("count")
-        let queryCount = try flags.int("queries", default: 20)
-        let k = try flags.int("k", default: 10)
-        let out = try flags.string("out")
+struct LandmarkBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "landmarks", abstract: "Identify over generated landmark templates; writes the rows for the numpy anchor.")
+
+    @Option(help: "Templates to generate and register.")
+    var count: Int
+    @Option(name: .customLong("queries"), help: "Queries to time.")
+    var queryCount: Int = 20
+    @Option(help: "Matches per query.")
+    var k: Int = 10
+    @Option(help: "Directory for the rows, masks, queries, weights and parameters.")
+    var out: String
+
+    func validate() throws {
+        guard self.count > 0, self.queryCount > 0, self.k > 0 else { throw ValidationError("--count, --queries and --k must be positive") }
+    }
+
+    func run() async throws {
+        let count = self.count
+        let queryCount = self.queryCount
+        let k = self.k
+        let out = self.out
         mkdir(out, 0o755)
         var random = Random(state: 7)
         let faces = (0..<count).map { _ in Self.face(&random) }

@@ -1,3 +1,4 @@
+import ArgumentParser
 import Glibc
 import RegistryClient
 import RegistryEngine
@@ -18,11 +19,9 @@ enum StoreBench {
         }
     }
 
-    static func make(_ flags: Flags) async throws {
-        let path = try flags.string("store")
-        let dimension = try flags.int("dimension")
+    static func make(store path: String, dimension: Int, vectors: String) async throws {
         let algorithm = try Self.algorithm(dimension: dimension)
-        let bytes = try readFile(try flags.string("vectors"))
+        let bytes = try readFile(vectors)
         let rowBytes = 4 * dimension
         guard bytes.count % rowBytes == 0 else { throw UsageError("the vectors file is not a whole number of \(dimension)-float rows") }
         let rows = bytes.count / rowBytes
@@ -47,12 +46,9 @@ enum StoreBench {
 
     /// Opens the store (timing start-up to a loaded index), reads resident memory, then identifies
     /// each query once.
-    static func identify(_ flags: Flags) async throws {
-        let path = try flags.string("store")
-        let dimension = try flags.int("dimension")
+    static func identify(store path: String, dimension: Int, k: Int, queries: String) async throws {
         let algorithm = try Self.algorithm(dimension: dimension)
-        let k = try flags.int("k", default: 10)
-        let queries = try readRows(try flags.string("queries"), dimension: dimension)
+        let queries = try readRows(queries, dimension: dimension)
         let start = now()
         let engine = try Engine(path: path)
         let startup = now() - start
@@ -78,12 +74,10 @@ enum StoreBench {
     }
 
     /// The same queries through a running daemon: one connection, one request at a time.
-    static func daemonIdentify(_ flags: Flags) async throws {
-        let dimension = try flags.int("dimension")
+    static func daemonIdentify(socket: String, dimension: Int, k: Int, queries: String) async throws {
         let algorithm = try Self.algorithm(dimension: dimension)
-        let k = try flags.int("k", default: 10)
-        let queries = try readRows(try flags.string("queries"), dimension: dimension)
-        let client = try await RegistryClient.connect(socketPath: try flags.string("socket"))
+        let queries = try readRows(queries, dimension: dimension)
+        let client = try await RegistryClient.connect(socketPath: socket)
         var times: [Double] = []
         var tops: [JSON] = []
         // One unmeasured request: the connection's first round trip sets up buffers on both sides.
@@ -98,5 +92,59 @@ enum StoreBench {
         }
         await client.close()
         print(JSON.object([("identify_ms", .array(times.map { .number($0 * 1000) })), ("top", .array(tops))]).text)
+    }
+}
+
+struct MakeStore: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "make-store", abstract: "A store of the rows of a raw float32 file (identifier p<i> for row i).")
+
+    @Option(help: "Directory of the store to create.")
+    var store: String
+    @Option(help: "Floats per row: 128 (arcface) or 512 (r300).")
+    var dimension: Int
+    @Option(help: "Raw little-endian float32 file, rows one after the other.")
+    var vectors: String
+
+    func run() async throws { try await StoreBench.make(store: self.store, dimension: self.dimension, vectors: self.vectors) }
+}
+
+struct IdentifyInStore: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "identify", abstract: "Start-up, resident memory and identify per query over a store made by make-store.")
+
+    @Option(help: "Directory of the store.")
+    var store: String
+    @Option(help: "Floats per row: 128 or 512.")
+    var dimension: Int
+    @Option(help: "Matches per query.")
+    var k: Int = 10
+    @Option(help: "Raw float32 file of the queries.")
+    var queries: String
+
+    func validate() throws { guard self.k > 0 else { throw ValidationError("--k must be positive") } }
+
+    func run() async throws {
+        try await StoreBench.identify(store: self.store, dimension: self.dimension, k: self.k, queries: self.queries)
+    }
+}
+
+struct DaemonIdentify: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "daemon-identify", abstract: "The same queries through a running daemon, one request at a time.")
+
+    @Option(help: "The daemon's socket.")
+    var socket: String
+    @Option(help: "Floats per row: 128 or 512.")
+    var dimension: Int
+    @Option(help: "Matches per query.")
+    var k: Int = 10
+    @Option(help: "Raw float32 file of the queries.")
+    var queries: String
+
+    func validate() throws { guard self.k > 0 else { throw ValidationError("--k must be positive") } }
+
+    func run() async throws {
+        try await StoreBench.daemonIdentify(socket: self.socket, dimension: self.dimension, k: self.k, queries: self.queries)
     }
 }

@@ -1,41 +1,10 @@
 import Glibc
 
-/// `--name value` pairs, parsed by hand (this target has no ArgumentParser).
-struct Flags {
-    private var values: [String: String] = [:]
-
-    init(_ arguments: [String]) throws(UsageError) {
-        var remaining = arguments[...]
-        while let flag = remaining.popFirst() {
-            guard flag.hasPrefix("--"), let value = remaining.popFirst() else { throw UsageError("expected --flag value, got '\(flag)'") }
-            self.values[String(flag.dropFirst(2))] = value
-        }
-    }
-
-    func string(_ name: String, default value: String? = nil) throws(UsageError) -> String {
-        guard let found = self.values[name] ?? value else { throw UsageError("--\(name) is required") }
-        return found
-    }
-
-    func int(_ name: String, default value: Int? = nil) throws(UsageError) -> Int {
-        guard let text = self.values[name] else {
-            guard let value else { throw UsageError("--\(name) is required") }
-            return value
-        }
-        guard let number = Int(text), number > 0 else { throw UsageError("--\(name) must be a positive whole number, not '\(text)'") }
-        return number
-    }
-
-    func double(_ name: String, default value: Double) throws(UsageError) -> Double {
-        guard let text = self.values[name] else { return value }
-        guard let number = Double(text), number > 0 else { throw UsageError("--\(name) must be a positive number, not '\(text)'") }
-        return number
-    }
-}
-
-struct UsageError: Error {
+/// A wrong input found while running (a file that does not fit): printed as its message.
+struct UsageError: Error, CustomStringConvertible {
     let message: String
     init(_ message: String) { self.message = message }
+    var description: String { self.message }
 }
 
 func printError(_ line: String) {

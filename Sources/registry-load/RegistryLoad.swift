@@ -6,23 +6,27 @@
 // Seeds the gallery (one arcface registry, P people with deterministic random unit vectors; reused
 // when it already holds them), warms up, then runs the measured requests: each connection is a closed
 // loop of one request at a time. Prints one line with requests/s and p50/p90/p99/max latency.
+import ArgumentParser
 import Glibc
 import RegistryClient
 import RegistryModel
 
-let options: Options
-do {
-    options = try Options(Array(CommandLine.arguments.dropFirst()))
-} catch {
-    if let message = error.message {
-        printError("registry-load: \(message)")
-        printError(Options.usage)
-        exit(2)
+@main
+struct RegistryLoad: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "registry-load",
+        abstract: "Drives a running registryd and prints throughput and latency.",
+        discussion:
+            "The gallery gets one arcface registry (algorithm 24, thresholds 0.6) holding person-0 ... person-(P-1) with deterministic random unit vectors; it is reused when it already holds P people, else deleted and imported again. The measured connections all run on one thread with their requests encoded in advance, so the tool takes little of the CPU it shares with the daemon. Prints one line: operation, people, connections, requests, seconds, requests/s, p50, p90, p99 and max latency in ms, and the number of errors."
+    )
+
+    @OptionGroup var options: Options
+
+    func run() async throws {
+        let status = await LoadRun.main(self.options)
+        if status != 0 { throw ExitCode(status) }
     }
-    print(Options.usage)
-    exit(0)
 }
-exit(await LoadRun.main(options))
 
 enum LoadRun {
     /// Runs everything; returns the exit status.
