@@ -1,8 +1,9 @@
 import CLMDB
 import Glibc
-import LMDB
 import TestSupport
 import Testing
+
+@testable import LMDB
 
 private func removeDirectory(_ path: String) {
     unlink(path + "/data.mdb")
@@ -180,6 +181,50 @@ private struct Boom: Error {}
         }
         env.close()
         return path
+    }
+
+    /// Raises the last page number both meta pages record by `pages`, as when LMDB allocated pages
+    /// at the end that a transaction freed again and so never wrote: the file then ends before them.
+    private func recordUnwrittenPages(_ pages: UInt64, in path: String) throws {
+        let fd = open(path + "/data.mdb", O_RDWR)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        for meta in 0..<2 {
+            let offset = off_t(meta * 4096 + 136)
+            var last: UInt64 = 0
+            try #require(pread(fd, &last, 8, offset) == 8)
+            last += pages
+            try #require(pwrite(fd, &last, 8, offset) == 8)
+        }
+    }
+
+    @Test func aFewUnwrittenPagesAtTheEndAreMadeUpAndTheStoreOpens() throws {
+        let path = try self.filledEnvironment()
+        defer {
+            unlink(path + "/exclusive.lock")
+            removeDirectory(path)
+        }
+        var before = stat()
+        #expect(stat(path + "/data.mdb", &before) == 0)
+        try self.recordUnwrittenPages(1, in: path)
+        let env = try Environment(path: path)
+        let value = try env.read { txn in try txn.get(try txn.openDatabase("t"), key: [200]).map { Array($0) } }
+        #expect(value == [UInt8](repeating: 200, count: 4000))
+        env.close()
+        var after = stat()
+        #expect(stat(path + "/data.mdb", &after) == 0)
+        #expect(after.st_size >= before.st_size + 4096, "the missing page was not made up")
+    }
+
+    @Test func moreUnwrittenPagesThanLMDBLeavesAreATruncatedFile() throws {
+        let path = try self.filledEnvironment()
+        defer {
+            unlink(path + "/exclusive.lock")
+            removeDirectory(path)
+        }
+        try self.recordUnwrittenPages(UInt64(DataFile.maximumUnwrittenTailPages) + 1, in: path)
+        let error = #expect(throws: LMDBError.self) { _ = try Environment(path: path) }
+        #expect(error?.message.contains("truncated") == true, "\(String(describing: error))")
     }
 
     @Test func aTruncatedDataFileIsRefusedBeforeItIsMapped() throws {
