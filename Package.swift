@@ -67,10 +67,13 @@ let package = Package(
         // algorithms and their catalogue, results, errors, configuration, the capture and liveness gates'
         // computations. The protocol, the client and registryctl build on this alone.
         .target(name: "RegistryModel", swiftSettings: strictSettings),
+        // Int8 codes of float32 rows and the prefilter's kernels, one function per instruction set
+        // (target attributes, chosen at run time from cpuid): the package builds for any x86-64.
+        .target(name: "CScanKernels"),
         // The registry engine: semantics, the in-memory index and its scans, the LMDB storage schema.
         // No networking here.
         .target(
-            name: "RegistryEngine", dependencies: ["RegistryModel", "LMDB", "Locks", .product(name: "Crypto", package: "swift-crypto")],
+            name: "RegistryEngine", dependencies: ["RegistryModel", "CScanKernels", "LMDB", "Locks", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSettings),
         // The wire: generated protobuf messages (proto/registry.proto), framing, and conversions to
         // and from the engine's types.
@@ -108,7 +111,7 @@ let package = Package(
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "CLMDB", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "RegistryEngineTests",
-            dependencies: ["RegistryEngine", "RegistryModel", "LMDB", "TestSupport", "registry-crash-probe"],
+            dependencies: ["RegistryEngine", "RegistryModel", "CScanKernels", "LMDB", "TestSupport", "registry-crash-probe"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -60,10 +60,13 @@ import Testing
     }
 
     static func identify(
-        _ registry: RegistryIndex, _ query: [Float], threshold: Float, limit: Int?, pool: ScanPool, rowsPerChunk: Int? = nil
+        _ registry: RegistryIndex, _ query: [Float], threshold: Float, limit: Int?, pool: ScanPool, rowsPerChunk: Int? = nil,
+        prefilter: Bool = false, level: Int32 = Prefilter.level
     ) -> [Scan.Candidate] {
         query.withUnsafeBufferPointer {
-            Scan.identify(registry, query: $0.baseAddress!, queryMask: 0, threshold: threshold, limit: limit, pool: pool, rowsPerChunk: rowsPerChunk)
+            Scan.identify(
+                registry, query: $0.baseAddress!, queryMask: 0, threshold: threshold, limit: limit, pool: pool, rowsPerChunk: rowsPerChunk,
+                prefilter: prefilter, level: level)
         }
     }
 
@@ -90,6 +93,14 @@ import Testing
                     let many = Self.identify(registry, query, threshold: threshold, limit: limit, pool: Self.parallel, rowsPerChunk: 64)
                     #expect(one == expected, "query \(q), threshold \(threshold), limit \(String(describing: limit))")
                     #expect(many == one, "the multi-core scan differs (query \(q), threshold \(threshold))")
+                    // Through the prefilter, at every kernel level, on one core and many: the same bits.
+                    for level in Prefilter.supportedLevels {
+                        let filtered = Self.identify(registry, query, threshold: threshold, limit: limit, pool: Self.single, prefilter: true, level: level)
+                        let filteredMany = Self.identify(
+                            registry, query, threshold: threshold, limit: limit, pool: Self.parallel, rowsPerChunk: 64, prefilter: true, level: level)
+                        #expect(filtered == one, "prefilter at \(Prefilter.name(of: level)): query \(q), threshold \(threshold)")
+                        #expect(filteredMany == one, "prefilter at \(Prefilter.name(of: level)), multi-core: query \(q), threshold \(threshold)")
+                    }
                 }
             }
         }
@@ -102,7 +113,10 @@ import Testing
         let registry = Self.registry(rows: 4_000, dimension: dimension, identifiers: 1_500, scoreFunction: function) { random, _, _ in
             Float(random.normal())
         }
-        for row in 0..<registry.count { Self.normalise(registry.mutableRow(row), dimension) }
+        for row in 0..<registry.count {
+            Self.normalise(registry.mutableRow(row), dimension)
+            registry.encode(row: row)
+        }
         for q in 0..<5 {
             var query = (0..<dimension).map { i in registry.row(q * 101)[i] }  // a stored row: one clear best
             var random = SeededGenerator(seed: UInt64(q))
@@ -112,6 +126,11 @@ import Testing
             let expected = Self.reference(registry, query: query, threshold: threshold, limit: 50)
             let found = Self.identify(registry, query, threshold: threshold, limit: 50, pool: Self.parallel, rowsPerChunk: 100)
             #expect(found == Self.identify(registry, query, threshold: threshold, limit: 50, pool: Self.single))
+            for level in Prefilter.supportedLevels {
+                let filtered = Self.identify(
+                    registry, query, threshold: threshold, limit: 50, pool: Self.parallel, rowsPerChunk: 100, prefilter: true, level: level)
+                #expect(filtered == found, "prefilter at \(Prefilter.name(of: level))")
+            }
             #expect(found.count == expected.count)
             for (index, (a, b)) in zip(found, expected).enumerated() {
                 #expect(abs(a.score - b.score) <= 1e-5)
@@ -164,7 +183,10 @@ import Testing
         let registry = Self.registry(rows: 3_000, dimension: 128, identifiers: 400, scoreFunction: .cosine) { random, _, _ in
             Float(random.normal())
         }
-        for row in 0..<registry.count { Self.normalise(registry.mutableRow(row), 128) }
+        for row in 0..<registry.count {
+            Self.normalise(registry.mutableRow(row), 128)
+            registry.encode(row: row)
+        }
         var random = SeededGenerator(seed: UInt64(queries))
         var rows: [Float] = []
         for _ in 0..<queries {

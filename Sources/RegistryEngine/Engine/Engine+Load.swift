@@ -67,7 +67,7 @@ extension Engine {
                         }
                         placements[placed] = Placement(
                             id: id, registry: position[registry.id]!, row: registry.count, checksum: record.payloadChecksum)
-                        gallery.add(to: registry, templateId: id, identifier: record.identifier, mask: 0) { _ in }
+                        gallery.add(to: registry, templateId: id, identifier: record.identifier, mask: 0, encodes: false) { _ in }
                         placed += 1
                         progress.publish(placed)
                         return .continue
@@ -201,6 +201,8 @@ private final class PayloadLoader: @unchecked Sendable {
             guard filled == expected else {
                 throw StoreCorruption("template \(placement.id) has \(filled) payload bytes, expected \(expected)")
             }
+            // The row is complete (and in cache): its prefilter codes now.
+            registry.encode(row: placement.row)
             filled = 0
             scratch.removeAll(keepingCapacity: true)
         }

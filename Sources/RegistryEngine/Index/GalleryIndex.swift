@@ -75,10 +75,11 @@ final class GalleryIndex {
         templateId: UInt64,
         identifier: String,
         mask: UInt32,
+        encodes: Bool = true,
         fill: (UnsafeMutablePointer<Float>) -> Void
     ) {
         let ordinal = self.intern(identifier)
-        registry.append(templateId: templateId, ordinal: ordinal, mask: mask, fill: fill)
+        registry.append(templateId: templateId, ordinal: ordinal, mask: mask, encodes: encodes, fill: fill)
         if self.templateCounts[Int(ordinal)] == 0 { self.identifierCount += 1 }
         self.templateCounts[Int(ordinal)] += 1
     }

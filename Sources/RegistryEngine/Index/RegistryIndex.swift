@@ -1,3 +1,4 @@
+import CScanKernels
 import Glibc
 import RegistryModel
 
@@ -7,6 +8,9 @@ import RegistryModel
 /// vector, or a landmark template's normalised coordinates in vocabulary order), with parallel arrays
 /// for template id, identifier ordinal and (landmarks) presence mask. Row order carries no meaning:
 /// ties are broken by template id, so a removal moves the last row into the hole.
+///
+/// Vector registries keep beside the float32 rows their int8 codes (`codeStride` bytes a row) and
+/// per-row bound terms, for the prefilter (``Prefilter``): they follow every append, removal and load.
 ///
 /// Not thread-safe by itself: the engine mutates it only from its writer thread while holding the
 /// index write lock, and reads it under the read lock (or from the writer thread itself).
@@ -20,6 +24,10 @@ final class RegistryIndex {
     let stride: Int
 
     private(set) var rows: UnsafeMutablePointer<Float>
+    /// Int8 codes, `codeStride` bytes per row, and their bound terms (vector registries; nil for landmarks).
+    private(set) var codes: UnsafeMutablePointer<Int8>?
+    private(set) var terms: UnsafeMutablePointer<rk_row_terms>?
+    let codeStride: Int
     private(set) var capacity: Int
     private(set) var count = 0
     private(set) var templateIds: [UInt64] = []
@@ -43,11 +51,20 @@ final class RegistryIndex {
         self.thresholds = thresholds
         self.stride = algorithm.rowStride
         self.capacity = 0
-        self.rows = Self.allocate(rows: 0, stride: self.stride)
+        self.rows = Self.remap(nil, capacity: 0, live: 0, to: 0, width: self.stride)
+        if case .vector(let dimension) = algorithm.kind {
+            self.codeStride = rk_code_stride(dimension)
+            self.codes = Self.remap(nil, capacity: 0, live: 0, to: 0, width: self.codeStride)
+            self.terms = Self.remap(nil, capacity: 0, live: 0, to: 0, width: 1)
+        } else {
+            self.codeStride = 0
+        }
     }
 
     deinit {
-        Self.release(self.rows, rows: self.capacity, stride: self.stride)
+        Self.release(self.rows, rows: self.capacity, width: self.stride)
+        if let codes { Self.release(codes, rows: self.capacity, width: self.codeStride) }
+        if let terms { Self.release(terms, rows: self.capacity, width: 1) }
     }
 
     /// Takes a stored registry definition's thresholds and quality gates.
@@ -92,10 +109,13 @@ final class RegistryIndex {
     }
 
     /// Appends a row, letting `fill` write its `stride` floats in place (no intermediate copy).
-    func append(templateId: UInt64, ordinal: UInt32, mask: UInt32, fill: (UnsafeMutablePointer<Float>) -> Void) {
+    /// - Parameter encodes: whether to make the row's codes now; the start-up load fills rows later
+    ///   and encodes each as it fills it (``encode(row:)``).
+    func append(templateId: UInt64, ordinal: UInt32, mask: UInt32, encodes: Bool = true, fill: (UnsafeMutablePointer<Float>) -> Void) {
         if self.count == self.capacity { self.grow() }
         let row = self.count
         fill(self.rows + row * self.stride)
+        if encodes { self.encode(row: row) }
         self.templateIds.append(templateId)
         self.ordinals.append(ordinal)
         if self.isLandmarks { self.masks.append(mask) }
@@ -123,6 +143,10 @@ final class RegistryIndex {
         if index != last {
             // The last row moves into the hole; its neighbours and its identifier's head follow it.
             (self.rows + index * self.stride).update(from: self.rows + last * self.stride, count: self.stride)
+            if let codes, let terms {
+                (codes + index * self.codeStride).update(from: codes + last * self.codeStride, count: self.codeStride)
+                terms[index] = terms[last]
+            }
             self.templateIds[index] = self.templateIds[last]
             self.ordinals[index] = self.ordinals[last]
             if self.isLandmarks { self.masks[index] = self.masks[last] }
@@ -179,6 +203,13 @@ final class RegistryIndex {
         }
     }
 
+    /// Makes row `index`'s codes and bound terms from its float32 values (vector registries; no-op
+    /// for landmarks).
+    func encode(row index: Int) {
+        guard case .vector(let dimension) = self.algorithm.kind, let codes, let terms else { return }
+        rk_encode_row(self.rows + index * self.stride, dimension, self.codeStride, codes + index * self.codeStride, terms + index)
+    }
+
     /// Row `index` for writing in place (start-up load).
     func mutableRow(_ index: Int) -> UnsafeMutablePointer<Float> { self.rows + index * self.stride }
 
@@ -191,6 +222,11 @@ final class RegistryIndex {
         let start = Int(bitPattern: self.rows + range.lowerBound * self.stride) & ~(page - 1)
         let end = Int(bitPattern: self.rows + range.upperBound * self.stride)
         _ = madvise(UnsafeMutableRawPointer(bitPattern: start), end - start, 23 /* MADV_POPULATE_WRITE, Linux 5.14 */)
+        if let codes {
+            let start = Int(bitPattern: codes + range.lowerBound * self.codeStride) & ~(page - 1)
+            let end = Int(bitPattern: codes + range.upperBound * self.codeStride)
+            _ = madvise(UnsafeMutableRawPointer(bitPattern: start), end - start, 23)
+        }
     }
 
     /// Sets a landmark row's presence mask (start-up load).
@@ -209,7 +245,9 @@ final class RegistryIndex {
     }
 
     private func resize(to newCapacity: Int) {
-        self.rows = Self.reallocate(self.rows, capacity: self.capacity, live: self.count, to: newCapacity, stride: self.stride)
+        self.rows = Self.remap(self.rows, capacity: self.capacity, live: self.count, to: newCapacity, width: self.stride)
+        if let codes { self.codes = Self.remap(codes, capacity: self.capacity, live: self.count, to: newCapacity, width: self.codeStride) }
+        if let terms { self.terms = Self.remap(terms, capacity: self.capacity, live: self.count, to: newCapacity, width: 1) }
         self.capacity = newCapacity
         self.templateIds.reserveCapacity(newCapacity)
         self.ordinals.reserveCapacity(newCapacity)
@@ -222,31 +260,26 @@ final class RegistryIndex {
     /// threads (``populate(rows:)``).
     private static let hugePage = 2 << 20
 
-    private static func bytes(rows: Int, stride: Int) -> Int {
-        let bytes = max(1, rows * stride * MemoryLayout<Float>.stride)
+    private static func bytes<T>(_: T.Type, rows: Int, width: Int) -> Int {
+        let bytes = max(1, rows * width * MemoryLayout<T>.stride)
         return (bytes + hugePage - 1) / hugePage * hugePage
     }
 
-    private static func allocate(rows: Int, stride: Int) -> UnsafeMutablePointer<Float> {
-        Self.reallocate(nil, capacity: 0, live: 0, to: rows, stride: stride)
-    }
-
-    private static func reallocate(
-        _ old: UnsafeMutablePointer<Float>?, capacity: Int, live: Int, to rows: Int, stride: Int
-    ) -> UnsafeMutablePointer<Float> {
-        let size = Self.bytes(rows: rows, stride: stride)
+    /// A mapping for `rows` rows of `width` elements, holding the first `live` rows of `old` (released).
+    private static func remap<T>(_ old: UnsafeMutablePointer<T>?, capacity: Int, live: Int, to rows: Int, width: Int) -> UnsafeMutablePointer<T> {
+        let size = Self.bytes(T.self, rows: rows, width: width)
         let address = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
         guard let address, address != MAP_FAILED else {
-            fatalError("out of memory for a registry index of \(rows) rows of \(stride) floats (errno \(errno))")
+            fatalError("out of memory for a registry index of \(rows) rows of \(width) \(T.self) (errno \(errno))")
         }
         if let old {
-            address.copyMemory(from: old, byteCount: live * stride * MemoryLayout<Float>.stride)
-            Self.release(old, rows: capacity, stride: stride)
+            address.copyMemory(from: old, byteCount: live * width * MemoryLayout<T>.stride)
+            Self.release(old, rows: capacity, width: width)
         }
-        return address.bindMemory(to: Float.self, capacity: rows * stride)
+        return address.bindMemory(to: T.self, capacity: rows * width)
     }
 
-    private static func release(_ rows: UnsafeMutablePointer<Float>, rows count: Int, stride: Int) {
-        munmap(rows, Self.bytes(rows: count, stride: stride))
+    private static func release<T>(_ buffer: UnsafeMutablePointer<T>, rows count: Int, width: Int) {
+        munmap(buffer, Self.bytes(T.self, rows: count, width: width))
     }
 }

@@ -73,6 +73,9 @@ enum Scan {
 
     /// Identification: per identifier its best template scoring ≥ `threshold`, best first, at most
     /// `limit` (nil: all).
+    /// - Parameters:
+    ///   - prefilter: whether vector rows go through the int8 prefilter first (the result is the same).
+    ///   - level: the prefilter's kernel level (tests run each one).
     static func identify(
         _ registry: RegistryIndex,
         query: UnsafePointer<Float>,
@@ -80,14 +83,30 @@ enum Scan {
         threshold: Float,
         limit: Int?,
         pool: ScanPool = .shared,
-        rowsPerChunk: Int? = nil
+        rowsPerChunk: Int? = nil,
+        prefilter: Bool? = nil,
+        level: Int32 = Prefilter.level
     ) -> [Candidate] {
         let (count, rowsPerChunk) = Self.chunks(rows: registry.count, stride: registry.stride, rowsPerChunk: rowsPerChunk)
         var perChunk = [[Candidate]](repeating: [], count: count)
+        let coded: Prefilter.Query? =
+            if case .vector(let dimension) = registry.algorithm.kind, count > 0, prefilter ?? Prefilter.applies(to: registry) {
+                Prefilter.Query(query, dimension: dimension, codeStride: registry.codeStride)
+            } else {
+                nil
+            }
+        // With a limit, the chunks share the best k-th score any of them has found.
+        let shared = limit == nil ? nil : SharedCutoff(threshold)
         perChunk.withUnsafeMutableBufferPointer { results in
             pool.run(chunks: count) { chunk in
                 let range = chunk * rowsPerChunk..<min(registry.count, (chunk + 1) * rowsPerChunk)
-                results[chunk] = Self.identify(registry, range, query: query, queryMask: queryMask, threshold: threshold, limit: limit)
+                results[chunk] =
+                    if let coded {
+                        Self.identifyPrefiltered(
+                            registry, range, query: query, coded: coded, level: level, threshold: threshold, limit: limit, shared: shared)
+                    } else {
+                        Self.identify(registry, range, query: query, queryMask: queryMask, threshold: threshold, limit: limit)
+                    }
             }
         }
         var merged = perChunk.count == 1 ? perChunk[0] : perChunk.flatMap { $0 }
@@ -119,6 +138,85 @@ enum Scan {
                 }
             }
         }
+        Self.reduce(&candidates, limit: limit)
+        return candidates
+    }
+
+    /// One chunk of an identification through the prefilter: block by block, the rows whose bound
+    /// reaches the cut-off are scored by the float32 kernel and treated exactly as the plain scan
+    /// treats them; the others could not have passed its `score >= cutoff`. The cut-off is the
+    /// higher of this chunk's and the one shared by all chunks (a row below either cannot be among
+    /// the best `limit` identifiers).
+    private static func identifyPrefiltered(
+        _ registry: RegistryIndex,
+        _ range: Range<Int>,
+        query: UnsafePointer<Float>,
+        coded: Prefilter.Query,
+        level: Int32,
+        threshold: Float,
+        limit: Int?,
+        shared: SharedCutoff?
+    ) -> [Candidate] {
+        guard case .vector(let dimension) = registry.algorithm.kind else { preconditionFailure("the prefilter is for vector registries") }
+        let function = registry.algorithm.scoreFunction
+        var candidates: [Candidate] = []
+        var cutoff = max(threshold, shared?.value ?? threshold)
+        var dotCutoff = Prefilter.dotCutoff(function, score: cutoff)
+        var dotCutoffScore = cutoff
+        let compactAt = limit.map { max(256, 4 * $0) } ?? Int.max
+        var rescored = 0
+        var start = range.lowerBound
+        let rows = UnsafePointer(registry.rows)
+        registry.templateIds.withUnsafeBufferPointer { ids in
+            registry.ordinals.withUnsafeBufferPointer { ordinals in
+                @inline(__always)
+                func consider(_ index: Int, _ score: Float) {
+                    guard score >= cutoff else { return }
+                    candidates.append(Candidate(score: score, templateId: ids[index], ordinal: ordinals[index]))
+                    if candidates.count >= compactAt, let limit {
+                        Self.compact(&candidates, limit: limit, cutoff: &cutoff)
+                        shared?.raise(to: cutoff)
+                    }
+                }
+                withUnsafeTemporaryAllocation(of: UInt32.self, capacity: Prefilter.blockRows) { survivors in
+                    // With the row length a constant (common lengths), the kernel unrolls.
+                    @inline(__always)
+                    func scan(_ dimension: Int) {
+                        while start < range.upperBound {
+                            let done = start - range.lowerBound
+                            if done >= 2 * Prefilter.blockRows && Double(rescored) > Prefilter.fallbackFraction * Double(done) {
+                                // Too many survivors: the rest of the chunk in float32 alone.
+                                for index in start..<range.upperBound {
+                                    consider(index, function.score(dot: Kernels.dot(query, rows + index * dimension, count: dimension)))
+                                }
+                                rescored += range.upperBound - start
+                                start = range.upperBound
+                                return
+                            }
+                            if let shared { cutoff = max(cutoff, shared.value) }
+                            if cutoff != dotCutoffScore {
+                                dotCutoff = Prefilter.dotCutoff(function, score: cutoff)
+                                dotCutoffScore = cutoff
+                            }
+                            let block = start..<min(range.upperBound, start + Prefilter.blockRows)
+                            let count = coded.survivors(registry, block, dotCutoff: dotCutoff, into: survivors.baseAddress!, level: level)
+                            rescored += count
+                            for offset in survivors[0..<count] {
+                                let index = start + Int(offset)
+                                consider(index, function.score(dot: Kernels.dot(query, rows + index * dimension, count: dimension)))
+                            }
+                            start = block.upperBound
+                        }
+                    }
+                    switch dimension {
+                    case 128: scan(128)
+                    case 512: scan(512)
+                    default: scan(dimension)
+                    }
+                }
+            }
+        }
+        Prefilter.count(considered: range.count, rescored: rescored)
         Self.reduce(&candidates, limit: limit)
         return candidates
     }

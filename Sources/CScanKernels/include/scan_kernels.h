@@ -1,0 +1,91 @@
+// Int8 codes of float32 rows and the kernels that scan them, chosen at run time for the CPU.
+//
+// A row x of `dimension` floats is kept beside its float32 copy as int8 codes c (padded with zeros
+// to `code_stride` bytes, a multiple of 64) and a scale s, so that x ≈ s·c. A query q gets the same
+// treatment (t, b). The prefilter computes the exact integer B = b·c for every row, and from it and
+// the per-row terms an upper bound of what the float32 kernel can return for q·x; a row whose bound
+// is below the cut-off cannot enter a result and is skipped. The derivation of the bound is in
+// scan_kernels.c, above rk_encode_row.
+//
+// Kernel levels: the integer dot products are exact at every level, so every level returns the same
+// survivors; only speed differs. The level is chosen once, from cpuid and the OS's saved register
+// state, and can be lowered (never raised) with the environment variable REGISTRY_KERNELS
+// (scalar, avx2 or avx512-vnni).
+#ifndef SCAN_KERNELS_H
+#define SCAN_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+    RK_LEVEL_SCALAR = 0,
+    RK_LEVEL_AVX2 = 1,
+    RK_LEVEL_AVX512_VNNI = 2,
+};
+
+/// Bytes of codes per row for a dimension: rounded up to a multiple of 64.
+size_t rk_code_stride(size_t dimension);
+
+/// The highest level this CPU and OS support.
+int rk_supported_level(void);
+/// The level in use: the supported one, lowered by REGISTRY_KERNELS when set. Chosen on first call.
+int rk_active_level(void);
+/// "scalar", "avx2", "avx512-vnni"; NULL for an unknown level.
+const char *rk_level_name(int level);
+
+/// What the bound needs to know of a row besides its codes. 16 bytes.
+typedef struct {
+    /// x ≈ scale · codes (a float32, used exactly as stored).
+    float scale;
+    /// An upper bound of ‖scale · codes‖₂.
+    float code_norm;
+    /// An upper bound of ‖x − scale · codes‖₂ + γ·‖x‖₂, γ the float32 kernel's relative error
+    /// bound for this dimension (see scan_kernels.c).
+    float slack;
+    /// Σ codes (the AVX-512 kernel biases the query to unsigned bytes and takes 128·Σ back off).
+    int32_t code_sum;
+} rk_row_terms;
+
+/// A quantised query. `codes` and `biased` point to `code_stride` bytes each, owned by the caller.
+typedef struct {
+    int8_t *codes;
+    /// codes + 128 as unsigned bytes (the AVX-512 VNNI kernel's operand).
+    uint8_t *biased;
+    /// q ≈ scale · codes.
+    double scale;
+    /// An upper bound of ‖q − scale · codes‖₂.
+    double residual;
+    /// An upper bound of ‖q‖₂.
+    double norm;
+} rk_query;
+
+/// Encodes one row of `dimension` finite floats into `codes` (`code_stride` bytes) and its terms.
+void rk_encode_row(const float *row, size_t dimension, size_t code_stride, int8_t *codes, rk_row_terms *terms);
+
+/// Encodes a query; `query->codes` and `query->biased` must point to `code_stride` bytes each.
+void rk_encode_query(const float *query, size_t dimension, size_t code_stride, rk_query *encoded);
+
+/// The exact integer dot products b·c of the query's codes with `rows` consecutive rows of codes,
+/// at `level` (which must be supported). For tests and the scalar reference.
+void rk_int8_dots(int level, const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
+                  size_t rows, int32_t *dots);
+
+/// The prefilter over `rows` consecutive rows at `level`: writes to `survivors` (ascending) the
+/// index of every row whose upper bound of the float32 kernel's dot product with the query is at
+/// least `dot_cutoff`, and returns how many. Every row whose float32 dot product reaches
+/// `dot_cutoff` is among them.
+size_t rk_prefilter(int level, const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
+                    size_t rows, double dot_cutoff, uint32_t *survivors);
+
+/// The upper bound the prefilter uses for one row, given its exact integer dot product.
+double rk_upper_bound(const rk_query *query, const rk_row_terms *terms, int32_t dot);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,51 @@
+// Shared between the portable file and the x86 kernels; not part of the module's interface.
+#ifndef KERNELS_INTERNAL_H
+#define KERNELS_INTERNAL_H
+
+#include "scan_kernels.h"
+
+#include <math.h>
+
+/// Rows per block: the block's integer dot products stay in L1 between the two passes.
+#define RK_BLOCK 256
+
+/// The upper bound of the float32 kernel's dot product for one row (derivation in scan_kernels.c).
+/// Always inlined, so that each kernel level compiles it with its own instruction set.
+static inline __attribute__((always_inline)) double rk_bound(const rk_query *query, const rk_row_terms *terms, int32_t dot) {
+    double estimate = query->scale * (double)terms->scale * (double)dot;
+    double error = query->residual * (double)terms->code_norm + query->norm * (double)terms->slack;
+    return estimate + error + 1e-9 * (fabs(estimate) + error) + 1e-30;
+}
+
+/// Appends to `survivors` the rows of a block whose bound reaches the cut-off (ascending); returns
+/// how many. Two loops: the bounds vectorise, the compaction is a branch-free store.
+static inline __attribute__((always_inline)) size_t rk_select(const rk_query *query, const rk_row_terms *terms, const int32_t *dots,
+                                                              size_t rows, double dot_cutoff, uint32_t first, uint32_t *survivors) {
+    unsigned char keep[RK_BLOCK];
+    for (size_t r = 0; r < rows; r++) keep[r] = rk_bound(query, terms + r, dots[r]) >= dot_cutoff;
+    size_t count = 0;
+    for (size_t r = 0; r < rows; r++) {
+        survivors[count] = first + (uint32_t)r;
+        count += keep[r];
+    }
+    return count;
+}
+
+void rk_dots_scalar(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
+                    int32_t *dots);
+size_t rk_prefilter_scalar(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
+                           double dot_cutoff, uint32_t *survivors);
+
+#if defined(__x86_64__)
+int rk_x86_supported_level(void);
+void rk_dots_avx2(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
+                  int32_t *dots);
+size_t rk_prefilter_avx2(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
+                         double dot_cutoff, uint32_t *survivors);
+void rk_dots_avx512_vnni(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
+                         int32_t *dots);
+size_t rk_prefilter_avx512_vnni(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
+                                size_t rows, double dot_cutoff, uint32_t *survivors);
+#endif
+
+#endif

@@ -1,0 +1,140 @@
+// The x86-64 kernel levels. Each function carries its own target attribute, so the package builds
+// for baseline x86-64 and these run only where rk_x86_supported_level() says the CPU and the OS
+// (saved register state) allow them.
+#if defined(__x86_64__)
+
+#include "kernels_internal.h"
+
+#include <cpuid.h>
+#include <immintrin.h>
+
+__attribute__((target("xsave"))) static unsigned long long saved_state(void) { return _xgetbv(0); }
+
+int rk_x86_supported_level(void) {
+    unsigned int eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return RK_LEVEL_SCALAR;
+    int osxsave = (ecx >> 27) & 1;
+    if (!osxsave) return RK_LEVEL_SCALAR;
+    unsigned long long xcr0 = saved_state();
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return RK_LEVEL_SCALAR;
+    int avx2 = (ebx >> 5) & 1;
+    int avx512f = (ebx >> 16) & 1, avx512bw = (ebx >> 30) & 1, avx512vl = (ebx >> 31) & 1;
+    int vnni = (ecx >> 11) & 1;
+    int ymm = (xcr0 & 0x6) == 0x6, zmm = (xcr0 & 0xe6) == 0xe6;
+    if (avx512f && avx512bw && avx512vl && vnni && zmm) return RK_LEVEL_AVX512_VNNI;
+    if (avx2 && ymm) return RK_LEVEL_AVX2;
+    return RK_LEVEL_SCALAR;
+}
+
+// ---------------------------------------------------------------------------------------------
+// AVX2: |b| as unsigned bytes times c with b's sign (vpmaddubsw; a pair of products is at most
+// 2·127·127 = 32,258, so the 16-bit sums never saturate), widened by vpmaddwd. Four rows at a time
+// share the query's loads and keep four independent chains of additions.
+// ---------------------------------------------------------------------------------------------
+
+#define AVX2 __attribute__((target("avx2")))
+
+AVX2 static inline __m256i avx2_step(__m256i accumulator, __m256i magnitude, __m256i sign, const int8_t *row, __m256i ones) {
+    __m256i codes = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)row), sign);
+    return _mm256_add_epi32(accumulator, _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, codes), ones));
+}
+
+AVX2 static inline int32_t avx2_sum(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+AVX2 void rk_dots_avx2(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
+                       int32_t *dots) {
+    (void)terms;
+    const __m256i ones = _mm256_set1_epi16(1);
+    size_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+        const int8_t *row = codes + r * code_stride;
+        __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+        for (size_t i = 0; i < code_stride; i += 32) {
+            __m256i b = _mm256_loadu_si256((const __m256i *)(query->codes + i));
+            __m256i magnitude = _mm256_sign_epi8(b, b);
+            a0 = avx2_step(a0, magnitude, b, row + i, ones);
+            a1 = avx2_step(a1, magnitude, b, row + code_stride + i, ones);
+            a2 = avx2_step(a2, magnitude, b, row + 2 * code_stride + i, ones);
+            a3 = avx2_step(a3, magnitude, b, row + 3 * code_stride + i, ones);
+        }
+        dots[r] = avx2_sum(a0);
+        dots[r + 1] = avx2_sum(a1);
+        dots[r + 2] = avx2_sum(a2);
+        dots[r + 3] = avx2_sum(a3);
+    }
+    for (; r < rows; r++) {
+        __m256i a = _mm256_setzero_si256();
+        for (size_t i = 0; i < code_stride; i += 32) {
+            __m256i b = _mm256_loadu_si256((const __m256i *)(query->codes + i));
+            a = avx2_step(a, _mm256_sign_epi8(b, b), b, codes + r * code_stride + i, ones);
+        }
+        dots[r] = avx2_sum(a);
+    }
+}
+
+AVX2 size_t rk_prefilter_avx2(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
+                              double dot_cutoff, uint32_t *survivors) {
+    int32_t dots[RK_BLOCK];
+    size_t count = 0;
+    for (size_t start = 0; start < rows; start += RK_BLOCK) {
+        size_t n = rows - start < RK_BLOCK ? rows - start : RK_BLOCK;
+        rk_dots_avx2(query, codes + start * code_stride, terms + start, code_stride, n, dots);
+        count += rk_select(query, terms + start, dots, n, dot_cutoff, (uint32_t)start, survivors + count);
+    }
+    return count;
+}
+
+// ---------------------------------------------------------------------------------------------
+// AVX-512 VNNI: vpdpbusd multiplies unsigned by signed bytes and adds groups of four into 32-bit
+// lanes without saturation. The query is biased to unsigned (b + 128), and 128·Σc is taken back off.
+// Four rows at a time, as above; vpdpbusd's latency is hidden by the four chains.
+// ---------------------------------------------------------------------------------------------
+
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+AVX512 void rk_dots_avx512_vnni(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
+                                size_t rows, int32_t *dots) {
+    size_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+        const int8_t *row = codes + r * code_stride;
+        __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+        for (size_t i = 0; i < code_stride; i += 64) {
+            __m512i b = _mm512_loadu_si512((const void *)(query->biased + i));
+            a0 = _mm512_dpbusd_epi32(a0, b, _mm512_loadu_si512((const void *)(row + i)));
+            a1 = _mm512_dpbusd_epi32(a1, b, _mm512_loadu_si512((const void *)(row + code_stride + i)));
+            a2 = _mm512_dpbusd_epi32(a2, b, _mm512_loadu_si512((const void *)(row + 2 * code_stride + i)));
+            a3 = _mm512_dpbusd_epi32(a3, b, _mm512_loadu_si512((const void *)(row + 3 * code_stride + i)));
+        }
+        dots[r] = _mm512_reduce_add_epi32(a0) - 128 * terms[r].code_sum;
+        dots[r + 1] = _mm512_reduce_add_epi32(a1) - 128 * terms[r + 1].code_sum;
+        dots[r + 2] = _mm512_reduce_add_epi32(a2) - 128 * terms[r + 2].code_sum;
+        dots[r + 3] = _mm512_reduce_add_epi32(a3) - 128 * terms[r + 3].code_sum;
+    }
+    for (; r < rows; r++) {
+        __m512i a = _mm512_setzero_si512();
+        for (size_t i = 0; i < code_stride; i += 64) {
+            __m512i b = _mm512_loadu_si512((const void *)(query->biased + i));
+            a = _mm512_dpbusd_epi32(a, b, _mm512_loadu_si512((const void *)(codes + r * code_stride + i)));
+        }
+        dots[r] = _mm512_reduce_add_epi32(a) - 128 * terms[r].code_sum;
+    }
+}
+
+AVX512 size_t rk_prefilter_avx512_vnni(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
+                                       size_t rows, double dot_cutoff, uint32_t *survivors) {
+    int32_t dots[RK_BLOCK];
+    size_t count = 0;
+    for (size_t start = 0; start < rows; start += RK_BLOCK) {
+        size_t n = rows - start < RK_BLOCK ? rows - start : RK_BLOCK;
+        rk_dots_avx512_vnni(query, codes + start * code_stride, terms + start, code_stride, n, dots);
+        count += rk_select(query, terms + start, dots, n, dot_cutoff, (uint32_t)start, survivors + count);
+    }
+    return count;
+}
+
+#endif

@@ -1,0 +1,201 @@
+// Int8 codes, the prefilter's bound, and the choice of kernel level. The x86 kernels are in
+// kernels_x86.c; this file is portable C (it also builds on aarch64, where only the scalar level
+// exists).
+#include "scan_kernels.h"
+#include "kernels_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t rk_code_stride(size_t dimension) { return (dimension + 63) / 64 * 64; }
+
+// ---------------------------------------------------------------------------------------------
+// The bound.
+//
+// Reals first. Let x be a row, s its scale and c its codes, r = x − s·c; q a query, t its scale
+// and b its codes. Then, exactly,
+//
+//     q·x = q·(s·c) + q·r = s·t·(b·c) + s·(q − t·b)·c + q·r
+//
+// and by Cauchy–Schwarz |s·(q − t·b)·c| ≤ ‖q − t·b‖·‖s·c‖ and |q·r| ≤ ‖q‖·‖r‖, so
+//
+//     q·x ≤ s·t·B + ‖q − t·b‖·‖s·c‖ + ‖q‖·‖r‖,        B = b·c, an exact integer.
+//
+// The float32 kernel does not return q·x but its rounded sum. Each of its lanes multiplies and
+// adds (no fused multiply-add), then the lanes are added and the tail; the longest chain of
+// roundings any product goes through is at most n = d/8 + 1 + 7 + 7 ≤ d + 16 operations, so
+// (Higham, Accuracy and Stability of Numerical Algorithms, §3.1)
+//
+//     |kernel(q, x) − q·x| ≤ γₙ·Σ|qᵢ·xᵢ| ≤ γₙ·‖q‖·‖x‖,     γₙ = n·u / (1 − n·u),  u = 2⁻²⁴,
+//
+// plus, for products that underflow, at most d·2⁻¹⁴⁹ absolute. Hence
+//
+//     kernel(q, x) ≤ s·t·B + ‖q − t·b‖·‖s·c‖ + ‖q‖·(‖r‖ + γₙ·‖x‖) + d·2⁻¹⁴⁹.
+//
+// Stored per row: s (exactly the float the codes were made with), code_norm ≥ ‖s·c‖ and
+// slack ≥ ‖r‖ + γₙ·‖x‖, both computed in double and rounded up to float; per query: t, residual
+// ≥ ‖q − t·b‖ and norm ≥ ‖q‖, in double, inflated. The norms are sums of non-negative terms in
+// double, whose relative error is at most (d + 2)·2⁻⁵³ < 10⁻¹² for d ≤ 8192; the inflation by
+// 10⁻⁹ covers it. The prefilter evaluates the right-hand side in double (a few operations, each
+// with relative error 2⁻⁵³) and adds 10⁻⁹ of the magnitudes of its terms and 10⁻³⁰ absolute
+// (far above d·2⁻¹⁴⁹ ≈ 10⁻⁴¹): the result is an upper bound of what the kernel can return.
+// A row is skipped only when that bound is below the cut-off, so every row the float32 kernel
+// would score at or above the cut-off is scored by it.
+// ---------------------------------------------------------------------------------------------
+
+static const double inflation = 1.0 + 1e-9;
+
+/// The float32 kernel's relative error bound γₙ for rows of `dimension` floats (see above).
+static double kernel_gamma(size_t dimension) {
+    double nu = (double)(dimension + 16) * 0x1p-24;
+    return nu / (1.0 - nu);
+}
+
+/// The smallest float not below `value` (value ≥ 0).
+static float round_up(double value) {
+    float f = (float)value;
+    if ((double)f < value) f = nextafterf(f, INFINITY);
+    return f;
+}
+
+static int8_t quantise(double value, double scale) {
+    double code = nearbyint(value / scale);
+    if (code > 127) code = 127;
+    if (code < -127) code = -127;
+    return (int8_t)code;
+}
+
+void rk_encode_row(const float *row, size_t dimension, size_t code_stride, int8_t *codes, rk_row_terms *terms) {
+    float largest = 0;
+    for (size_t i = 0; i < dimension; i++) largest = fmaxf(largest, fabsf(row[i]));
+    float scale = largest / 127.0f;
+    double residual = 0, coded = 0, norm = 0;
+    int32_t sum = 0;
+    for (size_t i = 0; i < dimension; i++) {
+        int8_t code = scale > 0 ? quantise(row[i], scale) : 0;
+        codes[i] = code;
+        sum += code;
+        double approximation = (double)scale * code;  // exact: 24 × 8 significant bits
+        double difference = (double)row[i] - approximation;
+        residual += difference * difference;
+        coded += approximation * approximation;
+        norm += (double)row[i] * row[i];
+    }
+    memset(codes + dimension, 0, code_stride - dimension);
+    terms->scale = scale;
+    terms->code_norm = round_up(sqrt(coded) * inflation);
+    terms->slack = round_up((sqrt(residual) + kernel_gamma(dimension) * sqrt(norm) * inflation) * inflation);
+    terms->code_sum = sum;
+}
+
+void rk_encode_query(const float *query, size_t dimension, size_t code_stride, rk_query *encoded) {
+    float largest = 0;
+    for (size_t i = 0; i < dimension; i++) largest = fmaxf(largest, fabsf(query[i]));
+    float scale = largest / 127.0f;
+    double residual = 0, norm = 0;
+    for (size_t i = 0; i < dimension; i++) {
+        int8_t code = scale > 0 ? quantise(query[i], scale) : 0;
+        encoded->codes[i] = code;
+        double difference = (double)query[i] - (double)scale * code;
+        residual += difference * difference;
+        norm += (double)query[i] * query[i];
+    }
+    memset(encoded->codes + dimension, 0, code_stride - dimension);
+    for (size_t i = 0; i < code_stride; i++) encoded->biased[i] = (uint8_t)(encoded->codes[i] + 128);
+    encoded->scale = scale;
+    encoded->residual = sqrt(residual) * inflation;
+    encoded->norm = sqrt(norm) * inflation;
+}
+
+double rk_upper_bound(const rk_query *query, const rk_row_terms *terms, int32_t dot) {
+    return rk_bound(query, terms, dot);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scalar level: the reference every other level is tested against.
+// ---------------------------------------------------------------------------------------------
+
+void rk_dots_scalar(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
+                    int32_t *dots) {
+    (void)terms;
+    for (size_t r = 0; r < rows; r++) {
+        const int8_t *row = codes + r * code_stride;
+        int32_t sum = 0;
+        for (size_t i = 0; i < code_stride; i++) sum += (int32_t)query->codes[i] * row[i];
+        dots[r] = sum;
+    }
+}
+
+size_t rk_prefilter_scalar(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
+                           double dot_cutoff, uint32_t *survivors) {
+    int32_t dots[RK_BLOCK];
+    size_t count = 0;
+    for (size_t start = 0; start < rows; start += RK_BLOCK) {
+        size_t n = rows - start < RK_BLOCK ? rows - start : RK_BLOCK;
+        rk_dots_scalar(query, codes + start * code_stride, terms + start, code_stride, n, dots);
+        count += rk_select(query, terms + start, dots, n, dot_cutoff, (uint32_t)start, survivors + count);
+    }
+    return count;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dispatch.
+// ---------------------------------------------------------------------------------------------
+
+static int active_level = -1;
+
+int rk_supported_level(void) {
+#if defined(__x86_64__)
+    return rk_x86_supported_level();
+#else
+    return RK_LEVEL_SCALAR;
+#endif
+}
+
+const char *rk_level_name(int level) {
+    switch (level) {
+    case RK_LEVEL_SCALAR: return "scalar";
+    case RK_LEVEL_AVX2: return "avx2";
+    case RK_LEVEL_AVX512_VNNI: return "avx512-vnni";
+    default: return NULL;
+    }
+}
+
+int rk_active_level(void) {
+    // Racing first calls compute the same value; an int store is atomic on every target we build.
+    int level = __atomic_load_n(&active_level, __ATOMIC_RELAXED);
+    if (level >= 0) return level;
+    level = rk_supported_level();
+    const char *forced = getenv("REGISTRY_KERNELS");
+    if (forced != NULL) {
+        for (int candidate = RK_LEVEL_SCALAR; candidate <= RK_LEVEL_AVX512_VNNI; candidate++) {
+            if (strcmp(forced, rk_level_name(candidate)) == 0 && candidate < level) level = candidate;
+        }
+    }
+    __atomic_store_n(&active_level, level, __ATOMIC_RELAXED);
+    return level;
+}
+
+void rk_int8_dots(int level, const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
+                  int32_t *dots) {
+    switch (level) {
+#if defined(__x86_64__)
+    case RK_LEVEL_AVX512_VNNI: rk_dots_avx512_vnni(query, codes, terms, code_stride, rows, dots); return;
+    case RK_LEVEL_AVX2: rk_dots_avx2(query, codes, terms, code_stride, rows, dots); return;
+#endif
+    default: rk_dots_scalar(query, codes, terms, code_stride, rows, dots); return;
+    }
+}
+
+size_t rk_prefilter(int level, const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
+                    double dot_cutoff, uint32_t *survivors) {
+    switch (level) {
+#if defined(__x86_64__)
+    case RK_LEVEL_AVX512_VNNI:
+        return rk_prefilter_avx512_vnni(query, codes, terms, code_stride, rows, dot_cutoff, survivors);
+    case RK_LEVEL_AVX2: return rk_prefilter_avx2(query, codes, terms, code_stride, rows, dot_cutoff, survivors);
+#endif
+    default: return rk_prefilter_scalar(query, codes, terms, code_stride, rows, dot_cutoff, survivors);
+    }
+}
