@@ -31,6 +31,8 @@ static inline __attribute__((always_inline)) size_t rk_select(const rk_query *qu
     return count;
 }
 
+void rk_finish_row(size_t dimension, double residual, double coded, double norm, int32_t sum, float scale, rk_row_terms *terms);
+void rk_encode_row_scalar(const float *row, size_t dimension, size_t code_stride, int8_t *codes, rk_row_terms *terms);
 void rk_dots_scalar(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
                     int32_t *dots);
 size_t rk_prefilter_scalar(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
@@ -38,6 +40,7 @@ size_t rk_prefilter_scalar(const rk_query *query, const int8_t *codes, const rk_
 
 #if defined(__x86_64__)
 int rk_x86_supported_level(void);
+void rk_encode_row_avx512(const float *row, size_t dimension, size_t code_stride, int8_t *codes, rk_row_terms *terms);
 void rk_dots_avx2(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
                   int32_t *dots);
 size_t rk_prefilter_avx2(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,

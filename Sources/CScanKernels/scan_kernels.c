@@ -59,14 +59,24 @@ static float round_up(double value) {
     return f;
 }
 
-static int8_t quantise(double value, double scale) {
-    double code = nearbyint(value / scale);
+/// The code of one value: round-to-nearest-even of value / scale in float32, clamped to ±127 (the
+/// AVX-512 encoder computes the same with vdivps and vcvtps2dq, so every level makes the same codes).
+static int8_t quantise(float value, float scale) {
+    float code = nearbyintf(value / scale);
     if (code > 127) code = 127;
     if (code < -127) code = -127;
     return (int8_t)code;
 }
 
-void rk_encode_row(const float *row, size_t dimension, size_t code_stride, int8_t *codes, rk_row_terms *terms) {
+/// Turns a row's sums into its terms (see the derivation above).
+void rk_finish_row(size_t dimension, double residual, double coded, double norm, int32_t sum, float scale, rk_row_terms *terms) {
+    terms->scale = scale;
+    terms->code_norm = round_up(sqrt(coded) * inflation);
+    terms->slack = round_up((sqrt(residual) + kernel_gamma(dimension) * sqrt(norm) * inflation) * inflation);
+    terms->code_sum = sum;
+}
+
+void rk_encode_row_scalar(const float *row, size_t dimension, size_t code_stride, int8_t *codes, rk_row_terms *terms) {
     float largest = 0;
     for (size_t i = 0; i < dimension; i++) largest = fmaxf(largest, fabsf(row[i]));
     float scale = largest / 127.0f;
@@ -83,10 +93,21 @@ void rk_encode_row(const float *row, size_t dimension, size_t code_stride, int8_
         norm += (double)row[i] * row[i];
     }
     memset(codes + dimension, 0, code_stride - dimension);
-    terms->scale = scale;
-    terms->code_norm = round_up(sqrt(coded) * inflation);
-    terms->slack = round_up((sqrt(residual) + kernel_gamma(dimension) * sqrt(norm) * inflation) * inflation);
-    terms->code_sum = sum;
+    rk_finish_row(dimension, residual, coded, norm, sum, scale, terms);
+}
+
+void rk_encode_row(const float *row, size_t dimension, size_t code_stride, int8_t *codes, rk_row_terms *terms) {
+    rk_encode_row_at_level(rk_active_level(), row, dimension, code_stride, codes, terms);
+}
+
+void rk_encode_row_at_level(int level, const float *row, size_t dimension, size_t code_stride, int8_t *codes, rk_row_terms *terms) {
+#if defined(__x86_64__)
+    if (level == RK_LEVEL_AVX512_VNNI) {
+        rk_encode_row_avx512(row, dimension, code_stride, codes, terms);
+        return;
+    }
+#endif
+    rk_encode_row_scalar(row, dimension, code_stride, codes, terms);
 }
 
 void rk_encode_query(const float *query, size_t dimension, size_t code_stride, rk_query *encoded) {

@@ -57,6 +57,7 @@ enum StoreBench {
         var times: [Double] = []
         var tops: [JSON] = []
         var scores: [JSON] = []
+        let before = Engine.prefilterCounts
         for query in queries {
             let face = Face(FaceTemplate(algorithm: algorithm, vector: query))
             let begin = now()
@@ -70,7 +71,15 @@ enum StoreBench {
                 ("startup_ms", .number(startup * 1000)), ("rss_bytes", .integer(memory.total)),
                 ("rss_anon_bytes", .integer(memory.anonymous)), ("rss_file_bytes", .integer(memory.file)),
                 ("identify_ms", .array(times.map { .number($0 * 1000) })), ("top", .array(tops)), ("scores", .array(scores)),
+                ("kernels", .string(Engine.scanKernels)), ("rescored_fraction", Self.rescoredFraction(since: before)),
             ]).text)
+    }
+
+    /// The fraction of rows the float32 kernel scored since `before` (null when nothing was prefiltered).
+    static func rescoredFraction(since before: (considered: Int, rescored: Int)) -> JSON {
+        let now = Engine.prefilterCounts
+        let considered = now.considered - before.considered
+        return .number(considered > 0 ? Double(now.rescored - before.rescored) / Double(considered) : .nan)
     }
 
     /// The same queries through a running daemon: one connection, one request at a time.

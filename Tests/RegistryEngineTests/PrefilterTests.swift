@@ -103,6 +103,34 @@ import Testing
         }
     }
 
+    /// Every level's row encoder makes the scalar one's codes; the terms (sums in another order)
+    /// agree to 1e-6 relative and each level's are a bound of their own (checked above and below).
+    @Test(arguments: [3, 65, 128, 512])
+    func everyLevelEncodesRowsAsTheScalarLevelDoes(dimension: Int) {
+        var random = SeededGenerator(seed: UInt64(dimension) + 5)
+        let stride = rk_code_stride(dimension)
+        for kind in 0..<8 {
+            let (rows, _) = Self.family(kind, dimension: dimension, count: 50, random: &random)
+            for r in 0..<50 {
+                var reference = [Int8](repeating: 0, count: stride)
+                var referenceTerms = rk_row_terms()
+                rows.withUnsafeBufferPointer {
+                    rk_encode_row_at_level(Int32(RK_LEVEL_SCALAR), $0.baseAddress! + r * dimension, dimension, stride, &reference, &referenceTerms)
+                }
+                for level in Prefilter.supportedLevels {
+                    var codes = [Int8](repeating: 1, count: stride)  // padding must be overwritten with zeros
+                    var terms = rk_row_terms()
+                    rows.withUnsafeBufferPointer { rk_encode_row_at_level(level, $0.baseAddress! + r * dimension, dimension, stride, &codes, &terms) }
+                    #expect(codes == reference, "family \(kind), row \(r), \(Prefilter.name(of: level))")
+                    #expect(terms.scale == referenceTerms.scale && terms.code_sum == referenceTerms.code_sum)
+                    for (a, b) in [(terms.code_norm, referenceTerms.code_norm), (terms.slack, referenceTerms.slack)] {
+                        #expect(abs(a - b) <= 1e-6 * max(abs(a), abs(b)), "family \(kind), row \(r)")
+                    }
+                }
+            }
+        }
+    }
+
     /// Survivors are exactly the rows whose bound reaches the cut-off, at every level, in order.
     @Test func everyLevelKeepsTheRowsWhoseBoundReachesTheCutoff() {
         var random = SeededGenerator(seed: 7)

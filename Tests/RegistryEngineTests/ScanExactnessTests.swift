@@ -172,6 +172,20 @@ import Testing
                 }
                 #expect(found.other == other)
                 #expect(found.own == mine)
+                // With a floor (at, just above and below the best other's exact score), through the
+                // prefilter at every level or not: the best other only when it reaches the floor.
+                let best = other?.score ?? 0
+                for floor in [best, best.nextUp, best / 2] {
+                    for level in [nil] + Prefilter.supportedLevels.map(Optional.some) {
+                        let floored = query.withUnsafeBufferPointer {
+                            Scan.check(
+                                registry, query: $0.baseAddress!, queryMask: 0, own: own, excluded: excluded, floor: floor, pool: pool,
+                                rowsPerChunk: chunk, prefilter: level != nil, level: level ?? Prefilter.level)
+                        }
+                        #expect(floored.other == (best >= floor ? other : nil), "floor \(floor), level \(String(describing: level))")
+                        #expect(floored.own == mine)
+                    }
+                }
             }
         }
     }
@@ -205,6 +219,24 @@ import Testing
                     Scan.check(registry, query: $0.baseAddress! + q * 128, queryMask: 0, own: owners[q], excluded: [], pool: Self.single)
                 }
                 #expect(batched[q].other == single.other && batched[q].own == single.own, "query \(q)")
+            }
+            // Floors at the identification threshold, through the prefilter at every level: the same
+            // as each query's own floored scan without it.
+            let floors = (0..<queries).map { Float([0.1, 0.15, 0.2][$0 % 3]) }
+            for level in Prefilter.supportedLevels {
+                let filtered = rows.withUnsafeBufferPointer {
+                    Scan.check(
+                        registry, queries: $0.baseAddress!, owners: owners, floors: floors, pool: pool, rowsPerChunk: chunk, prefilter: true,
+                        level: level)
+                }
+                for q in 0..<queries {
+                    let single = rows.withUnsafeBufferPointer {
+                        Scan.check(
+                            registry, query: $0.baseAddress! + q * 128, queryMask: 0, own: owners[q], excluded: [], floor: floors[q],
+                            pool: Self.single, prefilter: false)
+                    }
+                    #expect(filtered[q].other == single.other && filtered[q].own == single.own, "query \(q), \(Prefilter.name(of: level))")
+                }
             }
         }
     }

@@ -66,6 +66,9 @@ typedef struct {
 /// Encodes one row of `dimension` finite floats into `codes` (`code_stride` bytes) and its terms.
 void rk_encode_row(const float *row, size_t dimension, size_t code_stride, int8_t *codes, rk_row_terms *terms);
 
+/// rk_encode_row at a given (supported) level; every level makes the same codes.
+void rk_encode_row_at_level(int level, const float *row, size_t dimension, size_t code_stride, int8_t *codes, rk_row_terms *terms);
+
 /// Encodes a query; `query->codes` and `query->biased` must point to `code_stride` bytes each.
 void rk_encode_query(const float *query, size_t dimension, size_t code_stride, rk_query *encoded);
 

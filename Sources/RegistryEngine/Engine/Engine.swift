@@ -84,6 +84,13 @@ public final class Engine: @unchecked Sendable {
         self.store.close()
     }
 
+    /// The scan kernels in use: the prefilter's level ("avx512-vnni", "avx2" or "scalar"), and
+    /// whether the prefilter is off (`REGISTRY_PREFILTER=off`).
+    public static var scanKernels: String { Prefilter.isEnabled ? Prefilter.levelName : "\(Prefilter.levelName), prefilter off" }
+
+    /// Rows the prefilter has considered since start, and how many of them the float32 kernel scored.
+    public static var prefilterCounts: (considered: Int, rescored: Int) { Prefilter.counts }
+
     /// Write transactions committed, and the operations they carried: with concurrent writers,
     /// group commit makes the first smaller than the second.
     public var commitStatistics: (commits: Int, operations: Int) {
@@ -181,7 +188,8 @@ public final class Engine: @unchecked Sendable {
         }
         var results: [Int: [UInt32: Scan.CheckBest]] = [:]
         for (registry, requests, rows, owners) in queries.values {
-            let found = rows.withUnsafeBufferPointer { Scan.check(registry, queries: $0.baseAddress!, owners: owners) }
+            let floors = [Float](repeating: registry.thresholds.identification, count: owners.count)
+            let found = rows.withUnsafeBufferPointer { Scan.check(registry, queries: $0.baseAddress!, owners: owners, floors: floors) }
             for (request, best) in zip(requests, found) { results[request, default: [:]][registry.id] = best }
         }
         return results

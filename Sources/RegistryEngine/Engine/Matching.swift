@@ -69,7 +69,8 @@ enum Matching {
     /// The register checks' scan over the committed index minus what the batch removed, plus what it added.
     /// - Parameter precomputed: the same scan of the committed index without exclusions, done for the
     ///   whole batch before it ran; used unless the batch has since removed one of its two rows (the
-    ///   best of what remains is then unknown, and the rows are scanned again).
+    ///   best of what remains is then unknown, and the rows are scanned again) or the threshold has
+    ///   since been lowered below the floor it looked down to.
     static func check(
         _ registry: RegistryIndex,
         in gallery: GalleryIndex,
@@ -79,14 +80,18 @@ enum Matching {
         precomputed: Scan.CheckBest? = nil
     ) -> CheckResult {
         let removed = batch.removed
+        // Another identifier's template matters only at or above the identification threshold
+        // (``CheckResult/finding(algorithm:thresholds:)``): the scan looks no lower.
+        let floor = registry.thresholds.identification
         let committed: Scan.CheckBest
-        if let precomputed, !(precomputed.other.map { removed.contains($0.templateId) } ?? false),
+        if let precomputed, precomputed.floor <= floor, !(precomputed.other.map { removed.contains($0.templateId) } ?? false),
             !(precomputed.own.map { removed.contains($0.templateId) } ?? false)
         {
             committed = precomputed
         } else {
             committed = query.row.withUnsafeBufferPointer { q in
-                Scan.check(registry, query: q.baseAddress!, queryMask: query.mask, own: gallery.ordinal(of: identifier), excluded: removed)
+                Scan.check(
+                    registry, query: q.baseAddress!, queryMask: query.mask, own: gallery.ordinal(of: identifier), excluded: removed, floor: floor)
             }
         }
         var result = CheckResult(

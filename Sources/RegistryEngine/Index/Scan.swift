@@ -89,12 +89,7 @@ enum Scan {
     ) -> [Candidate] {
         let (count, rowsPerChunk) = Self.chunks(rows: registry.count, stride: registry.stride, rowsPerChunk: rowsPerChunk)
         var perChunk = [[Candidate]](repeating: [], count: count)
-        let coded: Prefilter.Query? =
-            if case .vector(let dimension) = registry.algorithm.kind, count > 0, prefilter ?? Prefilter.applies(to: registry) {
-                Prefilter.Query(query, dimension: dimension, codeStride: registry.codeStride)
-            } else {
-                nil
-            }
+        let coded = Self.coded(registry, query, chunks: count, prefilter: prefilter)
         // With a limit, the chunks share the best k-th score any of them has found.
         let shared = limit == nil ? nil : SharedCutoff(threshold)
         perChunk.withUnsafeMutableBufferPointer { results in
@@ -142,11 +137,10 @@ enum Scan {
         return candidates
     }
 
-    /// One chunk of an identification through the prefilter: block by block, the rows whose bound
-    /// reaches the cut-off are scored by the float32 kernel and treated exactly as the plain scan
-    /// treats them; the others could not have passed its `score >= cutoff`. The cut-off is the
-    /// higher of this chunk's and the one shared by all chunks (a row below either cannot be among
-    /// the best `limit` identifiers).
+    /// One chunk of an identification through the prefilter: rows whose bound is below the cut-off
+    /// could not have passed the plain scan's `score >= cutoff`; the others are treated exactly as it
+    /// treats them. The cut-off is the higher of this chunk's and the one shared by all chunks (a row
+    /// below either cannot be among the best `limit` identifiers).
     private static func identifyPrefiltered(
         _ registry: RegistryIndex,
         _ range: Range<Int>,
@@ -157,20 +151,20 @@ enum Scan {
         limit: Int?,
         shared: SharedCutoff?
     ) -> [Candidate] {
-        guard case .vector(let dimension) = registry.algorithm.kind else { preconditionFailure("the prefilter is for vector registries") }
-        let function = registry.algorithm.scoreFunction
         var candidates: [Candidate] = []
-        var cutoff = max(threshold, shared?.value ?? threshold)
-        var dotCutoff = Prefilter.dotCutoff(function, score: cutoff)
-        var dotCutoffScore = cutoff
-        let compactAt = limit.map { max(256, 4 * $0) } ?? Int.max
-        var rescored = 0
-        var start = range.lowerBound
-        let rows = UnsafePointer(registry.rows)
+        var cutoff = threshold
+        // Compacts early and often: a tight cut-off is what lets the bound skip rows, and with
+        // few survivors reaching it, compactions are rare and small.
+        let compactAt = limit.map { max(16, 2 * $0) } ?? Int.max
         registry.templateIds.withUnsafeBufferPointer { ids in
             registry.ordinals.withUnsafeBufferPointer { ordinals in
-                @inline(__always)
-                func consider(_ index: Int, _ score: Float) {
+                Self.scoreSurvivors(
+                    registry, range, query: query, coded: coded, level: level,
+                    cutoff: {
+                        if let shared { cutoff = max(cutoff, shared.value) }
+                        return cutoff
+                    }
+                ) { index, score in
                     guard score >= cutoff else { return }
                     candidates.append(Candidate(score: score, templateId: ids[index], ordinal: ordinals[index]))
                     if candidates.count >= compactAt, let limit {
@@ -178,47 +172,76 @@ enum Scan {
                         shared?.raise(to: cutoff)
                     }
                 }
-                withUnsafeTemporaryAllocation(of: UInt32.self, capacity: Prefilter.blockRows) { survivors in
-                    // With the row length a constant (common lengths), the kernel unrolls.
-                    @inline(__always)
-                    func scan(_ dimension: Int) {
-                        while start < range.upperBound {
-                            let done = start - range.lowerBound
-                            if done >= 2 * Prefilter.blockRows && Double(rescored) > Prefilter.fallbackFraction * Double(done) {
-                                // Too many survivors: the rest of the chunk in float32 alone.
-                                for index in start..<range.upperBound {
-                                    consider(index, function.score(dot: Kernels.dot(query, rows + index * dimension, count: dimension)))
-                                }
-                                rescored += range.upperBound - start
-                                start = range.upperBound
-                                return
-                            }
-                            if let shared { cutoff = max(cutoff, shared.value) }
-                            if cutoff != dotCutoffScore {
-                                dotCutoff = Prefilter.dotCutoff(function, score: cutoff)
-                                dotCutoffScore = cutoff
-                            }
-                            let block = start..<min(range.upperBound, start + Prefilter.blockRows)
-                            let count = coded.survivors(registry, block, dotCutoff: dotCutoff, into: survivors.baseAddress!, level: level)
-                            rescored += count
-                            for offset in survivors[0..<count] {
-                                let index = start + Int(offset)
-                                consider(index, function.score(dot: Kernels.dot(query, rows + index * dimension, count: dimension)))
-                            }
-                            start = block.upperBound
+            }
+        }
+        Self.reduce(&candidates, limit: limit)
+        return candidates
+    }
+
+    /// The query's codes, when a scan of `registry` goes through the prefilter.
+    static func coded(_ registry: RegistryIndex, _ query: UnsafePointer<Float>, chunks: Int, prefilter: Bool?) -> Prefilter.Query? {
+        guard case .vector(let dimension) = registry.algorithm.kind, chunks > 0, prefilter ?? Prefilter.applies(to: registry) else {
+            return nil
+        }
+        return Prefilter.Query(query, dimension: dimension, codeStride: registry.codeStride)
+    }
+
+    /// Scores with the float32 kernel, in row order, the rows of `range` whose bound reaches
+    /// `cutoff()` (asked again before each block, so a raised cut-off takes effect at once), calling
+    /// `visit(row, score)`; a caller that keeps only scores ≥ its cut-off sees exactly what the plain
+    /// scan would show it. Once too many rows survive, the rest of the range is scored plainly.
+    @inline(__always)
+    static func scoreSurvivors(
+        _ registry: RegistryIndex,
+        _ range: Range<Int>,
+        query: UnsafePointer<Float>,
+        coded: Prefilter.Query,
+        level: Int32,
+        cutoff: () -> Float,
+        _ visit: (Int, Float) -> Void
+    ) {
+        guard case .vector(let dimension) = registry.algorithm.kind else { preconditionFailure("the prefilter is for vector registries") }
+        let function = registry.algorithm.scoreFunction
+        let rows = UnsafePointer(registry.rows)
+        var rescored = 0
+        var start = range.lowerBound
+        var dotCutoff = -Double.infinity
+        var dotCutoffScore = -Float.infinity
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: Prefilter.blockRows) { survivors in
+            // With the row length a constant (common lengths), the kernel unrolls.
+            @inline(__always)
+            func scan(_ dimension: Int) {
+                while start < range.upperBound {
+                    let done = start - range.lowerBound
+                    if done >= 2 * Prefilter.blockRows && Double(rescored) > Prefilter.fallbackFraction * Double(done) {
+                        for index in start..<range.upperBound {
+                            visit(index, function.score(dot: Kernels.dot(query, rows + index * dimension, count: dimension)))
                         }
+                        rescored += range.upperBound - start
+                        return
                     }
-                    switch dimension {
-                    case 128: scan(128)
-                    case 512: scan(512)
-                    default: scan(dimension)
+                    let score = cutoff()
+                    if score != dotCutoffScore {
+                        dotCutoff = Prefilter.dotCutoff(function, score: score)
+                        dotCutoffScore = score
                     }
+                    let block = start..<min(range.upperBound, start + Prefilter.blockRows)
+                    let count = coded.survivors(registry, block, dotCutoff: dotCutoff, into: survivors.baseAddress!, level: level)
+                    rescored += count
+                    for offset in survivors[0..<count] {
+                        let index = start + Int(offset)
+                        visit(index, function.score(dot: Kernels.dot(query, rows + index * dimension, count: dimension)))
+                    }
+                    start = block.upperBound
                 }
+            }
+            switch dimension {
+            case 128: scan(128)
+            case 512: scan(512)
+            default: scan(dimension)
             }
         }
         Prefilter.count(considered: range.count, rescored: rescored)
-        Self.reduce(&candidates, limit: limit)
-        return candidates
     }
 
     /// Reduces the candidates to the best `limit` identifiers and raises the cut-off to the last one's
@@ -247,144 +270,5 @@ enum Scan {
         best.sort { $0.beats($1) }
         if let limit, best.count > limit { best.removeLast(best.count - limit) }
         candidates = best
-    }
-
-    /// What the registration check needs from the committed rows: the best template of an identifier
-    /// other than `own`, and the best of `own`'s, skipping templates in `excluded`.
-    struct CheckBest: Sendable {
-        var other: Candidate?
-        var own: Candidate?
-
-        mutating func merge(_ candidate: Candidate, own ordinal: UInt32?) {
-            if candidate.ordinal == ordinal {
-                if self.own.map({ candidate.beats($0) }) ?? true { self.own = candidate }
-            } else if self.other.map({ candidate.beats($0) }) ?? true {
-                self.other = candidate
-            }
-        }
-
-        mutating func merge(_ other: CheckBest, own ordinal: UInt32?) {
-            if let candidate = other.other { self.merge(candidate, own: ordinal) }
-            if let candidate = other.own { self.merge(candidate, own: ordinal) }
-        }
-    }
-
-    /// The registration check's scan of the committed rows.
-    static func check(
-        _ registry: RegistryIndex,
-        query: UnsafePointer<Float>,
-        queryMask: UInt32,
-        own: UInt32?,
-        excluded: Set<UInt64>,
-        pool: ScanPool = .shared,
-        rowsPerChunk: Int? = nil
-    ) -> CheckBest {
-        let (count, rowsPerChunk) = Self.chunks(rows: registry.count, stride: registry.stride, rowsPerChunk: rowsPerChunk)
-        var perChunk = [CheckBest](repeating: CheckBest(), count: count)
-        perChunk.withUnsafeMutableBufferPointer { results in
-            pool.run(chunks: count) { chunk in
-                let range = chunk * rowsPerChunk..<min(registry.count, (chunk + 1) * rowsPerChunk)
-                var best = CheckBest()
-                // Best score seen so far over all rows: a row below both bests cannot change either,
-                // so only rows reaching the lower of the two are looked up.
-                registry.templateIds.withUnsafeBufferPointer { ids in
-                    registry.ordinals.withUnsafeBufferPointer { ordinals in
-                        Self.scoreRows(registry, range, query: query, queryMask: queryMask) { index, score in
-                            let floor =
-                                own == nil
-                                ? best.other?.score ?? -.infinity : min(best.other?.score ?? -.infinity, best.own?.score ?? -.infinity)
-                            guard score >= floor else { return }
-                            let id = ids[index]
-                            if !excluded.isEmpty && excluded.contains(id) { return }
-                            best.merge(Candidate(score: score, templateId: id, ordinal: ordinals[index]), own: own)
-                        }
-                    }
-                }
-                results[chunk] = best
-            }
-        }
-        var result = CheckBest()
-        for best in perChunk { result.merge(best, own: own) }
-        return result
-    }
-
-    /// The registration checks of many queries against one vector registry in one pass over its rows
-    /// (a group commit's registrations): each row is read once for all of them, and the work becomes
-    /// arithmetic on rows in cache instead of one trip through memory per registration. Each result
-    /// equals ``check(_:query:queryMask:own:excluded:pool:rowsPerChunk:)`` with no exclusions, bit
-    /// for bit (``Kernels/dot4Queries(_:_:_:_:_:count:)`` sums each lane as `dot` does).
-    /// - Parameter queries: `queries.count` rows of `registry.stride` floats, back to back.
-    static func check(
-        _ registry: RegistryIndex,
-        queries: UnsafePointer<Float>,
-        owners: [UInt32?],
-        pool: ScanPool = .shared,
-        rowsPerChunk: Int? = nil
-    ) -> [CheckBest] {
-        guard case .vector(let dimension) = registry.algorithm.kind else {
-            preconditionFailure("the batched check is for vector registries")
-        }
-        let function = registry.algorithm.scoreFunction
-        let stride = registry.stride
-        let count = owners.count
-        let (chunks, rowsPerChunk) = Self.chunks(rows: registry.count, stride: stride, rowsPerChunk: rowsPerChunk)
-        var perChunk = [[CheckBest]](repeating: [], count: chunks)
-        perChunk.withUnsafeMutableBufferPointer { results in
-            pool.run(chunks: chunks) { chunk in
-                var best = [CheckBest](repeating: CheckBest(), count: count)
-                // Lowest score that can still change query q's result (see `check` above).
-                var floors = [Float](repeating: -.infinity, count: count)
-                // Buffers rather than captured arrays: no exclusivity checks in the inner loop.
-                best.withUnsafeMutableBufferPointer { best in
-                    floors.withUnsafeMutableBufferPointer { floors in
-                        registry.templateIds.withUnsafeBufferPointer { ids in
-                            registry.ordinals.withUnsafeBufferPointer { ordinals in
-                                @inline(__always)
-                                func consider(_ q: Int, _ score: Float, _ row: Int) {
-                                    guard score >= floors[q] else { return }
-                                    best[q].merge(Candidate(score: score, templateId: ids[row], ordinal: ordinals[row]), own: owners[q])
-                                    let other = best[q].other?.score ?? -.infinity
-                                    floors[q] = owners[q] == nil ? other : min(other, best[q].own?.score ?? -.infinity)
-                                }
-                                let rows = UnsafePointer(registry.rows)
-                                // With the row length a constant (common lengths), the kernels unroll.
-                                @inline(__always)
-                                func scan(_ dimension: Int) {
-                                    for row in chunk * rowsPerChunk..<min(registry.count, (chunk + 1) * rowsPerChunk) {
-                                        let pointer = rows + row * dimension
-                                        var q = 0
-                                        while q + 4 <= count {
-                                            let dots = Kernels.dot4Queries(
-                                                queries + q * dimension, queries + (q + 1) * dimension, queries + (q + 2) * dimension,
-                                                queries + (q + 3) * dimension, pointer, count: dimension)
-                                            consider(q, function.score(dot: dots[0]), row)
-                                            consider(q + 1, function.score(dot: dots[1]), row)
-                                            consider(q + 2, function.score(dot: dots[2]), row)
-                                            consider(q + 3, function.score(dot: dots[3]), row)
-                                            q += 4
-                                        }
-                                        while q < count {
-                                            consider(q, function.score(dot: Kernels.dot(queries + q * dimension, pointer, count: dimension)), row)
-                                            q += 1
-                                        }
-                                    }
-                                }
-                                switch dimension {
-                                case 128: scan(128)
-                                case 512: scan(512)
-                                default: scan(dimension)
-                                }
-                            }
-                        }
-                    }
-                }
-                results[chunk] = best
-            }
-        }
-        var merged = [CheckBest](repeating: CheckBest(), count: count)
-        for chunk in perChunk {
-            for q in 0..<count { merged[q].merge(chunk[q], own: owners[q]) }
-        }
-        return merged
     }
 }

@@ -1,0 +1,201 @@
+import RegistryModel
+
+/// The registration check's scans: the best template of another identifier, at or above a floor
+/// (the identification threshold: below it, no other identifier can make a registration a similar
+/// face), and the best of the identifier's own templates, from its own few rows.
+extension Scan {
+    /// What the registration check needs from the committed rows: the best template of an identifier
+    /// other than `own` scoring at least `floor`, and the best of `own`'s, skipping excluded templates.
+    struct CheckBest: Sendable {
+        var other: Candidate?
+        var own: Candidate?
+        /// Rows of other identifiers scoring below this were not looked for: `other` is nil when no
+        /// row reaches it.
+        var floor: Float = -.infinity
+
+        mutating func merge(_ candidate: Candidate, own ordinal: UInt32?) {
+            if candidate.ordinal == ordinal {
+                if self.own.map({ candidate.beats($0) }) ?? true { self.own = candidate }
+            } else if self.other.map({ candidate.beats($0) }) ?? true {
+                self.other = candidate
+            }
+        }
+    }
+
+    /// The best of one identifier's rows, found through its own list rather than a scan (the same
+    /// kernel scores it), skipping `excluded`.
+    static func bestOwn(
+        _ registry: RegistryIndex, query: UnsafePointer<Float>, queryMask: UInt32, own: UInt32?, excluded: Set<UInt64>
+    ) -> Candidate? {
+        guard let own else { return nil }
+        var best: Candidate?
+        registry.forEachRow(of: own) { index in
+            let id = registry.templateIds[index]
+            if !excluded.isEmpty && excluded.contains(id) { return }
+            let candidate = Candidate(score: registry.score(row: index, query: query, queryMask: queryMask), templateId: id, ordinal: own)
+            if best.map({ candidate.beats($0) }) ?? true { best = candidate }
+        }
+        return best
+    }
+
+    /// The registration check's scan of the committed rows.
+    static func check(
+        _ registry: RegistryIndex,
+        query: UnsafePointer<Float>,
+        queryMask: UInt32,
+        own: UInt32?,
+        excluded: Set<UInt64>,
+        floor: Float = -.infinity,
+        pool: ScanPool = .shared,
+        rowsPerChunk: Int? = nil,
+        prefilter: Bool? = nil,
+        level: Int32 = Prefilter.level
+    ) -> CheckBest {
+        let (count, rowsPerChunk) = Self.chunks(rows: registry.count, stride: registry.stride, rowsPerChunk: rowsPerChunk)
+        let coded = Self.coded(registry, query, chunks: count, prefilter: prefilter)
+        var perChunk = [Candidate?](repeating: nil, count: count)
+        perChunk.withUnsafeMutableBufferPointer { results in
+            pool.run(chunks: count) { chunk in
+                let range = chunk * rowsPerChunk..<min(registry.count, (chunk + 1) * rowsPerChunk)
+                var best: Candidate?
+                var cutoff = floor
+                registry.templateIds.withUnsafeBufferPointer { ids in
+                    registry.ordinals.withUnsafeBufferPointer { ordinals in
+                        // Only the best other row matters: the cut-off rises to it (ties stay in:
+                        // an earlier template wins them).
+                        @inline(__always)
+                        func consider(_ index: Int, _ score: Float) {
+                            guard score >= cutoff, ordinals[index] != own else { return }
+                            let id = ids[index]
+                            if !excluded.isEmpty && excluded.contains(id) { return }
+                            let candidate = Candidate(score: score, templateId: id, ordinal: ordinals[index])
+                            if best.map({ candidate.beats($0) }) ?? true {
+                                best = candidate
+                                cutoff = score
+                            }
+                        }
+                        if let coded {
+                            Self.scoreSurvivors(registry, range, query: query, coded: coded, level: level, cutoff: { cutoff }, consider)
+                        } else {
+                            Self.scoreRows(registry, range, query: query, queryMask: queryMask, consider)
+                        }
+                    }
+                }
+                results[chunk] = best
+            }
+        }
+        var result = CheckBest(floor: floor)
+        for candidate in perChunk { if let candidate { result.merge(candidate, own: own) } }
+        result.own = Self.bestOwn(registry, query: query, queryMask: queryMask, own: own, excluded: excluded)
+        return result
+    }
+
+    /// The registration checks of many queries against one vector registry in one pass over its rows
+    /// (a group commit's registrations): each row, or each block of codes, is read once for all of
+    /// them, and the work becomes arithmetic on data in cache instead of one trip through memory per
+    /// registration. Each result equals ``check(_:query:queryMask:own:excluded:floor:pool:rowsPerChunk:prefilter:level:)``
+    /// with no exclusions, bit for bit (``Kernels/dot4Queries(_:_:_:_:_:count:)`` sums each lane as
+    /// `dot` does).
+    /// - Parameters:
+    ///   - queries: `queries.count` rows of `registry.stride` floats, back to back.
+    ///   - floors: per query, the least score of another identifier's row worth finding (default: none).
+    static func check(
+        _ registry: RegistryIndex,
+        queries: UnsafePointer<Float>,
+        owners: [UInt32?],
+        floors: [Float]? = nil,
+        pool: ScanPool = .shared,
+        rowsPerChunk: Int? = nil,
+        prefilter: Bool? = nil,
+        level: Int32 = Prefilter.level
+    ) -> [CheckBest] {
+        guard case .vector(let dimension) = registry.algorithm.kind else {
+            preconditionFailure("the batched check is for vector registries")
+        }
+        let function = registry.algorithm.scoreFunction
+        let count = owners.count
+        let floors = floors ?? [Float](repeating: -.infinity, count: count)
+        let (chunks, rowsPerChunk) = Self.chunks(rows: registry.count, stride: dimension, rowsPerChunk: rowsPerChunk)
+        let coded: [Prefilter.Query]? =
+            chunks > 0 && (prefilter ?? Prefilter.applies(to: registry))
+            ? (0..<count).map { Prefilter.Query(queries + $0 * dimension, dimension: dimension, codeStride: registry.codeStride) } : nil
+        var perChunk = [[Candidate?]](repeating: [], count: chunks)
+        perChunk.withUnsafeMutableBufferPointer { results in
+            pool.run(chunks: chunks) { chunk in
+                let range = chunk * rowsPerChunk..<min(registry.count, (chunk + 1) * rowsPerChunk)
+                var best = [Candidate?](repeating: nil, count: count)
+                // Lowest score that can still change query q's result.
+                var cutoffs = floors
+                // Buffers rather than captured arrays: no exclusivity checks in the inner loop.
+                best.withUnsafeMutableBufferPointer { best in
+                    cutoffs.withUnsafeMutableBufferPointer { cutoffs in
+                        registry.templateIds.withUnsafeBufferPointer { ids in
+                            registry.ordinals.withUnsafeBufferPointer { ordinals in
+                                @inline(__always)
+                                func consider(_ q: Int, _ score: Float, _ row: Int) {
+                                    guard score >= cutoffs[q], ordinals[row] != owners[q] else { return }
+                                    let candidate = Candidate(score: score, templateId: ids[row], ordinal: ordinals[row])
+                                    if best[q].map({ candidate.beats($0) }) ?? true {
+                                        best[q] = candidate
+                                        cutoffs[q] = score
+                                    }
+                                }
+                                if let coded {
+                                    // Block by block: a block's codes stay in cache while every query
+                                    // passes over them.
+                                    var start = range.lowerBound
+                                    while start < range.upperBound {
+                                        let block = start..<min(range.upperBound, start + Prefilter.blockRows)
+                                        for q in 0..<count {
+                                            Self.scoreSurvivors(
+                                                registry, block, query: queries + q * dimension, coded: coded[q], level: level,
+                                                cutoff: { cutoffs[q] }
+                                            ) { row, score in consider(q, score, row) }
+                                        }
+                                        start = block.upperBound
+                                    }
+                                    return
+                                }
+                                let rows = UnsafePointer(registry.rows)
+                                // With the row length a constant (common lengths), the kernels unroll.
+                                @inline(__always)
+                                func scan(_ dimension: Int) {
+                                    for row in range {
+                                        let pointer = rows + row * dimension
+                                        var q = 0
+                                        while q + 4 <= count {
+                                            let dots = Kernels.dot4Queries(
+                                                queries + q * dimension, queries + (q + 1) * dimension, queries + (q + 2) * dimension,
+                                                queries + (q + 3) * dimension, pointer, count: dimension)
+                                            consider(q, function.score(dot: dots[0]), row)
+                                            consider(q + 1, function.score(dot: dots[1]), row)
+                                            consider(q + 2, function.score(dot: dots[2]), row)
+                                            consider(q + 3, function.score(dot: dots[3]), row)
+                                            q += 4
+                                        }
+                                        while q < count {
+                                            consider(q, function.score(dot: Kernels.dot(queries + q * dimension, pointer, count: dimension)), row)
+                                            q += 1
+                                        }
+                                    }
+                                }
+                                switch dimension {
+                                case 128: scan(128)
+                                case 512: scan(512)
+                                default: scan(dimension)
+                                }
+                            }
+                        }
+                    }
+                }
+                results[chunk] = best
+            }
+        }
+        return (0..<count).map { q in
+            var result = CheckBest(floor: floors[q])
+            for chunk in perChunk { if let candidate = chunk[q] { result.merge(candidate, own: owners[q]) } }
+            result.own = Self.bestOwn(registry, query: queries + q * dimension, queryMask: 0, own: owners[q], excluded: [])
+            return result
+        }
+    }
+}
