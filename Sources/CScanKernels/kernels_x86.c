@@ -28,8 +28,9 @@ int rk_x86_supported_level(void) {
 
 // ---------------------------------------------------------------------------------------------
 // AVX2: |b| as unsigned bytes times c with b's sign (vpmaddubsw; a pair of products is at most
-// 2·127·127 = 32,258, so the 16-bit sums never saturate), widened by vpmaddwd. Four rows at a time
-// share the query's loads and keep four independent chains of additions.
+// 2·127·127 = 32,258, so the 16-bit sums never saturate), widened by vpmaddwd. One row at a time,
+// two chains of additions: reading rows in order lets the hardware prefetcher stream them (measured
+// on AMD EPYC: four rows interleaved read at 9.7 GB/s, one row at a time at 22 GB/s, one thread).
 // ---------------------------------------------------------------------------------------------
 
 #define AVX2 __attribute__((target("avx2")))
@@ -50,30 +51,16 @@ AVX2 void rk_dots_avx2(const rk_query *query, const int8_t *codes, const rk_row_
                        int32_t *dots) {
     (void)terms;
     const __m256i ones = _mm256_set1_epi16(1);
-    size_t r = 0;
-    for (; r + 4 <= rows; r += 4) {
+    for (size_t r = 0; r < rows; r++) {
         const int8_t *row = codes + r * code_stride;
-        __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-        for (size_t i = 0; i < code_stride; i += 32) {
-            __m256i b = _mm256_loadu_si256((const __m256i *)(query->codes + i));
-            __m256i magnitude = _mm256_sign_epi8(b, b);
-            a0 = avx2_step(a0, magnitude, b, row + i, ones);
-            a1 = avx2_step(a1, magnitude, b, row + code_stride + i, ones);
-            a2 = avx2_step(a2, magnitude, b, row + 2 * code_stride + i, ones);
-            a3 = avx2_step(a3, magnitude, b, row + 3 * code_stride + i, ones);
+        __m256i a0 = _mm256_setzero_si256(), a1 = a0;
+        for (size_t i = 0; i < code_stride; i += 64) {  // code_stride is a multiple of 64
+            __m256i b0 = _mm256_loadu_si256((const __m256i *)(query->codes + i));
+            __m256i b1 = _mm256_loadu_si256((const __m256i *)(query->codes + i + 32));
+            a0 = avx2_step(a0, _mm256_sign_epi8(b0, b0), b0, row + i, ones);
+            a1 = avx2_step(a1, _mm256_sign_epi8(b1, b1), b1, row + i + 32, ones);
         }
-        dots[r] = avx2_sum(a0);
-        dots[r + 1] = avx2_sum(a1);
-        dots[r + 2] = avx2_sum(a2);
-        dots[r + 3] = avx2_sum(a3);
-    }
-    for (; r < rows; r++) {
-        __m256i a = _mm256_setzero_si256();
-        for (size_t i = 0; i < code_stride; i += 32) {
-            __m256i b = _mm256_loadu_si256((const __m256i *)(query->codes + i));
-            a = avx2_step(a, _mm256_sign_epi8(b, b), b, codes + r * code_stride + i, ones);
-        }
-        dots[r] = avx2_sum(a);
+        dots[r] = avx2_sum(_mm256_add_epi32(a0, a1));
     }
 }
 
@@ -92,36 +79,26 @@ AVX2 size_t rk_prefilter_avx2(const rk_query *query, const int8_t *codes, const 
 // ---------------------------------------------------------------------------------------------
 // AVX-512 VNNI: vpdpbusd multiplies unsigned by signed bytes and adds groups of four into 32-bit
 // lanes without saturation. The query is biased to unsigned (b + 128), and 128·Σc is taken back off.
-// Four rows at a time, as above; vpdpbusd's latency is hidden by the four chains.
+// One row at a time with two chains, as above.
 // ---------------------------------------------------------------------------------------------
 
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 
 AVX512 void rk_dots_avx512_vnni(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
                                 size_t rows, int32_t *dots) {
-    size_t r = 0;
-    for (; r + 4 <= rows; r += 4) {
+    for (size_t r = 0; r < rows; r++) {
         const int8_t *row = codes + r * code_stride;
-        __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-        for (size_t i = 0; i < code_stride; i += 64) {
-            __m512i b = _mm512_loadu_si512((const void *)(query->biased + i));
-            a0 = _mm512_dpbusd_epi32(a0, b, _mm512_loadu_si512((const void *)(row + i)));
-            a1 = _mm512_dpbusd_epi32(a1, b, _mm512_loadu_si512((const void *)(row + code_stride + i)));
-            a2 = _mm512_dpbusd_epi32(a2, b, _mm512_loadu_si512((const void *)(row + 2 * code_stride + i)));
-            a3 = _mm512_dpbusd_epi32(a3, b, _mm512_loadu_si512((const void *)(row + 3 * code_stride + i)));
+        __m512i a0 = _mm512_setzero_si512(), a1 = a0;
+        size_t i = 0;
+        for (; i + 128 <= code_stride; i += 128) {
+            a0 = _mm512_dpbusd_epi32(a0, _mm512_loadu_si512((const void *)(query->biased + i)), _mm512_loadu_si512((const void *)(row + i)));
+            a1 = _mm512_dpbusd_epi32(a1, _mm512_loadu_si512((const void *)(query->biased + i + 64)),
+                                     _mm512_loadu_si512((const void *)(row + i + 64)));
         }
-        dots[r] = _mm512_reduce_add_epi32(a0) - 128 * terms[r].code_sum;
-        dots[r + 1] = _mm512_reduce_add_epi32(a1) - 128 * terms[r + 1].code_sum;
-        dots[r + 2] = _mm512_reduce_add_epi32(a2) - 128 * terms[r + 2].code_sum;
-        dots[r + 3] = _mm512_reduce_add_epi32(a3) - 128 * terms[r + 3].code_sum;
-    }
-    for (; r < rows; r++) {
-        __m512i a = _mm512_setzero_si512();
-        for (size_t i = 0; i < code_stride; i += 64) {
-            __m512i b = _mm512_loadu_si512((const void *)(query->biased + i));
-            a = _mm512_dpbusd_epi32(a, b, _mm512_loadu_si512((const void *)(codes + r * code_stride + i)));
+        if (i < code_stride) {
+            a0 = _mm512_dpbusd_epi32(a0, _mm512_loadu_si512((const void *)(query->biased + i)), _mm512_loadu_si512((const void *)(row + i)));
         }
-        dots[r] = _mm512_reduce_add_epi32(a) - 128 * terms[r].code_sum;
+        dots[r] = _mm512_reduce_add_epi32(_mm512_add_epi32(a0, a1)) - 128 * terms[r].code_sum;
     }
 }
 

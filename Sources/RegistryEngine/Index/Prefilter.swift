@@ -114,13 +114,29 @@ enum Prefilter {
     }
 }
 
-/// A score cut-off shared by the chunks of one scan, only ever raised: the k-th best identifier a
-/// chunk has found is a lower bound of the scan's final k-th best, so every chunk may drop rows below
-/// it. Stored as an order-preserving key of the float's bits.
+/// A score cut-off shared by the chunks of one scan, only ever raised: the k-th best of any k distinct
+/// identifiers found so far is a lower bound of the scan's final k-th best, so every chunk may drop
+/// rows below it. Chunks raise it as they compact, and pool their results as they finish (a single
+/// 2,048-row chunk rarely holds enough of the best rows to raise it far on its own: measured on 1M
+/// random rows, 0.9 % of rows were rescored without pooling). The value is read without a lock,
+/// as an order-preserving key of the float's bits.
 final class SharedCutoff: Sendable {
     private let key: Atomic<UInt32>
+    private let best = Mutex<[Scan.Candidate]>([])
 
     init(_ value: Float) { self.key = Atomic(Self.key(value)) }
+
+    /// Pools a finished chunk's best identifiers (already reduced) and raises the cut-off to the
+    /// `limit`-th best of all pooled ones.
+    func pool(_ candidates: [Scan.Candidate], limit: Int) {
+        guard !candidates.isEmpty else { return }
+        let raised: Float? = self.best.withLock { best in
+            best += candidates
+            Scan.reduce(&best, limit: limit)
+            return best.count == limit ? best[limit - 1].score : nil
+        }
+        if let raised { self.raise(to: raised) }
+    }
 
     var value: Float { Self.value(self.key.load(ordering: .relaxed)) }
 

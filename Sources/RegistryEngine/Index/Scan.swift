@@ -175,6 +175,7 @@ enum Scan {
             }
         }
         Self.reduce(&candidates, limit: limit)
+        if let limit { shared?.pool(candidates, limit: limit) }
         return candidates
     }
 
