@@ -220,3 +220,21 @@ size_t rk_prefilter(int level, const rk_query *query, const int8_t *codes, const
     default: return rk_prefilter_scalar(query, codes, terms, code_stride, rows, dot_cutoff, survivors);
     }
 }
+
+int rk_has_crc32c(void) {
+#if defined(__x86_64__)
+    return rk_x86_has_crc32c();
+#else
+    return 0;
+#endif
+}
+
+uint32_t rk_crc32c_update(uint32_t state, const void *bytes, size_t count) {
+#if defined(__x86_64__)
+    return rk_x86_crc32c_update(state, bytes, count);
+#else
+    (void)bytes;
+    (void)count;
+    return state;  // never called: rk_has_crc32c() is 0
+#endif
+}

@@ -87,6 +87,12 @@ size_t rk_prefilter(int level, const rk_query *query, const int8_t *codes, const
 /// The upper bound the prefilter uses for one row, given its exact integer dot product.
 double rk_upper_bound(const rk_query *query, const rk_row_terms *terms, int32_t dot);
 
+/// Whether the CPU has the SSE4.2 crc32 instruction (CRC-32C).
+int rk_has_crc32c(void);
+/// Advances a CRC-32C state (no inversions: the caller starts from 0xFFFFFFFF and inverts the
+/// result) over `count` bytes with the crc32 instruction. Only where rk_has_crc32c() says so.
+uint32_t rk_crc32c_update(uint32_t state, const void *bytes, size_t count);
+
 #ifdef __cplusplus
 }
 #endif
