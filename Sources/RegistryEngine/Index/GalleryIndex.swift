@@ -22,9 +22,9 @@ final class GalleryIndex {
     }
 
     private(set) var names: [String] = []
-    private var ordinalOf: [IdentifierKey: UInt32] = [:]
+    private var ordinals = OrdinalTable()
     /// Templates per identifier ordinal across all registries; 0 = no longer in the gallery.
-    private var templateCounts: [Int] = []
+    private var templateCounts: [UInt32] = []
     /// Identifiers with at least one template in any registry.
     private(set) var identifierCount = 0
 
@@ -39,14 +39,14 @@ final class GalleryIndex {
     func registry(algorithm: UInt32) -> RegistryIndex? { self.registries.first { $0.algorithm.version == algorithm } }
 
     /// The ordinal of an identifier that has (or had) templates here.
-    func ordinal(of identifier: String) -> UInt32? { self.ordinalOf[IdentifierKey(identifier)] }
+    func ordinal(of identifier: String) -> UInt32? { self.ordinals.find(identifier, in: self.names) }
 
     /// Whether any registry holds the identifier.
     func contains(_ identifier: String) -> Bool { self.presentOrdinal(of: identifier) != nil }
 
     /// The ordinal of an identifier that any registry holds now (one lookup for both questions).
     func presentOrdinal(of identifier: String) -> UInt32? {
-        guard let ordinal = self.ordinalOf[IdentifierKey(identifier)], self.templateCounts[Int(ordinal)] > 0 else { return nil }
+        guard let ordinal = self.ordinals.find(identifier, in: self.names), self.templateCounts[Int(ordinal)] > 0 else { return nil }
         return ordinal
     }
 
@@ -56,16 +56,16 @@ final class GalleryIndex {
     func reserveIdentifiers(_ count: Int) {
         self.names.reserveCapacity(count)
         self.templateCounts.reserveCapacity(count)
-        self.ordinalOf.reserveCapacity(count)
+        self.ordinals.reserve(count, names: self.names)
     }
 
     /// Interns an identifier, returning its ordinal.
     func intern(_ identifier: String) -> UInt32 {
-        if let ordinal = self.ordinalOf[IdentifierKey(identifier)] { return ordinal }
+        if let ordinal = self.ordinals.find(identifier, in: self.names) { return ordinal }
         let ordinal = UInt32(self.names.count)
         self.names.append(identifier)
         self.templateCounts.append(0)
-        self.ordinalOf[IdentifierKey(identifier)] = ordinal
+        self.ordinals.insert(ordinal, names: self.names)
         return ordinal
     }
 
