@@ -5,6 +5,7 @@ Each subcommand prints one JSON object on stdout (progress, if any, goes to stde
 treats the anchors exactly like our binaries: run, keep the last stdout line, record it.
 
   gen-vectors      random unit vectors and queries (raw little-endian float32), cached by a .json sidecar
+  gen-faces        face-like templates (identities with 2-5 captures), their identities and queries
   gen-landmarks    a stand-in landmark set in registry-bench's format (only for --anchors-only)
   faiss            FAISS IndexFlatIP, one query per search, timed per query, 1 and 2 OpenMP threads
   landmarks-numpy  the landmark score over registry-bench's files, vectorised numpy, timed per query
@@ -124,6 +125,60 @@ def cmd_gen_landmarks(a):
 
 
 # --------------------------------------------------------------------------------------------- anchors
+
+def cmd_gen_faces(a):
+    """Face-like templates: identities with 2-5 captures each. An identity's centre shares a common
+    component with every other (impostor cosines about 0.1, up to about 0.35); a capture is its
+    centre plus noise (captures of one identity: cosine about 0.7, at least 0.6). Queries: new
+    captures of enrolled identities (first half) and of strangers (second half)."""
+    import numpy as np
+    meta = {"rows": a.rows, "dimension": a.dimension, "queries": a.queries, "seed": a.seed, "format": 1, "kind": "faces"}
+    meta_path = a.vectors + ".json"
+    row_bytes = a.dimension * 4
+    if (os.path.exists(meta_path) and read_json(meta_path).get("params") == meta
+            and os.path.getsize(a.vectors) == a.rows * row_bytes and os.path.getsize(a.identities_out) == a.rows * 4
+            and os.path.getsize(a.queries_out) == a.queries * row_bytes):
+        emit({**read_json(meta_path), "cached": True})
+        return
+    started = time.perf_counter()
+    d = a.dimension
+    rng = np.random.default_rng([a.seed, d, 7])
+    captures = rng.integers(2, 6, size=a.rows)  # 2-5 each; more than enough identities
+    identities_of_rows = np.repeat(np.arange(a.rows, dtype=np.uint32), captures)[:a.rows]
+    identities = int(identities_of_rows[-1]) + 1
+    rng.shuffle(identities_of_rows)  # registration order mixes identities, as enrolment does
+    common = normalise_rows(rng.standard_normal((1, d)).astype(np.float32))[0]
+    sigma = np.float32(math.sqrt(0.43 / d))  # capture noise: cosine between captures ~ 1 / (1 + 0.43)
+
+    def centres(ids):
+        r = np.random.default_rng([a.seed, d, 11])  # one centre per identity, whatever the order asked
+        out = np.empty((len(ids), d), dtype=np.float32)
+        for start in range(0, identities, 1 << 16):
+            block = normalise_rows(r.standard_normal((min(1 << 16, identities - start), d)).astype(np.float32))
+            block = normalise_rows(block + np.float32(0.42) * common)
+            mask = (ids >= start) & (ids < start + len(block))
+            out[mask] = block[ids[mask] - start]
+        return out
+
+    with open(a.vectors + ".tmp", "wb") as f:
+        for start in range(0, a.rows, 1 << 17):
+            ids = identities_of_rows[start:start + (1 << 17)]
+            x = centres(ids) + rng.standard_normal((len(ids), d)).astype(np.float32) * sigma
+            normalise_rows(x).astype("<f4", copy=False).tofile(f)
+    os.replace(a.vectors + ".tmp", a.vectors)
+    identities_of_rows.astype("<u4").tofile(a.identities_out)
+    enrolled = a.queries // 2
+    picks = rng.choice(identities, size=enrolled, replace=False).astype(np.uint32)
+    genuine = centres(picks) + rng.standard_normal((enrolled, d)).astype(np.float32) * sigma
+    strangers = normalise_rows(rng.standard_normal((a.queries - enrolled, d)).astype(np.float32))
+    strangers = normalise_rows(strangers + np.float32(0.42) * common)
+    strangers += rng.standard_normal(strangers.shape).astype(np.float32) * sigma
+    normalise_rows(np.vstack([genuine, strangers]).astype(np.float32)).astype("<f4", copy=False).tofile(a.queries_out)
+    result = {"cached": False, "params": meta, "identities": identities, "expected": [int(i) for i in picks] + [-1] * (a.queries - enrolled),
+              "seconds": round(time.perf_counter() - started, 3)}
+    write_json(meta_path, result)
+    emit(result)
+
 
 def cmd_faiss(a):
     import faiss
@@ -501,34 +556,72 @@ def cmd_table(a):
         details[name] = {"ours_median": ours, "anchor_median": anchor, "ratio": ratio, "target": target,
                          "kind": kind, "pass": passed, **(extra or {})}
 
-    def vectors(dimension):
-        name = f"vectors-{dimension}"
-        ours_runs = raw.get(f"identify-{dimension}", "ours")
-        anchors = raw.get(name, "anchor")
+    def kernel_note(name, ours_runs):
+        """The kernel level our runs used and the fraction of rows the float32 kernel rescored."""
+        if ours_runs and "kernels" in ours_runs[-1]:
+            fractions = [r["rescored_fraction"] for r in ours_runs if r.get("rescored_fraction") is not None]
+            rescored = f"{100 * statistics.median(fractions):.3f} % of rows rescored" if fractions else "no prefilter"
+            notes.append(f"{name}: kernels {ours_runs[-1]['kernels']}; {rescored} (median over rounds)")
+
+    def faiss_anchor(name, anchor_workload):
+        anchors = raw.get(anchor_workload, "anchor")
         per_threads = {}
         for data in anchors:
             for threads, run in data["threads"].items():
                 per_threads.setdefault(threads, []).extend(run["identify_ms"])
         medians = {t: statistics.median(ms) for t, ms in per_threads.items()}
         best = min(medians, key=medians.get) if medians else None
-        ours = median(raw.pooled(f"identify-{dimension}", "ours", "identify_ms"))
-        extra = {"anchor_threads": best, "anchor_median_by_threads": medians}
         if best is not None:
             threads = lambda t: f"{t} thread{'s' if t != '1' else ''}"
             label = ", ".join(f"{threads(t)} {fmt_ms(m)}" for t, m in sorted(medians.items()))
             notes.append(f"{name}: FAISS IndexFlatIP, one query per search: {label}; the table uses {threads(best)} "
                          f"(rows {anchors[0]['rows']}, FAISS {anchors[0]['faiss_version']})")
-            if ours_runs:
-                ref = anchors[0]["threads"][best]
-                result = agreement([(o, (ref["top"], ref["scores"])) for o in ours_runs])
-                extra["agreement"] = result
-                notes.append(agreement_note(name, result))
-        row(name, ours, medians.get(best), "at-most", 0.8, fmt_ms, extra)
+        return anchors, medians, best
+
+    def vectors(dimension, target):
+        name = f"vectors-{dimension}"
+        ours_runs = raw.get(f"identify-{dimension}", "ours")
+        anchors, medians, best = faiss_anchor(name, name)
+        ours = median(raw.pooled(f"identify-{dimension}", "ours", "identify_ms"))
+        extra = {"anchor_threads": best, "anchor_median_by_threads": medians}
+        if best is not None and ours_runs:
+            ref = anchors[0]["threads"][best]
+            result = agreement([(o, (ref["top"], ref["scores"])) for o in ours_runs])
+            extra["agreement"] = result
+            notes.append(agreement_note(name, result))
+        kernel_note(name, ours_runs)
+        row(name, ours, medians.get(best), "at-most", target, fmt_ms, extra)
 
     if "vectors-512" in selected:
-        vectors(512)
+        vectors(512, 0.25)
     if "vectors-128" in selected:
-        vectors(128)
+        vectors(128, 0.3)
+
+    if "faces-512" in selected:
+        name = "faces-512"
+        ours_runs = raw.get("identify-faces", "ours")
+        anchors, medians, best = faiss_anchor(name, name)
+        extra = {"anchor_threads": best, "anchor_median_by_threads": medians}
+        if a.faces_identities and a.faces_meta and os.path.exists(a.faces_identities):
+            import numpy as np
+            ids = np.fromfile(a.faces_identities, dtype="<u4")
+            expected = read_json(a.faces_meta)["expected"]
+            # FAISS ranks rows, we rank identities (each one's best row): their best must agree, and
+            # a new capture of an enrolled identity must find it first.
+            same_best = found = 0
+            for o in ours_runs:
+                ref = anchors[0]["threads"][best]["top"] if best is not None else None
+                for q, top in enumerate(o["top"]):
+                    if ref is not None and top and int(ids[ref[q][0]]) == top[0]:
+                        same_best += 1
+                    if q < len(expected) and expected[q] >= 0 and top and top[0] == expected[q]:
+                        found += 1
+            enrolled = sum(1 for e in expected if e >= 0) * len(ours_runs)
+            extra.update({"best_agrees_with_faiss": same_best, "enrolled_found_first": found})
+            notes.append(f"{name}: best identity = identity of FAISS's best row in {same_best}/{sum(len(o['top']) for o in ours_runs)} "
+                         f"queries; new captures of enrolled identities found first in {found}/{enrolled}")
+        kernel_note(name, ours_runs)
+        row(name, median(raw.pooled("identify-faces", "ours", "identify_ms")), medians.get(best), "at-most", 0.3, fmt_ms, extra)
 
     if "landmarks" in selected:
         # Each anchor run is checked against the ours run that wrote its files: the last one before it.
@@ -576,7 +669,7 @@ def cmd_table(a):
         ours_runs = raw.get("registrations", "ours")
         load_note("registrations", ours_runs)
         row("registrations", median(raw.each("registrations", "ours", "requests_per_second")),
-            median(raw.each("registrations", "anchor", "commits_per_second")), "at-least", 10.0, fmt_rps)
+            median(raw.each("registrations", "anchor", "commits_per_second")), "at-least", 6.0, fmt_rps)
         notes.append("registrations: anchor = py-lmdb, one durable put per write transaction, 1 thread")
 
     if "authenticate-50" in selected:
@@ -586,7 +679,7 @@ def cmd_table(a):
             notes.append(f"authenticate-50: redis GET, 50 clients: p50 {fmt_ms(median(raw.each('authenticate-50', 'anchor', 'p50_ms')))}"
                          f", p99 {fmt_ms(median(raw.each('authenticate-50', 'anchor', 'p99_ms')))}")
         row("authenticate-50", median(raw.each("authenticate-50", "ours", "requests_per_second")),
-            median(raw.each("authenticate-50", "anchor", "requests_per_second")), "at-least", 0.8, fmt_rps)
+            median(raw.each("authenticate-50", "anchor", "requests_per_second")), "at-least", 1.0, fmt_rps)
 
     if "authenticate-p99" in selected:
         load_note("authenticate-p99", raw.get("authenticate-p99", "ours"))
@@ -600,7 +693,7 @@ def cmd_table(a):
     if "startup" in selected:
         scans = raw.each("startup", "anchor", "seconds")
         anchor = median([s * 1000 for s in scans])
-        row("startup", median(raw.each("identify-512", "ours", "startup_ms")), anchor, "at-most", 1.5, fmt_ms)
+        row("startup", median(raw.each("identify-512", "ours", "startup_ms")), anchor, "at-most", 1.0, fmt_ms)
         notes.append(f"startup: anchor = py-lmdb cursor scan of the {a.vector_rows}x512 values into one float32 array")
 
     if "memory" in selected:
@@ -693,6 +786,16 @@ def main():
     p.add_argument("--seed", type=int, default=SEED)
     p.set_defaults(run=cmd_gen_vectors)
 
+    p = sub.add_parser("gen-faces")
+    p.add_argument("--rows", type=int, required=True)
+    p.add_argument("--dimension", type=int, required=True)
+    p.add_argument("--queries", type=int, required=True)
+    p.add_argument("--vectors", required=True, help="output: rows x dimension float32")
+    p.add_argument("--identities-out", required=True, help="output: the identity of each row, uint32")
+    p.add_argument("--queries-out", required=True, help="output: queries x dimension float32")
+    p.add_argument("--seed", type=int, default=SEED)
+    p.set_defaults(run=cmd_gen_faces)
+
     p = sub.add_parser("gen-landmarks")
     p.add_argument("--count", type=int, required=True)
     p.add_argument("--queries", type=int, required=True)
@@ -746,6 +849,8 @@ def main():
     p.add_argument("--vector-rows", type=int, required=True)
     p.add_argument("--landmark-count", type=int, required=True)
     p.add_argument("--anchors-only", action="store_true")
+    p.add_argument("--faces-identities", help="the faces workload's identity of each row (uint32)")
+    p.add_argument("--faces-meta", help="the faces workload's .json sidecar (expected identity per query)")
     p.set_defaults(run=cmd_table)
 
     args = parser.parse_args()

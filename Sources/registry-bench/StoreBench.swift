@@ -19,12 +19,19 @@ enum StoreBench {
         }
     }
 
-    static func make(store path: String, dimension: Int, vectors: String) async throws {
+    /// - Parameter identities: a file of one little-endian UInt32 per row, naming row i "p<identity>"
+    ///   (several rows per identifier); nil names row i "p<i>".
+    static func make(store path: String, dimension: Int, vectors: String, identities: String? = nil) async throws {
         let algorithm = try Self.algorithm(dimension: dimension)
         let bytes = try readFile(vectors)
         let rowBytes = 4 * dimension
         guard bytes.count % rowBytes == 0 else { throw UsageError("the vectors file is not a whole number of \(dimension)-float rows") }
         let rows = bytes.count / rowBytes
+        let names: [UInt32]? = try identities.map { path in
+            let raw = try readFile(path)
+            guard raw.count == 4 * rows else { throw UsageError("the identities file does not hold one UInt32 per row") }
+            return raw.withUnsafeBytes { raw in (0..<rows).map { raw.loadUnaligned(fromByteOffset: 4 * $0, as: UInt32.self) } }
+        }
         mkdir(path, 0o755)
         let engine = try Engine(path: path)
         defer { engine.close() }
@@ -36,7 +43,7 @@ enum StoreBench {
             let items = bytes.withUnsafeBytes { raw in
                 (first..<min(rows, first + 10_000)).map { row in
                     let vector = (0..<dimension).map { raw.loadUnaligned(fromByteOffset: row * rowBytes + 4 * $0, as: Float.self) }
-                    return ImportItem(identifier: "p\(row)", template: FaceTemplate(algorithm: algorithm, vector: vector))
+                    return ImportItem(identifier: "p\(names.map { Int($0[row]) } ?? row)", template: FaceTemplate(algorithm: algorithm, vector: vector))
                 }
             }
             _ = try await engine.importTemplates(gallery: Self.gallery, items)
@@ -114,8 +121,12 @@ struct MakeStore: AsyncParsableCommand {
     var dimension: Int
     @Option(help: "Raw little-endian float32 file, rows one after the other.")
     var vectors: String
+    @Option(help: "Raw little-endian UInt32 file, the identity of each row (row i is stored as p<identity>; default p<i>).")
+    var identities: String?
 
-    func run() async throws { try await StoreBench.make(store: self.store, dimension: self.dimension, vectors: self.vectors) }
+    func run() async throws {
+        try await StoreBench.make(store: self.store, dimension: self.dimension, vectors: self.vectors, identities: self.identities)
+    }
 }
 
 struct IdentifyInStore: AsyncParsableCommand {
