@@ -42,6 +42,7 @@ public struct RegistryDaemon: Sendable {
                 "data": "\(self.configuration.dataDirectory)",
                 "galleries": "\(info.count)",
                 "templates": "\(info.reduce(0) { $0 + $1.registries.reduce(0) { $0 + $1.templateCount } })",
+                "scan-kernels": "\(Engine.scanKernels)",
             ])
 
         let policy = try AccessPolicy(self.configuration.access)

@@ -43,7 +43,8 @@ enum StoreBench {
             let items = bytes.withUnsafeBytes { raw in
                 (first..<min(rows, first + 10_000)).map { row in
                     let vector = (0..<dimension).map { raw.loadUnaligned(fromByteOffset: row * rowBytes + 4 * $0, as: Float.self) }
-                    return ImportItem(identifier: "p\(names.map { Int($0[row]) } ?? row)", template: FaceTemplate(algorithm: algorithm, vector: vector))
+                    return ImportItem(
+                        identifier: "p\(names.map { Int($0[row]) } ?? row)", template: FaceTemplate(algorithm: algorithm, vector: vector))
                 }
             }
             _ = try await engine.importTemplates(gallery: Self.gallery, items)

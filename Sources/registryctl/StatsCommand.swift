@@ -19,12 +19,15 @@ struct StatsCommand: AsyncParsableCommand {
         var storeBytes: UInt64
         var commits: UInt64
         var committedOperations: UInt64
+        var scanKernels: String
+        var prefilterRowsConsidered: UInt64
+        var prefilterRowsRescored: UInt64
         var galleries: [GalleryJSON]
         private var galleryInfos: [GalleryInfo]
 
         private enum CodingKeys: String, CodingKey {
             case serverVersion, uptimeSeconds, openConnections, requestsServed, storeBytes, commits
-            case committedOperations, galleries
+            case committedOperations, scanKernels, prefilterRowsConsidered, prefilterRowsRescored, galleries
         }
 
         init(_ stats: Registry_V1_StatsResult) {
@@ -35,6 +38,9 @@ struct StatsCommand: AsyncParsableCommand {
             self.storeBytes = stats.storeBytes
             self.commits = stats.commits
             self.committedOperations = stats.committedOperations
+            self.scanKernels = stats.scanKernels
+            self.prefilterRowsConsidered = stats.prefilterRowsConsidered
+            self.prefilterRowsRescored = stats.prefilterRowsRescored
             self.galleryInfos = stats.galleries.map(GalleryInfo.init)
             self.galleries = self.galleryInfos.map(GalleryJSON.init)
         }
@@ -50,6 +56,11 @@ struct StatsCommand: AsyncParsableCommand {
             table.append(["committed operations", "\(self.committedOperations)"])
             if self.commits > 0 {
                 table.append(["operations per commit", Format.fixed(Double(self.committedOperations) / Double(self.commits), digits: 2)])
+            }
+            table.append(["scan kernels", self.scanKernels.isEmpty ? "-" : self.scanKernels])
+            if self.prefilterRowsConsidered > 0 {
+                let share = Format.fixed(100 * Double(self.prefilterRowsRescored) / Double(self.prefilterRowsConsidered), digits: 3)
+                table.append(["prefilter", "\(self.prefilterRowsConsidered) rows considered, \(share) % rescored"])
             }
             var lines = table.lines()
             for gallery in self.galleryInfos {

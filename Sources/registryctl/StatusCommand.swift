@@ -31,6 +31,7 @@ struct StatusCommand: AsyncParsableCommand {
         var storeBytes: UInt64
         var commits: UInt64
         var committedOperations: UInt64
+        var scanKernels: String
         var galleries: [GallerySummary]
 
         func text(_ names: AlgorithmNames) -> String {
@@ -42,6 +43,7 @@ struct StatusCommand: AsyncParsableCommand {
             table.append(["requests", "\(self.requestsServed) served"])
             table.append(["store", Format.bytes(self.storeBytes)])
             table.append(["commits", "\(self.commits) (\(self.committedOperations) operations)"])
+            table.append(["scan kernels", self.scanKernels.isEmpty ? "-" : self.scanKernels])
             var lines = table.lines()
             lines.append("galleries")
             var galleries = Table()
@@ -62,7 +64,7 @@ struct StatusCommand: AsyncParsableCommand {
                 serverVersion: hello.serverVersion.isEmpty ? stats.serverVersion : hello.serverVersion,
                 uptimeSeconds: stats.uptimeSeconds, openConnections: stats.openConnections,
                 requestsServed: stats.requestsServed, storeBytes: stats.storeBytes, commits: stats.commits,
-                committedOperations: stats.committedOperations,
+                committedOperations: stats.committedOperations, scanKernels: stats.scanKernels,
                 galleries: stats.galleries.map { .init(name: $0.name, identifiers: Int($0.identifierCount)) })
         }
     }

@@ -58,7 +58,8 @@ import Testing
         /// What the float32 kernel returns for row `r`.
         func kernelDot(_ query: [Float], row r: Int) -> Float {
             query.withUnsafeBufferPointer { q in
-                self.rows.withUnsafeBufferPointer { rows in Kernels.dot(q.baseAddress!, rows.baseAddress! + r * self.dimension, count: self.dimension) }
+                self.rows.withUnsafeBufferPointer { rows in Kernels.dot(q.baseAddress!, rows.baseAddress! + r * self.dimension, count: self.dimension)
+                }
             }
         }
     }
@@ -261,7 +262,8 @@ import Testing
     /// row's codes and terms equal a fresh encoding of its values.
     @Test func codesFollowAppendsAndRemovals() {
         let algorithm = Algorithm(version: 9002, name: "codes", kind: .vector(dimension: 100), scoreFunction: .cosine, defaultThreshold: 0.5)
-        let registry = RegistryIndex(id: 1, algorithm: algorithm, thresholds: Thresholds(authentication: 0.5, identification: 0.5, autoEnrolment: 0.5))
+        let registry = RegistryIndex(
+            id: 1, algorithm: algorithm, thresholds: Thresholds(authentication: 0.5, identification: 0.5, autoEnrolment: 0.5))
         var random = SeededGenerator(seed: 11)
         var nextId: UInt64 = 1
         for round in 0..<6 {

@@ -95,7 +95,8 @@ import Testing
                     #expect(many == one, "the multi-core scan differs (query \(q), threshold \(threshold))")
                     // Through the prefilter, at every kernel level, on one core and many: the same bits.
                     for level in Prefilter.supportedLevels {
-                        let filtered = Self.identify(registry, query, threshold: threshold, limit: limit, pool: Self.single, prefilter: true, level: level)
+                        let filtered = Self.identify(
+                            registry, query, threshold: threshold, limit: limit, pool: Self.single, prefilter: true, level: level)
                         let filteredMany = Self.identify(
                             registry, query, threshold: threshold, limit: limit, pool: Self.parallel, rowsPerChunk: 64, prefilter: true, level: level)
                         #expect(filtered == one, "prefilter at \(Prefilter.name(of: level)): query \(q), threshold \(threshold)")

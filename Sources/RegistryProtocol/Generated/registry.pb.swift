@@ -2219,6 +2219,15 @@ public nonisolated struct Registry_V1_StatsResult: Sendable {
 
   public var galleries: [Registry_V1_Gallery] = []
 
+  /// The scan kernels in use: the int8 prefilter's instruction-set level ("avx512-vnni", "avx2",
+  /// "scalar"), with ", prefilter off" when it is turned off.
+  public var scanKernels: String = String()
+
+  /// Rows the prefilter has considered since start, and how many the float32 kernel rescored.
+  public var prefilterRowsConsidered: UInt64 = 0
+
+  public var prefilterRowsRescored: UInt64 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -5954,7 +5963,7 @@ nonisolated extension Registry_V1_StatsRequest: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Registry_V1_StatsResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StatsResult"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}server_version\0\u{3}uptime_seconds\0\u{3}open_connections\0\u{3}requests_served\0\u{3}store_bytes\0\u{1}commits\0\u{3}committed_operations\0\u{1}galleries\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}server_version\0\u{3}uptime_seconds\0\u{3}open_connections\0\u{3}requests_served\0\u{3}store_bytes\0\u{1}commits\0\u{3}committed_operations\0\u{1}galleries\0\u{3}scan_kernels\0\u{3}prefilter_rows_considered\0\u{3}prefilter_rows_rescored\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -5970,6 +5979,9 @@ nonisolated extension Registry_V1_StatsResult: SwiftProtobuf.Message, SwiftProto
       case 6: try { try decoder.decodeSingularUInt64Field(value: &self.commits) }()
       case 7: try { try decoder.decodeSingularUInt64Field(value: &self.committedOperations) }()
       case 8: try { try decoder.decodeRepeatedMessageField(value: &self.galleries) }()
+      case 9: try { try decoder.decodeSingularStringField(value: &self.scanKernels) }()
+      case 10: try { try decoder.decodeSingularUInt64Field(value: &self.prefilterRowsConsidered) }()
+      case 11: try { try decoder.decodeSingularUInt64Field(value: &self.prefilterRowsRescored) }()
       default: break
       }
     }
@@ -6000,6 +6012,15 @@ nonisolated extension Registry_V1_StatsResult: SwiftProtobuf.Message, SwiftProto
     if !self.galleries.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.galleries, fieldNumber: 8)
     }
+    if !self.scanKernels.isEmpty {
+      try visitor.visitSingularStringField(value: self.scanKernels, fieldNumber: 9)
+    }
+    if self.prefilterRowsConsidered != 0 {
+      try visitor.visitSingularUInt64Field(value: self.prefilterRowsConsidered, fieldNumber: 10)
+    }
+    if self.prefilterRowsRescored != 0 {
+      try visitor.visitSingularUInt64Field(value: self.prefilterRowsRescored, fieldNumber: 11)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -6012,6 +6033,9 @@ nonisolated extension Registry_V1_StatsResult: SwiftProtobuf.Message, SwiftProto
     if lhs.commits != rhs.commits {return false}
     if lhs.committedOperations != rhs.committedOperations {return false}
     if lhs.galleries != rhs.galleries {return false}
+    if lhs.scanKernels != rhs.scanKernels {return false}
+    if lhs.prefilterRowsConsidered != rhs.prefilterRowsConsidered {return false}
+    if lhs.prefilterRowsRescored != rhs.prefilterRowsRescored {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

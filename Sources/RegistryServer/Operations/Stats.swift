@@ -25,6 +25,10 @@ extension Registry_V1_StatsRequest: RegistryOperation {
             $0.commits = UInt64(commits)
             $0.committedOperations = UInt64(operations)
             $0.galleries = engine.galleries().map(Registry_V1_Gallery.init)
+            $0.scanKernels = Engine.scanKernels
+            let prefilter = Engine.prefilterCounts
+            $0.prefilterRowsConsidered = UInt64(prefilter.considered)
+            $0.prefilterRowsRescored = UInt64(prefilter.rescored)
         }
     }
 }
