@@ -12,6 +12,9 @@
 /// The upper bound of the float32 kernel's dot product for one row (derivation in scan_kernels.c).
 /// Always inlined, so that each kernel level compiles it with its own instruction set.
 static inline __attribute__((always_inline)) double rk_bound(const rk_query *query, const rk_row_terms *terms, int32_t dot) {
+    // No fused multiply-add, though the AVX-512 functions it is inlined into could use one: every
+    // level then computes the same bound to the last bit, and keeps the same rows.
+#pragma clang fp contract(off)
     double estimate = query->scale * (double)terms->scale * (double)dot;
     double error = query->residual * (double)terms->code_norm + query->norm * (double)terms->slack;
     return estimate + error + 1e-9 * (fabs(estimate) + error) + 1e-30;
@@ -49,6 +52,8 @@ size_t rk_prefilter_avx2(const rk_query *query, const int8_t *codes, const rk_ro
                          double dot_cutoff, uint32_t *survivors);
 void rk_dots_avx512_vnni(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
                          int32_t *dots);
+size_t rk_prefilter_cached_avx512_vnni(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
+                                       size_t rows, double dot_cutoff, uint32_t *survivors);
 size_t rk_prefilter_avx512_vnni(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
                                 size_t rows, double dot_cutoff, uint32_t *survivors);
 #endif

@@ -221,6 +221,16 @@ size_t rk_prefilter(int level, const rk_query *query, const int8_t *codes, const
     }
 }
 
+size_t rk_prefilter_cached(int level, const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
+                           size_t rows, double dot_cutoff, uint32_t *survivors) {
+#if defined(__x86_64__)
+    if (level == RK_LEVEL_AVX512_VNNI) {
+        return rk_prefilter_cached_avx512_vnni(query, codes, terms, code_stride, rows, dot_cutoff, survivors);
+    }
+#endif
+    return rk_prefilter(level, query, codes, terms, code_stride, rows, dot_cutoff, survivors);
+}
+
 int rk_has_crc32c(void) {
 #if defined(__x86_64__)
     return rk_x86_has_crc32c();

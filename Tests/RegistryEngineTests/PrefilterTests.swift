@@ -47,10 +47,12 @@ import Testing
             return dots
         }
 
-        func survivors(_ query: Prefilter.Query, level: Int32, dotCutoff: Double) -> [UInt32] {
+        func survivors(_ query: Prefilter.Query, level: Int32, dotCutoff: Double, cached: Bool = false) -> [UInt32] {
             var survivors = [UInt32](repeating: 0, count: self.count)
             let found = withUnsafePointer(to: query.encoded) { encoded in
-                rk_prefilter(level, encoded, self.codes, self.terms, self.codeStride, self.count, dotCutoff, &survivors)
+                cached
+                    ? rk_prefilter_cached(level, encoded, self.codes, self.terms, self.codeStride, self.count, dotCutoff, &survivors)
+                    : rk_prefilter(level, encoded, self.codes, self.terms, self.codeStride, self.count, dotCutoff, &survivors)
             }
             return Array(survivors.prefix(found))
         }
@@ -144,10 +146,18 @@ import Testing
         let bounds = withUnsafePointer(to: query.encoded) { encoded in
             (0..<coded.count).map { rk_upper_bound(encoded, [coded.terms[$0]], dots[$0]) }
         }
-        for cutoff in [-Double.infinity, -0.5, 0, 0.05, 0.2, 0.9999, .infinity] {
+        // Cut-offs at rows' own bounds too: a kernel whose integer dot product were off by one
+        // would move a row across them.
+        let atBounds = stride(from: 0, to: coded.count, by: 150).map { bounds[$0] }
+        for cutoff in [-Double.infinity, -0.5, 0, 0.05, 0.2, 0.9999, .infinity] + atBounds {
             let expected = (0..<coded.count).filter { bounds[$0] >= cutoff }.map(UInt32.init)
             for level in Prefilter.supportedLevels {
-                #expect(coded.survivors(query, level: level, dotCutoff: cutoff) == expected, "level \(Prefilter.name(of: level)), cut-off \(cutoff)")
+                // (Compared as Bools: a failure should name the level, not print 3,000 numbers.)
+                let streamed = coded.survivors(query, level: level, dotCutoff: cutoff) == expected
+                #expect(streamed, "level \(Prefilter.name(of: level)), cut-off \(cutoff)")
+                // The kernel for rows in cache (sixteen interleaved at the AVX-512 level) keeps the same.
+                let cached = coded.survivors(query, level: level, dotCutoff: cutoff, cached: true) == expected
+                #expect(cached, "cached, level \(Prefilter.name(of: level)), cut-off \(cutoff)")
             }
         }
         // Row 5 is the query itself: it survives a cut-off at its own float32 score.

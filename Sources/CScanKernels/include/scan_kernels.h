@@ -84,6 +84,11 @@ void rk_int8_dots(int level, const rk_query *query, const int8_t *codes, const r
 size_t rk_prefilter(int level, const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
                     size_t rows, double dot_cutoff, uint32_t *survivors);
 
+/// rk_prefilter for rows already in cache (a block that many queries pass over): the same
+/// survivors, by a kernel that interleaves rows (slower when streaming from memory).
+size_t rk_prefilter_cached(int level, const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
+                           size_t rows, double dot_cutoff, uint32_t *survivors);
+
 /// The upper bound the prefilter uses for one row, given its exact integer dot product.
 double rk_upper_bound(const rk_query *query, const rk_row_terms *terms, int32_t dot);
 

@@ -76,16 +76,35 @@ enum Prefilter {
 
         /// The rows of `range` (of `registry`) whose bound reaches `dotCutoff`, as offsets from
         /// `range.lowerBound`, written to `survivors`; returns how many.
+        /// - Parameter cached: the rows are in cache (a block many queries pass over): a kernel that
+        ///   interleaves rows is faster then, slower when they stream from memory.
         @inline(__always)
         func survivors(
             _ registry: RegistryIndex, _ range: Range<Int>, dotCutoff: Double, into survivors: UnsafeMutablePointer<UInt32>,
-            level: Int32 = Prefilter.level
+            level: Int32 = Prefilter.level, cached: Bool = false
         ) -> Int {
             withUnsafePointer(to: &self.encoded) { encoded in
-                rk_prefilter(
-                    level, encoded, registry.codes! + range.lowerBound * registry.codeStride, registry.terms! + range.lowerBound,
-                    registry.codeStride, range.count, dotCutoff, survivors)
+                let codes = registry.codes! + range.lowerBound * registry.codeStride
+                let terms = registry.terms! + range.lowerBound
+                return cached
+                    ? rk_prefilter_cached(level, encoded, codes, terms, registry.codeStride, range.count, dotCutoff, survivors)
+                    : rk_prefilter(level, encoded, codes, terms, registry.codeStride, range.count, dotCutoff, survivors)
             }
+        }
+    }
+
+    /// ``dotCutoff(_:score:)`` remembered for the last score asked (a scan asks before every block;
+    /// the cut-off rarely changes).
+    struct DotCutoff {
+        private var score = Float.nan
+        private var dot = -Double.infinity
+
+        mutating func value(_ function: ScoreFunction, score: Float) -> Double {
+            if score != self.score {
+                self.dot = Prefilter.dotCutoff(function, score: score)
+                self.score = score
+            }
+            return self.dot
         }
     }
 

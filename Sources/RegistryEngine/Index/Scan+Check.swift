@@ -75,7 +75,9 @@ extension Scan {
                             }
                         }
                         if let coded {
-                            Self.scoreSurvivors(registry, range, query: query, coded: coded, level: level, cutoff: { cutoff }, consider)
+                            var memo = Prefilter.DotCutoff()
+                            Self.scoreSurvivors(
+                                registry, range, query: query, coded: coded, level: level, memo: &memo, cutoff: { cutoff }, consider)
                         } else {
                             Self.scoreRows(registry, range, query: query, queryMask: queryMask, consider)
                         }
@@ -143,13 +145,14 @@ extension Scan {
                                 if let coded {
                                     // Block by block: a block's codes stay in cache while every query
                                     // passes over them.
+                                    var memos = [Prefilter.DotCutoff](repeating: Prefilter.DotCutoff(), count: count)
                                     var start = range.lowerBound
                                     while start < range.upperBound {
                                         let block = start..<min(range.upperBound, start + Prefilter.blockRows)
                                         for q in 0..<count {
                                             Self.scoreSurvivors(
                                                 registry, block, query: queries + q * dimension, coded: coded[q], level: level,
-                                                cutoff: { cutoffs[q] }
+                                                cached: true, memo: &memos[q], cutoff: { cutoffs[q] }
                                             ) { row, score in consider(q, score, row) }
                                         }
                                         start = block.upperBound

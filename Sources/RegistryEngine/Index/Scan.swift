@@ -158,8 +158,9 @@ enum Scan {
         let compactAt = limit.map { max(16, 2 * $0) } ?? Int.max
         registry.templateIds.withUnsafeBufferPointer { ids in
             registry.ordinals.withUnsafeBufferPointer { ordinals in
+                var memo = Prefilter.DotCutoff()
                 Self.scoreSurvivors(
-                    registry, range, query: query, coded: coded, level: level,
+                    registry, range, query: query, coded: coded, level: level, memo: &memo,
                     cutoff: {
                         if let shared { cutoff = max(cutoff, shared.value) }
                         return cutoff
@@ -198,6 +199,8 @@ enum Scan {
         query: UnsafePointer<Float>,
         coded: Prefilter.Query,
         level: Int32,
+        cached: Bool = false,
+        memo: inout Prefilter.DotCutoff,
         cutoff: () -> Float,
         _ visit: (Int, Float) -> Void
     ) {
@@ -206,8 +209,6 @@ enum Scan {
         let rows = UnsafePointer(registry.rows)
         var rescored = 0
         var start = range.lowerBound
-        var dotCutoff = -Double.infinity
-        var dotCutoffScore = -Float.infinity
         withUnsafeTemporaryAllocation(of: UInt32.self, capacity: Prefilter.blockRows) { survivors in
             // With the row length a constant (common lengths), the kernel unrolls.
             @inline(__always)
@@ -221,13 +222,9 @@ enum Scan {
                         rescored += range.upperBound - start
                         return
                     }
-                    let score = cutoff()
-                    if score != dotCutoffScore {
-                        dotCutoff = Prefilter.dotCutoff(function, score: score)
-                        dotCutoffScore = score
-                    }
+                    let dotCutoff = memo.value(function, score: cutoff())
                     let block = start..<min(range.upperBound, start + Prefilter.blockRows)
-                    let count = coded.survivors(registry, block, dotCutoff: dotCutoff, into: survivors.baseAddress!, level: level)
+                    let count = coded.survivors(registry, block, dotCutoff: dotCutoff, into: survivors.baseAddress!, level: level, cached: cached)
                     rescored += count
                     for offset in survivors[0..<count] {
                         let index = start + Int(offset)
