@@ -5,6 +5,7 @@
 #include "scan_kernels.h"
 
 #include <math.h>
+#include <stdint.h>
 
 /// Rows per block: the block's integer dot products stay in L1 between the two passes.
 #define RK_BLOCK 256
@@ -21,15 +22,34 @@ static inline __attribute__((always_inline)) double rk_bound(const rk_query *que
 }
 
 /// Appends to `survivors` the rows of a block whose bound reaches the cut-off (ascending); returns
-/// how many. Two loops: the bounds vectorise, the compaction is a branch-free store.
+/// how many. Two levels: with the block's largest scale S and largest error term E (over its rows),
+/// every row's bound is at most t·S·max(B, 0) + E (with margins far above the rounding of either
+/// computation), so a row whose integer B is below K = (cut-off − E) / (t·S) cannot reach the
+/// cut-off: one integer comparison rejects almost every row, and only the rest get their own bound.
+/// The rows kept are exactly those whose rk_bound reaches the cut-off.
 static inline __attribute__((always_inline)) size_t rk_select(const rk_query *query, const rk_row_terms *terms, const int32_t *dots,
                                                               size_t rows, double dot_cutoff, uint32_t first, uint32_t *survivors) {
-    unsigned char keep[RK_BLOCK];
-    for (size_t r = 0; r < rows; r++) keep[r] = rk_bound(query, terms + r, dots[r]) >= dot_cutoff;
+#pragma clang fp contract(off)
+    float largest_scale = 0, largest_norm = 0, largest_slack = 0;
+    for (size_t r = 0; r < rows; r++) {
+        largest_scale = terms[r].scale > largest_scale ? terms[r].scale : largest_scale;
+        largest_norm = terms[r].code_norm > largest_norm ? terms[r].code_norm : largest_norm;
+        largest_slack = terms[r].slack > largest_slack ? terms[r].slack : largest_slack;
+    }
+    double error = (query->residual * (double)largest_norm + query->norm * (double)largest_slack) * (1 + 1e-6) + 1e-29;
+    double room = dot_cutoff - error;  // what t·S·B must reach (−∞ and +∞ cut-offs stay infinite)
+    double step = query->scale * (double)largest_scale * (1 + 1e-6);
+    int64_t least;  // rows with B < least cannot reach the cut-off
+    if (!(room > 0)) {
+        least = INT64_MIN;  // even B ≤ 0 may reach it (or the cut-off is −∞): every row gets its bound
+    } else if (!(step > 0) || room / step > 4e9) {
+        least = INT64_MAX;  // no integer B can reach it
+    } else {
+        least = (int64_t)ceil(room / step);
+    }
     size_t count = 0;
     for (size_t r = 0; r < rows; r++) {
-        survivors[count] = first + (uint32_t)r;
-        count += keep[r];
+        if ((int64_t)dots[r] >= least && rk_bound(query, terms + r, dots[r]) >= dot_cutoff) survivors[count++] = first + (uint32_t)r;
     }
     return count;
 }
