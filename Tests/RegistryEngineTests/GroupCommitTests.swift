@@ -31,7 +31,11 @@ import Testing
     /// same calls produces. In any serial order, per face, the first identifier registered wins; every
     /// other identifier is refused naming it; the winner's second registration succeeds if it is
     /// "c-0"'s. And what was acknowledged is what is stored.
-    @Test func conflictingConcurrentRegistrationsEndInTheStateOfSomeSerialOrder() async throws {
+    ///
+    /// With 3,000 unrelated templates stored first, the checks go through the int8 prefilter (it
+    /// starts at 2,048 rows): the same end state is required of them.
+    @Test(arguments: [0, 3_000])
+    func conflictingConcurrentRegistrationsEndInTheStateOfSomeSerialOrder(background: Int) async throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         // 16 faces, pairwise 4+ sign flips apart (score <= 0.5 < the 0.6 threshold): blocks of 4 of the
@@ -50,6 +54,15 @@ import Testing
         do {
             let engine = try Engine(path: directory.path)
             defer { engine.close() }
+            if background > 0 {
+                var random = SeededGenerator(seed: 17)
+                let items = (0..<background).map { index in
+                    ImportItem(
+                        identifier: "bg\(index)", template: FaceTemplate(algorithm: 24, vector: (0..<128).map { _ in Float(random.normal()) }))
+                }
+                _ = try await engine.importTemplates(items)
+                #expect(Prefilter.applies(to: engine.state[GalleryConfiguration.defaultName]!.registries[0]) == Prefilter.isEnabled)
+            }
             outcomes = try await withThrowingTaskGroup(of: (Call, Result<Registration, RegistryError>).self) { group in
                 for call in calls.shuffled() {
                     group.addTask {
