@@ -54,6 +54,26 @@ static inline __attribute__((always_inline)) size_t rk_select(const rk_query *qu
     return count;
 }
 
+/// A level's integer kernel: the exact b·c for `rows` consecutive rows.
+typedef void (*rk_dots_kernel)(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
+                               int32_t *dots);
+
+/// The prefilter over `rows` rows, block by block: a level's integer kernel, then the selection.
+/// Always inlined into each level's function with that level's kernel, so the selection compiles
+/// with the level's instruction set and the kernel is called directly.
+static inline __attribute__((always_inline)) size_t rk_prefilter_blocks(rk_dots_kernel kernel, const rk_query *query, const int8_t *codes,
+                                                                        const rk_row_terms *terms, size_t code_stride, size_t rows,
+                                                                        double dot_cutoff, uint32_t *survivors) {
+    int32_t dots[RK_BLOCK];
+    size_t count = 0;
+    for (size_t start = 0; start < rows; start += RK_BLOCK) {
+        size_t n = rows - start < RK_BLOCK ? rows - start : RK_BLOCK;
+        kernel(query, codes + start * code_stride, terms + start, code_stride, n, dots);
+        count += rk_select(query, terms + start, dots, n, dot_cutoff, (uint32_t)start, survivors + count);
+    }
+    return count;
+}
+
 void rk_finish_row(size_t dimension, double residual, double coded, double norm, int32_t sum, float scale, rk_row_terms *terms);
 void rk_encode_row_scalar(const float *row, size_t dimension, size_t code_stride, int8_t *codes, rk_row_terms *terms);
 void rk_dots_scalar(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,

@@ -87,14 +87,7 @@ AVX2 void rk_dots_avx2(const rk_query *query, const int8_t *codes, const rk_row_
 
 AVX2 size_t rk_prefilter_avx2(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
                               double dot_cutoff, uint32_t *survivors) {
-    int32_t dots[RK_BLOCK];
-    size_t count = 0;
-    for (size_t start = 0; start < rows; start += RK_BLOCK) {
-        size_t n = rows - start < RK_BLOCK ? rows - start : RK_BLOCK;
-        rk_dots_avx2(query, codes + start * code_stride, terms + start, code_stride, n, dots);
-        count += rk_select(query, terms + start, dots, n, dot_cutoff, (uint32_t)start, survivors + count);
-    }
-    return count;
+    return rk_prefilter_blocks(rk_dots_avx2, query, codes, terms, code_stride, rows, dot_cutoff, survivors);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -162,26 +155,12 @@ AVX512 static void dots_avx512_vnni_cached(const rk_query *query, const int8_t *
 
 AVX512 size_t rk_prefilter_cached_avx512_vnni(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
                                               size_t rows, double dot_cutoff, uint32_t *survivors) {
-    int32_t dots[RK_BLOCK];
-    size_t count = 0;
-    for (size_t start = 0; start < rows; start += RK_BLOCK) {
-        size_t n = rows - start < RK_BLOCK ? rows - start : RK_BLOCK;
-        dots_avx512_vnni_cached(query, codes + start * code_stride, terms + start, code_stride, n, dots);
-        count += rk_select(query, terms + start, dots, n, dot_cutoff, (uint32_t)start, survivors + count);
-    }
-    return count;
+    return rk_prefilter_blocks(dots_avx512_vnni_cached, query, codes, terms, code_stride, rows, dot_cutoff, survivors);
 }
 
 AVX512 size_t rk_prefilter_avx512_vnni(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
                                        size_t rows, double dot_cutoff, uint32_t *survivors) {
-    int32_t dots[RK_BLOCK];
-    size_t count = 0;
-    for (size_t start = 0; start < rows; start += RK_BLOCK) {
-        size_t n = rows - start < RK_BLOCK ? rows - start : RK_BLOCK;
-        rk_dots_avx512_vnni(query, codes + start * code_stride, terms + start, code_stride, n, dots);
-        count += rk_select(query, terms + start, dots, n, dot_cutoff, (uint32_t)start, survivors + count);
-    }
-    return count;
+    return rk_prefilter_blocks(rk_dots_avx512_vnni, query, codes, terms, code_stride, rows, dot_cutoff, survivors);
 }
 
 // The row encoder at the AVX-512 level: the same codes as rk_encode_row_scalar (float32 division,

@@ -150,14 +150,7 @@ void rk_dots_scalar(const rk_query *query, const int8_t *codes, const rk_row_ter
 
 size_t rk_prefilter_scalar(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
                            double dot_cutoff, uint32_t *survivors) {
-    int32_t dots[RK_BLOCK];
-    size_t count = 0;
-    for (size_t start = 0; start < rows; start += RK_BLOCK) {
-        size_t n = rows - start < RK_BLOCK ? rows - start : RK_BLOCK;
-        rk_dots_scalar(query, codes + start * code_stride, terms + start, code_stride, n, dots);
-        count += rk_select(query, terms + start, dots, n, dot_cutoff, (uint32_t)start, survivors + count);
-    }
-    return count;
+    return rk_prefilter_blocks(rk_dots_scalar, query, codes, terms, code_stride, rows, dot_cutoff, survivors);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -130,12 +130,8 @@ struct MakeStore: AsyncParsableCommand {
     }
 }
 
-struct IdentifyInStore: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "identify", abstract: "Start-up, resident memory and identify per query over a store made by make-store.")
-
-    @Option(help: "Directory of the store.")
-    var store: String
+/// The query side shared by `identify` and `daemon-identify`.
+struct QueryOptions: ParsableArguments {
     @Option(help: "Floats per row: 128 or 512.")
     var dimension: Int
     @Option(help: "Matches per query.")
@@ -144,9 +140,18 @@ struct IdentifyInStore: AsyncParsableCommand {
     var queries: String
 
     func validate() throws { guard self.k > 0 else { throw ValidationError("--k must be positive") } }
+}
+
+struct IdentifyInStore: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "identify", abstract: "Start-up, resident memory and identify per query over a store made by make-store.")
+
+    @Option(help: "Directory of the store.")
+    var store: String
+    @OptionGroup var query: QueryOptions
 
     func run() async throws {
-        try await StoreBench.identify(store: self.store, dimension: self.dimension, k: self.k, queries: self.queries)
+        try await StoreBench.identify(store: self.store, dimension: self.query.dimension, k: self.query.k, queries: self.query.queries)
     }
 }
 
@@ -156,16 +161,9 @@ struct DaemonIdentify: AsyncParsableCommand {
 
     @Option(help: "The daemon's socket.")
     var socket: String
-    @Option(help: "Floats per row: 128 or 512.")
-    var dimension: Int
-    @Option(help: "Matches per query.")
-    var k: Int = 10
-    @Option(help: "Raw float32 file of the queries.")
-    var queries: String
-
-    func validate() throws { guard self.k > 0 else { throw ValidationError("--k must be positive") } }
+    @OptionGroup var query: QueryOptions
 
     func run() async throws {
-        try await StoreBench.daemonIdentify(socket: self.socket, dimension: self.dimension, k: self.k, queries: self.queries)
+        try await StoreBench.daemonIdentify(socket: self.socket, dimension: self.query.dimension, k: self.query.k, queries: self.query.queries)
     }
 }

@@ -69,6 +69,12 @@ enum Prefilter {
             rk_encode_query(query, dimension, codeStride, &self.encoded)
         }
 
+        /// The codes of a query for a scan of `registry` (a vector registry).
+        convenience init(_ query: UnsafePointer<Float>, for registry: RegistryIndex) {
+            guard case .vector(let dimension) = registry.algorithm.kind else { preconditionFailure("the prefilter is for vector registries") }
+            self.init(query, dimension: dimension, codeStride: registry.codeStride)
+        }
+
         deinit {
             self.codes.deallocate()
             self.biased.deallocate()

@@ -52,7 +52,7 @@ extension Scan {
         level: Int32 = Prefilter.level
     ) -> CheckBest {
         let (count, rowsPerChunk) = Self.chunks(rows: registry.count, stride: registry.stride, rowsPerChunk: rowsPerChunk)
-        let coded = Self.coded(registry, query, chunks: count, prefilter: prefilter)
+        let coded = Self.prefilters(registry, chunks: count, prefilter: prefilter) ? Prefilter.Query(query, for: registry) : nil
         var perChunk = [Candidate?](repeating: nil, count: count)
         perChunk.withUnsafeMutableBufferPointer { results in
             pool.run(chunks: count) { chunk in
@@ -76,8 +76,9 @@ extension Scan {
                         }
                         if let coded {
                             var memo = Prefilter.DotCutoff()
-                            Self.scoreSurvivors(
+                            let rescored = Self.scoreSurvivors(
                                 registry, range, query: query, coded: coded, level: level, memo: &memo, cutoff: { cutoff }, consider)
+                            Prefilter.count(considered: range.count, rescored: rescored)
                         } else {
                             Self.scoreRows(registry, range, query: query, queryMask: queryMask, consider)
                         }
@@ -118,9 +119,9 @@ extension Scan {
         let count = owners.count
         let floors = floors ?? [Float](repeating: -.infinity, count: count)
         let (chunks, rowsPerChunk) = Self.chunks(rows: registry.count, stride: dimension, rowsPerChunk: rowsPerChunk)
-        let coded: [Prefilter.Query]? =
-            chunks > 0 && (prefilter ?? Prefilter.applies(to: registry))
-            ? (0..<count).map { Prefilter.Query(queries + $0 * dimension, dimension: dimension, codeStride: registry.codeStride) } : nil
+        let coded =
+            Self.prefilters(registry, chunks: chunks, prefilter: prefilter)
+            ? (0..<count).map { Prefilter.Query(queries + $0 * dimension, for: registry) } : nil
         var perChunk = [[Candidate?]](repeating: [], count: chunks)
         perChunk.withUnsafeMutableBufferPointer { results in
             pool.run(chunks: chunks) { chunk in
@@ -146,17 +147,19 @@ extension Scan {
                                     // Block by block: a block's codes stay in cache while every query
                                     // passes over them.
                                     var memos = [Prefilter.DotCutoff](repeating: Prefilter.DotCutoff(), count: count)
+                                    var rescored = 0
                                     var start = range.lowerBound
                                     while start < range.upperBound {
                                         let block = start..<min(range.upperBound, start + Prefilter.blockRows)
                                         for q in 0..<count {
-                                            Self.scoreSurvivors(
+                                            rescored += Self.scoreSurvivors(
                                                 registry, block, query: queries + q * dimension, coded: coded[q], level: level,
                                                 cached: true, memo: &memos[q], cutoff: { cutoffs[q] }
                                             ) { row, score in consider(q, score, row) }
                                         }
                                         start = block.upperBound
                                     }
+                                    Prefilter.count(considered: range.count * count, rescored: rescored)
                                     return
                                 }
                                 let rows = UnsafePointer(registry.rows)

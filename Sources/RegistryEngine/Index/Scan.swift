@@ -89,7 +89,7 @@ enum Scan {
     ) -> [Candidate] {
         let (count, rowsPerChunk) = Self.chunks(rows: registry.count, stride: registry.stride, rowsPerChunk: rowsPerChunk)
         var perChunk = [[Candidate]](repeating: [], count: count)
-        let coded = Self.coded(registry, query, chunks: count, prefilter: prefilter)
+        let coded = Self.prefilters(registry, chunks: count, prefilter: prefilter) ? Prefilter.Query(query, for: registry) : nil
         // With a limit, the chunks share the best k-th score any of them has found.
         let shared = limit == nil ? nil : SharedCutoff(threshold)
         perChunk.withUnsafeMutableBufferPointer { results in
@@ -159,7 +159,7 @@ enum Scan {
         registry.templateIds.withUnsafeBufferPointer { ids in
             registry.ordinals.withUnsafeBufferPointer { ordinals in
                 var memo = Prefilter.DotCutoff()
-                Self.scoreSurvivors(
+                let rescored = Self.scoreSurvivors(
                     registry, range, query: query, coded: coded, level: level, memo: &memo,
                     cutoff: {
                         if let shared { cutoff = max(cutoff, shared.value) }
@@ -173,6 +173,7 @@ enum Scan {
                         shared?.raise(to: cutoff)
                     }
                 }
+                Prefilter.count(considered: range.count, rescored: rescored)
             }
         }
         Self.reduce(&candidates, limit: limit)
@@ -180,18 +181,18 @@ enum Scan {
         return candidates
     }
 
-    /// The query's codes, when a scan of `registry` goes through the prefilter.
-    static func coded(_ registry: RegistryIndex, _ query: UnsafePointer<Float>, chunks: Int, prefilter: Bool?) -> Prefilter.Query? {
-        guard case .vector(let dimension) = registry.algorithm.kind, chunks > 0, prefilter ?? Prefilter.applies(to: registry) else {
-            return nil
-        }
-        return Prefilter.Query(query, dimension: dimension, codeStride: registry.codeStride)
+    /// Whether a scan of `registry` in `chunks` chunks goes through the prefilter (`prefilter`: the
+    /// caller's choice; nil: ``Prefilter/applies(to:)``).
+    static func prefilters(_ registry: RegistryIndex, chunks: Int, prefilter: Bool?) -> Bool {
+        registry.codes != nil && chunks > 0 && (prefilter ?? Prefilter.applies(to: registry))
     }
 
     /// Scores with the float32 kernel, in row order, the rows of `range` whose bound reaches
     /// `cutoff()` (asked again before each block, so a raised cut-off takes effect at once), calling
     /// `visit(row, score)`; a caller that keeps only scores ≥ its cut-off sees exactly what the plain
     /// scan would show it. Once too many rows survive, the rest of the range is scored plainly.
+    /// Returns how many rows the float32 kernel scored (the caller counts them, once per chunk:
+    /// ``Prefilter/count(considered:rescored:)``).
     @inline(__always)
     static func scoreSurvivors(
         _ registry: RegistryIndex,
@@ -203,7 +204,7 @@ enum Scan {
         memo: inout Prefilter.DotCutoff,
         cutoff: () -> Float,
         _ visit: (Int, Float) -> Void
-    ) {
+    ) -> Int {
         guard case .vector(let dimension) = registry.algorithm.kind else { preconditionFailure("the prefilter is for vector registries") }
         let function = registry.algorithm.scoreFunction
         let rows = UnsafePointer(registry.rows)
@@ -239,7 +240,7 @@ enum Scan {
             default: scan(dimension)
             }
         }
-        Prefilter.count(considered: range.count, rescored: rescored)
+        return rescored
     }
 
     /// Reduces the candidates to the best `limit` identifiers and raises the cut-off to the last one's
