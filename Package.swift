@@ -44,6 +44,7 @@ let package = Package(
         .executable(name: "registry-bench", targets: ["registry-bench"]),
         .executable(name: "registry-load", targets: ["registry-load"]),
         .executable(name: "registry-crash-loop", targets: ["registry-crash-loop"]),
+        .executable(name: "registry-landmark-eval", targets: ["registry-landmark-eval"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
@@ -101,6 +102,12 @@ let package = Package(
         .executableTarget(
             name: "registry-load", dependencies: ["RegistryClient", "RegistryModel", "RegistryProtocol", nioCore, nioPosix, protobuf, argumentParser],
             swiftSettings: strictSettings),
+        // Synthetic 3-D faces and landmark captures (evaluation, examples, tests).
+        .target(name: "SyntheticFaces", dependencies: ["RegistryModel"], swiftSettings: strictSettings),
+        // tools/landmark-eval: both landmark algorithms through the daemon, error rates per pose.
+        .executableTarget(
+            name: "registry-landmark-eval", dependencies: ["RegistryClient", "RegistryModel", "SyntheticFaces", argumentParser],
+            swiftSettings: strictSettings),
         // Child process for the crash-durability test: registers, prints "acknowledged", waits to be killed.
         .executableTarget(name: "registry-crash-probe", dependencies: ["RegistryEngine", "RegistryModel"], swiftSettings: strictSettings),
         // Crash loop (tools/crash-loop): SIGKILL/SIGTERM registryd under pipelined registrations, restart, check.
@@ -111,7 +118,7 @@ let package = Package(
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "CLMDB", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "RegistryEngineTests",
-            dependencies: ["RegistryEngine", "RegistryModel", "CScanKernels", "LMDB", "TestSupport", "registry-crash-probe"],
+            dependencies: ["RegistryEngine", "RegistryModel", "CScanKernels", "LMDB", "SyntheticFaces", "TestSupport", "registry-crash-probe"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -643,6 +643,11 @@ def cmd_table(a):
         row("landmarks", median(raw.pooled("landmarks", "ours", "identify_ms")),
             median(raw.pooled("landmarks", "anchor", "identify_ms")), "at-most", 0.5, fmt_ms, {"agreement": result})
 
+    if "landmarks-aligned" in selected:
+        row("landmarks-aligned", median(raw.pooled("landmarks-aligned", "ours", "identify_ms")),
+            median(raw.pooled("landmarks-aligned", "anchor", "identify_ms")), "at-most", 2.0, fmt_ms, {})
+        notes.append("landmarks-aligned: anchor = landmarks (1000) identify over the same generated faces, run beside it")
+
     if "daemon-identify" in selected:
         daemon = raw.get("daemon-identify", "ours")
         in_process = raw.get("identify-128", "ours")

@@ -81,7 +81,10 @@ void rk_dots_scalar(const rk_query *query, const int8_t *codes, const rk_row_ter
 size_t rk_prefilter_scalar(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
                            double dot_cutoff, uint32_t *survivors);
 
+void rk_landmark_moments_scalar(const double *lanes, const float *rows, size_t row_stride, size_t count, double *moments);
+
 #if defined(__x86_64__)
+void rk_landmark_moments_avx2(const double *lanes, const float *rows, size_t row_stride, size_t count, double *moments);
 int rk_x86_supported_level(void);
 int rk_x86_has_crc32c(void);
 uint32_t rk_x86_crc32c_update(uint32_t state, const void *bytes, size_t count);

@@ -90,6 +90,34 @@ AVX2 size_t rk_prefilter_avx2(const rk_query *query, const int8_t *codes, const 
     return rk_prefilter_blocks(rk_dots_avx2, query, codes, terms, code_stride, rows, dot_cutoff, survivors);
 }
 
+// Landmark moments, four lanes (x, y, z of a slot and the next slot's x, ignored) per ymm. Multiply
+// and add apart (no FMA: the scalar reference rounds each product), so the bits match it.
+#pragma clang fp contract(off)
+AVX2 void rk_landmark_moments_avx2(const double *lanes, const float *rows, size_t row_stride, size_t count, double *moments) {
+    for (size_t r = 0; r < count; r++) {
+        const float *row = rows + r * row_stride;
+        __m256d mx = _mm256_setzero_pd(), my = mx, mz = mx, wb = mx, wbb = mx;
+        for (int slot = 0; slot < 32; slot++) {
+            // The last slot's fourth float would lie past the row: load three.
+            __m128 raw = slot < 31 ? _mm_loadu_ps(row + 3 * slot) : _mm_setr_ps(row[93], row[94], row[95], 0.0f);
+            __m256d b = _mm256_cvtps_pd(raw);
+            const double *l = lanes + 4 * slot;
+            mx = _mm256_add_pd(mx, _mm256_mul_pd(_mm256_broadcast_sd(l), b));
+            my = _mm256_add_pd(my, _mm256_mul_pd(_mm256_broadcast_sd(l + 1), b));
+            mz = _mm256_add_pd(mz, _mm256_mul_pd(_mm256_broadcast_sd(l + 2), b));
+            __m256d weighted = _mm256_mul_pd(_mm256_broadcast_sd(l + 3), b);
+            wb = _mm256_add_pd(wb, weighted);
+            wbb = _mm256_add_pd(wbb, _mm256_mul_pd(weighted, b));
+        }
+        double *out = moments + r * RK_LANDMARK_MOMENTS;
+        _mm256_storeu_pd(out, mx);
+        _mm256_storeu_pd(out + 4, my);
+        _mm256_storeu_pd(out + 8, mz);
+        _mm256_storeu_pd(out + 12, wb);
+        _mm256_storeu_pd(out + 16, wbb);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // AVX-512 VNNI: vpdpbusd multiplies unsigned by signed bytes and adds groups of four into 32-bit
 // lanes without saturation. The query is biased to unsigned (b + 128), and 128·Σc is taken back off.

@@ -241,3 +241,41 @@ uint32_t rk_crc32c_update(uint32_t state, const void *bytes, size_t count) {
     return state;  // never called: rk_has_crc32c() is 0
 #endif
 }
+
+// ---------------------------------------------------------------------------------------------
+// Landmark moments (the aligned landmark algorithm, version 1001): the scalar reference. One
+// accumulator per (moment, axis), products added slot by slot: the AVX2 kernel's lanes do exactly
+// these operations in this order, and so does the Swift reference in RegistryModel.
+// ---------------------------------------------------------------------------------------------
+
+#pragma clang fp contract(off)
+void rk_landmark_moments_scalar(const double *lanes, const float *rows, size_t row_stride, size_t count, double *moments) {
+    for (size_t r = 0; r < count; r++) {
+        const float *row = rows + r * row_stride;
+        double m[RK_LANDMARK_MOMENTS] = {0};
+        for (int slot = 0; slot < 32; slot++) {
+            const double *l = lanes + 4 * slot;
+            for (int axis = 0; axis < 3; axis++) {
+                double b = (double)row[3 * slot + axis];
+                double weighted = l[3] * b;
+                m[axis] += l[0] * b;
+                m[4 + axis] += l[1] * b;
+                m[8 + axis] += l[2] * b;
+                m[12 + axis] += weighted;
+                m[16 + axis] += weighted * b;
+            }
+        }
+        for (int i = 0; i < RK_LANDMARK_MOMENTS; i++) moments[r * RK_LANDMARK_MOMENTS + i] = m[i];
+    }
+}
+
+void rk_landmark_moments(int level, const double *lanes, const float *rows, size_t row_stride, size_t count, double *moments) {
+#if defined(__x86_64__)
+    if (level >= RK_LEVEL_AVX2) {
+        rk_landmark_moments_avx2(lanes, rows, row_stride, count, moments);
+        return;
+    }
+#endif
+    (void)level;
+    rk_landmark_moments_scalar(lanes, rows, row_stride, count, moments);
+}

@@ -97,10 +97,13 @@ public struct GalleryConfiguration: Sendable, Hashable {
     /// The k of a gallery that names none: liveness ranges of mean ± 2 standard deviations.
     public static let defaultLivenessK: Float = 2.0
 
-    /// The `default` gallery out of the box: one registry per built-in algorithm, newest model first.
+    /// The `default` gallery out of the box: one registry per built-in algorithm, newest model first —
+    /// except `landmarks-aligned`, which came later: a gallery takes it by definition (with
+    /// `landmarks` before it, to migrate; README), so the default gallery of every store, old or new,
+    /// holds the same registries.
     public static let defaultGallery = GalleryConfiguration(
         name: Self.defaultName,
-        registries: Algorithm.builtIn.map { RegistryConfiguration(algorithm: $0.version) })
+        registries: Algorithm.builtIn.filter { $0 != .alignedLandmarks }.map { RegistryConfiguration(algorithm: $0.version) })
 }
 
 /// How the engine opens its store.

@@ -303,8 +303,9 @@ extension Registry_V1_Algorithm {
             self.kind = .vector
             self.dimension = UInt32(dimension)
             self.scoreFunction = algorithm.scoreFunction.rawValue
-        case .landmarks:
+        case .landmarks(let matcher):
             self.kind = .landmarks
+            self.scoreFunction = matcher.rawValue
         }
         self.defaultThreshold = algorithm.defaultThreshold
     }
@@ -314,7 +315,8 @@ extension Algorithm {
     public init(_ message: Registry_V1_Algorithm) {
         self.init(
             version: message.version, name: message.name,
-            kind: message.kind == .landmarks ? .landmarks : .vector(dimension: Int(message.dimension)),
+            kind: message.kind == .landmarks
+                ? .landmarks(LandmarkMatcher(rawValue: message.scoreFunction) ?? .coma) : .vector(dimension: Int(message.dimension)),
             scoreFunction: ScoreFunction(rawValue: message.scoreFunction) ?? .dot, defaultThreshold: message.defaultThreshold)
     }
 }

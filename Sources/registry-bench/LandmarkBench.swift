@@ -21,9 +21,14 @@ struct LandmarkBench: AsyncParsableCommand {
     var k: Int = 10
     @Option(help: "Directory for the rows, masks, queries, weights and parameters.")
     var out: String
+    @Option(help: "The landmark algorithm to identify with: landmarks (1000) or landmarks-aligned (1001); the files always hold version 1000's rows.")
+    var algorithm = Algorithm.landmarks.name
 
     func validate() throws {
         guard self.count > 0, self.queryCount > 0, self.k > 0 else { throw ValidationError("--count, --queries and --k must be positive") }
+        guard let algorithm = Algorithm.builtIn.first(where: { $0.name == self.algorithm }), case .landmarks = algorithm.kind else {
+            throw ValidationError("--algorithm must name a landmark algorithm")
+        }
     }
 
     func run() async throws {
@@ -46,7 +51,7 @@ struct LandmarkBench: AsyncParsableCommand {
         let engine = try Engine(path: directory)
         defer { engine.close() }
         let zero = Thresholds(authentication: 1e-6, identification: 1e-6, autoEnrolment: 1)
-        let version = Algorithm.landmarks.version
+        let version = Algorithm.builtIn.first { $0.name == self.algorithm }!.version
         _ = try await engine.defineGallery(
             GalleryConfiguration(name: "bench", registries: [RegistryConfiguration(algorithm: version, thresholds: zero)]))
         for first in stride(from: 0, to: count, by: 10_000) {
@@ -76,7 +81,11 @@ struct LandmarkBench: AsyncParsableCommand {
             tops.append(.array(result.matches.map { .integer(Int($0.identifier.dropFirst())!) }))
             scores.append(.array(result.matches.map { .number(Double($0.score)) }))
         }
-        print(JSON.object([("identify_ms", .array(times.map { .number($0 * 1000) })), ("top", .array(tops)), ("scores", .array(scores))]).text)
+        print(
+            JSON.object([
+                ("algorithm", .string(self.algorithm)), ("identify_ms", .array(times.map { .number($0 * 1000) })), ("top", .array(tops)),
+                ("scores", .array(scores)),
+            ]).text)
     }
 
     /// A random face in pixel coordinates: a shared layout moved, scaled and deformed, with 20-32 of

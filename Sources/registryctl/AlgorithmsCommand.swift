@@ -18,7 +18,7 @@ struct AlgorithmsCommand: AsyncParsableCommand {
             for algorithm in self.algorithms {
                 table.append([
                     "\(algorithm.version)", algorithm.name, algorithm.kind, algorithm.dimension.map(String.init) ?? "-",
-                    algorithm.scoreFunction ?? (algorithm.kind == "landmarks" ? "landmarks" : "-"),
+                    algorithm.scoreFunction ?? "-",
                     Format.threshold(algorithm.defaultThreshold),
                 ])
             }

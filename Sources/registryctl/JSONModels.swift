@@ -240,8 +240,9 @@ struct AlgorithmJSON: Codable, Hashable {
             self.kind = "vector"
             self.dimension = dimension
             self.scoreFunction = algorithm.scoreFunction.rawValue
-        case .landmarks:
+        case .landmarks(let matcher):
             self.kind = "landmarks"
+            self.scoreFunction = matcher.rawValue
         }
     }
 }

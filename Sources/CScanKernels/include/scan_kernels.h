@@ -93,6 +93,16 @@ size_t rk_prefilter_cached(int level, const rk_query *query, const int8_t *codes
 double rk_upper_bound(const rk_query *query, const rk_row_terms *terms, int32_t dot);
 
 /// Whether the CPU has the SSE4.2 crc32 instruction (CRC-32C).
+/// Doubles per row written by rk_landmark_moments: five groups of four lanes (x, y, z, unused).
+#define RK_LANDMARK_MOMENTS 20
+
+/// The moments of `rows` prepared landmark rows (96 floats each, `row_stride` floats apart: x, y, z
+/// of 32 slots, absent slots 0) against a query's weighted terms `lanes` (per slot w·x, w·y, w·z, w;
+/// 0 for absent slots): per row Σ w·qx·b, Σ w·qy·b, Σ w·qz·b, Σ w·b and Σ w·b·b, each over the
+/// three axes of b, in that order (RK_LANDMARK_MOMENTS doubles per row). Every level adds the same
+/// f64 products in the same order (slot 0 to 31, no fused multiply-add): the same bits.
+void rk_landmark_moments(int level, const double *lanes, const float *rows, size_t row_stride, size_t count, double *moments);
+
 int rk_has_crc32c(void);
 /// Advances a CRC-32C state (no inversions: the caller starts from 0xFFFFFFFF and inverts the
 /// result) over `count` bytes with the crc32 instruction. Only where rk_has_crc32c() says so.

@@ -353,7 +353,7 @@ extension Engine {
             let expected: [Float] = payload.withUnsafeBytes { bytes in
                 switch PreparedTemplate.decodePayload(bytes, algorithm: registry.algorithm) {
                 case .vector(let values): return values  // stored prepared
-                case .landmarks: return registry.isLandmarks ? Self.normalisedLandmarks(bytes) : []
+                case .landmarks: return registry.landmarkMatcher.map { Self.preparedLandmarks(bytes, $0) } ?? []
                 }
             }
             let actual = Array(UnsafeBufferPointer(start: registry.row(row), count: registry.stride))
@@ -365,11 +365,11 @@ extension Engine {
         return problems
     }
 
-    /// A stored landmark payload (mask, raw coordinates) normalised as the index holds it.
-    private static func normalisedLandmarks(_ bytes: UnsafeRawBufferPointer) -> [Float] {
+    /// A stored landmark payload (mask, raw coordinates) prepared as the index holds it.
+    private static func preparedLandmarks(_ bytes: UnsafeRawBufferPointer, _ matcher: LandmarkMatcher) -> [Float] {
         let mask = bytes.loadUnaligned(as: UInt32.self)
         let raw = stride(from: 4, to: bytes.count, by: 4).map { bytes.loadUnaligned(fromByteOffset: $0, as: Float.self) }
-        return LandmarkAlgorithm.normalised(DenseLandmarks(mask: mask, coordinates: raw))
+        return matcher.prepared(DenseLandmarks(mask: mask, coordinates: raw))
     }
 }
 

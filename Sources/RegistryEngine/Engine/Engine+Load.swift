@@ -194,7 +194,7 @@ private final class PayloadLoader: @unchecked Sendable {
                     let mask = bytes.loadUnaligned(as: UInt32.self)
                     self.masks.append((placement.registry, placement.row, mask))
                     let raw = (0..<registry.stride).map { bytes.loadUnaligned(fromByteOffset: 4 + 4 * $0, as: Float.self) }
-                    LandmarkAlgorithm.normalise(mask: mask, raw: raw, into: registry.mutableRow(placement.row))
+                    registry.landmarkMatcher?.prepare(mask: mask, raw: raw, into: registry.mutableRow(placement.row))
                 }
                 filled = expected
             }

@@ -74,9 +74,12 @@ final class RegistryIndex {
         self.minimumAutoEnrolmentQuality = entry.minimumAutoEnrolmentQuality
     }
 
-    var isLandmarks: Bool {
-        if case .landmarks = self.algorithm.kind { return true }
-        return false
+    var isLandmarks: Bool { self.landmarkMatcher != nil }
+
+    /// How a landmark registry prepares and compares rows (nil for vectors).
+    var landmarkMatcher: LandmarkMatcher? {
+        if case .landmarks(let matcher) = self.algorithm.kind { return matcher }
+        return nil
     }
 
     func holds(_ ordinal: UInt32) -> Bool { Int(ordinal) < self.firstRow.count && self.firstRow[Int(ordinal)] >= 0 }
@@ -198,8 +201,8 @@ final class RegistryIndex {
         switch self.algorithm.kind {
         case .vector(let dimension):
             return self.algorithm.scoreFunction.score(dot: Kernels.dot(query, row, count: dimension))
-        case .landmarks:
-            return LandmarkAlgorithm.similarity(queryMask, query, rowMask, row)
+        case .landmarks(let matcher):
+            return matcher.similarity(queryMask, query, rowMask, row)
         }
     }
 

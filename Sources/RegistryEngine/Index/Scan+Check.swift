@@ -80,7 +80,7 @@ extension Scan {
                                 registry, range, query: query, coded: coded, level: level, memo: &memo, cutoff: { cutoff }, consider)
                             Prefilter.count(considered: range.count, rescored: rescored)
                         } else {
-                            Self.scoreRows(registry, range, query: query, queryMask: queryMask, consider)
+                            Self.scoreRows(registry, range, query: query, queryMask: queryMask, floor: { cutoff }, consider)
                         }
                     }
                 }

@@ -1,3 +1,4 @@
+import CScanKernels
 import RegistryModel
 
 /// The exhaustive scans over one registry's rows: identification (per identifier its best template,
@@ -37,12 +38,15 @@ enum Scan {
     /// Scores rows `range` against the query, calling `visit(row, score)` for each. Dispatches on the
     /// algorithm once, outside the loop, and reads the registry's properties once: each read of a
     /// class property inside the loop would be a dynamic exclusivity check per row.
+    /// `floor` is the caller's current cut-off (`visit` drops what scores below it): the aligned
+    /// landmark rows certainly below it may be reported as 0 without their exact score.
     @inline(__always)
     static func scoreRows(
         _ registry: RegistryIndex,
         _ range: Range<Int>,
         query: UnsafePointer<Float>,
         queryMask: UInt32,
+        floor: () -> Float = { -.infinity },
         _ visit: (Int, Float) -> Void
     ) {
         switch registry.algorithm.kind {
@@ -60,12 +64,40 @@ enum Scan {
             default:
                 for index in range { visit(index, function.score(dot: Kernels.dot(query, rows + index * stride, count: dimension))) }
             }
-        case .landmarks:
+        case .landmarks(let matcher):
             let rows = UnsafePointer(registry.rows)
             let stride = registry.stride
             registry.masks.withUnsafeBufferPointer { masks in
-                for index in range {
-                    visit(index, LandmarkAlgorithm.similarity(queryMask, query, masks[index], rows + index * stride))
+                // One loop per matcher, so each inlines its own comparison.
+                switch matcher {
+                case .coma:
+                    for index in range {
+                        visit(index, LandmarkAlgorithm.similarity(queryMask, query, masks[index], rows + index * stride))
+                    }
+                case .aligned:
+                    // The query's weighted terms once for the whole range; the rows' moments by the
+                    // SIMD kernel (the same bits as the model's reference), a block of rows a call.
+                    AlignedLandmarkAlgorithm.withQuery(queryMask, query) { prepared in
+                        let perRow = AlignedLandmarkAlgorithm.momentCount
+                        let block = 64
+                        withUnsafeTemporaryAllocation(of: Double.self, capacity: block * perRow) { buffer in
+                            let moments = buffer.baseAddress!
+                            var first = range.lowerBound
+                            while first < range.upperBound {
+                                let count = min(block, range.upperBound - first)
+                                rk_landmark_moments(Prefilter.level, prepared.lanes, rows + first * stride, stride, count, moments)
+                                // Rows certainly below the caller's cut-off stop early and report 0.
+                                let lambdaFloor = AlignedLandmarkAlgorithm.lambdaFloor(score: floor())
+                                for offset in 0..<count {
+                                    let score = AlignedLandmarkAlgorithm.similarity(
+                                        prepared, masks[first + offset], moments: UnsafePointer(moments + offset * perRow),
+                                        lambdaFloor: lambdaFloor)
+                                    visit(first + offset, score)
+                                }
+                                first += count
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -125,7 +157,7 @@ enum Scan {
         let compactAt = limit.map { max(256, 4 * $0) } ?? Int.max
         registry.templateIds.withUnsafeBufferPointer { ids in
             registry.ordinals.withUnsafeBufferPointer { ordinals in
-                Self.scoreRows(registry, range, query: query, queryMask: queryMask) { index, score in
+                Self.scoreRows(registry, range, query: query, queryMask: queryMask, floor: { cutoff }) { index, score in
                     // NaN never passes (a row cannot hold one: templates are validated finite).
                     guard score >= cutoff else { return }
                     candidates.append(Candidate(score: score, templateId: ids[index], ordinal: ordinals[index]))

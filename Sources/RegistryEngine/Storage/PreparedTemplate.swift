@@ -29,9 +29,9 @@ struct PreparedTemplate: Sendable {
             self.landmarkPayload = nil
             self.mask = 0
             self.landmarkQuality = nil
-        case (.landmarks, .landmarks(let landmarks)):
+        case (.landmarks(let matcher), .landmarks(let landmarks)):
             let dense = try LandmarkAlgorithm.dense(from: landmarks)
-            self.row = LandmarkAlgorithm.normalised(dense)
+            self.row = matcher.prepared(dense)
             self.mask = dense.mask
             self.landmarkQuality = LandmarkAlgorithm.quality(dense)
             self.landmarkPayload = Self.landmarkPayload(dense)

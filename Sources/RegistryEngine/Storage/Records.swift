@@ -239,8 +239,9 @@ struct AlgorithmRecord: Sendable, Equatable {
         case .vector(let dimension):
             writer.append(UInt8(0))
             writer.append(UInt32(dimension))
-        case .landmarks:
-            writer.append(UInt8(1))
+        case .landmarks(let matcher):
+            // 1 = the CoMa matcher (the only landmark kind before version 1001), 2 = aligned.
+            writer.append(UInt8(matcher == .coma ? 1 : 2))
             writer.append(UInt32(LandmarkVocabulary.count))
         }
         writer.append(string: self.algorithm.scoreFunction.rawValue)
@@ -263,9 +264,16 @@ struct AlgorithmRecord: Sendable, Equatable {
             }
             let threshold = try reader.read(Float.self)
             let name = try reader.readString()
+            let templateKind: TemplateKind
+            switch kind {
+            case 0: templateKind = .vector(dimension: Int(dimension))
+            case 1: templateKind = .landmarks(.coma)
+            case 2: templateKind = .landmarks(.aligned)
+            default: throw StoreCorruption("unknown template kind \(kind) for algorithm \(version)")
+            }
             self.algorithm = Algorithm(
                 version: version, name: name,
-                kind: kind == 0 ? .vector(dimension: Int(dimension)) : .landmarks,
+                kind: templateKind,
                 scoreFunction: scoreFunction, defaultThreshold: threshold)
         } catch let error as StoreCorruption {
             throw error

@@ -27,8 +27,8 @@ public enum ScoreFunction: String, Sendable, Hashable, CaseIterable {
 public enum TemplateKind: Sendable, Hashable {
     /// A vector of this many float32 values.
     case vector(dimension: Int)
-    /// Named 3-D landmarks from ``LandmarkVocabulary``, compared by ``LandmarkAlgorithm``.
-    case landmarks
+    /// Named 3-D landmarks from ``LandmarkVocabulary``, prepared and compared by the matcher.
+    case landmarks(LandmarkMatcher)
 }
 
 /// A face recognition algorithm: a template format and its comparison function (README, algorithms).
@@ -76,8 +76,12 @@ public struct Algorithm: Sendable, Hashable, CustomStringConvertible {
         version: 300, name: "r300", kind: .vector(dimension: 512), scoreFunction: .dot, defaultThreshold: 0.6)
     /// The weighted 3-D landmark algorithm of the CoMa landmark matcher, threshold 0.65.
     public static let landmarks = Algorithm(
-        version: 1000, name: "landmarks", kind: .landmarks, scoreFunction: .dot, defaultThreshold: 0.65)
+        version: 1000, name: "landmarks", kind: .landmarks(.coma), scoreFunction: .dot, defaultThreshold: 0.65)
+    /// The same landmarks aligned in 3-D (rotation, translation, scale) before the residual is
+    /// scored, threshold 0.65 (``AlignedLandmarkAlgorithm``).
+    public static let alignedLandmarks = Algorithm(
+        version: 1001, name: "landmarks-aligned", kind: .landmarks(.aligned), scoreFunction: .dot, defaultThreshold: 0.65)
 
     /// The built-in algorithms, in the default gallery's priority order.
-    public static let builtIn: [Algorithm] = [.arcface, .r300, .dlib, .landmarks]
+    public static let builtIn: [Algorithm] = [.arcface, .r300, .dlib, .landmarks, .alignedLandmarks]
 }

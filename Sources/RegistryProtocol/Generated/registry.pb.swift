@@ -1719,7 +1719,7 @@ public nonisolated struct Registry_V1_Algorithm: Sendable {
   /// vectors only
   public var dimension: UInt32 = 0
 
-  /// "cosine", "half-cosine" or "dot" (vectors only)
+  /// vectors: "cosine", "half-cosine" or "dot"; landmarks: "coma" or "aligned"
   public var scoreFunction: String = String()
 
   public var defaultThreshold: Float = 0
