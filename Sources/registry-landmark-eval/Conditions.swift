@@ -25,6 +25,7 @@ struct Condition: Sendable {
         Condition(name: "6 landmarks missing", pose: .init(missing: 6), targeted: true),
         Condition(name: "noisy depth (z σ 4 px)", pose: .init(depthNoise: 4), targeted: false),
         Condition(name: "2-D landmarks (z = 0), frontal", pose: .init(flat: true), targeted: false),
+        Condition(name: "2-D landmarks, turned 5°", pose: .init(yaw: 5, flat: true), targeted: false),
         Condition(name: "2-D landmarks, turned 10°", pose: .init(yaw: 10, flat: true), targeted: false),
     ]
 }

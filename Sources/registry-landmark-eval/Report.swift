@@ -11,20 +11,23 @@ enum Report {
         lines.append(
             "\(people) synthetic people (σ = \(format(shapeSigma, 1)) mm per coordinate, size ±10 %), frontal enrolment, "
                 + "one capture per person and condition, seed \(seed); each capture identified against every person: "
-                + "\(people) genuine and \(people * (people - 1)) impostor pairs per row.")
+                + "\(people) genuine and \(people * (people - 1)) impostor pairs per row. FRR and FAR at each algorithm's "
+                + "default threshold (in brackets).")
         lines.append("")
         lines.append(
-            "| condition | algorithm | genuine p5 / median | impostor median / p99 | FRR at default | FAR at default | threshold for FAR 1 % | FRR there |"
-        )
+            "| condition | algorithm | genuine min / p5 / median | impostor median / p99 / max | FRR | FAR | threshold for FAR 1 % | FRR there |")
         lines.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for row in rows {
             for (algorithm, rates) in zip(algorithms, row.rates) {
                 let threshold = algorithm.defaultThreshold
                 let at1 = rates.threshold(forFalseAcceptance: 0.01)
+                let genuine = [rates.genuine.first ?? .nan, ErrorRates.quantile(rates.genuine, 0.05), ErrorRates.quantile(rates.genuine, 0.5)]
+                let impostor = [
+                    ErrorRates.quantile(rates.impostor, 0.5), ErrorRates.quantile(rates.impostor, 0.99), rates.impostor.last ?? .nan,
+                ]
                 lines.append(
                     "| \(row.condition.name) | \(algorithm.name) (\(format(Double(threshold), 2))) "
-                        + "| \(format(ErrorRates.quantile(rates.genuine, 0.05))) / \(format(ErrorRates.quantile(rates.genuine, 0.5))) "
-                        + "| \(format(ErrorRates.quantile(rates.impostor, 0.5))) / \(format(ErrorRates.quantile(rates.impostor, 0.99))) "
+                        + "| \(genuine.map(format).joined(separator: " / ")) | \(impostor.map(format).joined(separator: " / ")) "
                         + "| \(percent(rates.falseRejection(at: threshold))) | \(percent(rates.falseAcceptance(at: threshold))) "
                         + "| \(format(at1)) | \(percent(rates.falseRejection(at: at1))) |")
             }
@@ -41,6 +44,8 @@ enum Report {
             var threshold: Float
             var genuineMedian: Float
             var impostorP99: Float
+            var impostorMax: Float
+            var genuineMin: Float
             var falseRejection: Double
             var falseAcceptance: Double
             var thresholdForFalseAcceptance1Percent: Float
@@ -52,7 +57,8 @@ enum Report {
                     Entry(
                         condition: row.condition.name, algorithm: algorithm.name, version: algorithm.version, targeted: row.condition.targeted,
                         threshold: algorithm.defaultThreshold, genuineMedian: ErrorRates.quantile(rates.genuine, 0.5),
-                        impostorP99: ErrorRates.quantile(rates.impostor, 0.99),
+                        impostorP99: ErrorRates.quantile(rates.impostor, 0.99), impostorMax: rates.impostor.last ?? .nan,
+                        genuineMin: rates.genuine.first ?? .nan,
                         falseRejection: rates.falseRejection(at: algorithm.defaultThreshold),
                         falseAcceptance: rates.falseAcceptance(at: algorithm.defaultThreshold),
                         thresholdForFalseAcceptance1Percent: rates.threshold(forFalseAcceptance: 0.01)))

@@ -1,6 +1,7 @@
 import CScanKernels
 import Glibc
 import SyntheticFaces
+import TestSupport
 import Testing
 
 @testable import RegistryEngine
@@ -254,6 +255,43 @@ import Testing
                 }
             }
         }
+    }
+
+    @Test("a reopened store prepares the same rows: the same scores, and verify finds nothing")
+    func survivesAReopen() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let aligned = Algorithm.alignedLandmarks.version
+        var random = SeededRandom(seed: 8)
+        let people = (0..<30).map { _ in SyntheticFaces.person(&random) }
+        let query = Face(FaceTemplate(algorithm: aligned, landmarks: SyntheticFaces.capture(people[3], .init(yaw: 12, missing: 4), &random)))
+        var engine = try Engine(path: directory.path)
+        _ = try await engine.defineGallery(
+            GalleryConfiguration(
+                name: "aligned",
+                registries: [RegistryConfiguration(algorithm: Algorithm.landmarks.version), RegistryConfiguration(algorithm: aligned)]))
+        for (index, person) in people.enumerated() {
+            let landmarks = SyntheticFaces.capture(person, .init(missing: index % 2 == 0 ? 3 : 0), &random)
+            _ = try await engine.register(
+                gallery: "aligned", identifier: "p\(index)",
+                face: Face(
+                    FaceTemplate(algorithm: Algorithm.landmarks.version, landmarks: landmarks), FaceTemplate(algorithm: aligned, landmarks: landmarks)
+                ),
+                force: true)
+        }
+        let before = try await engine.identify(gallery: "aligned", face: query, autoEnrol: false)
+        #expect(before.algorithm == aligned && before.matches.first?.identifier == "p3")
+        #expect(try await engine.verify().problems.isEmpty)
+        engine.close()
+
+        engine = try Engine(path: directory.path)
+        defer { engine.close() }
+        let after = try await engine.identify(gallery: "aligned", face: query, autoEnrol: false)
+        #expect(after.matches == before.matches)
+        #expect(try await engine.verify().problems.isEmpty)
+        let gallery = engine.galleries().first { $0.name == "aligned" }
+        let kinds: [TemplateKind]? = gallery?.registries.map { $0.algorithm.kind }
+        #expect(kinds == [.landmarks(.coma), .landmarks(.aligned)])
     }
 
     @Test("validation errors are those of version 1000, and identify over the engine finds the turned face")
