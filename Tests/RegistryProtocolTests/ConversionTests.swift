@@ -206,13 +206,19 @@ struct AdministrationConversionTests {
         #expect(Algorithm(message) == algorithm)
     }
 
-    @Test("the landmark algorithm: no dimension or score function on the wire")
-    func landmarkAlgorithm() throws {
-        let message = try overTheWire(Registry_V1_Algorithm(.landmarks))
+    @Test(
+        "the landmark algorithms: no dimension; the matcher where a vector's score function goes",
+        arguments: [Algorithm.landmarks, .alignedLandmarks])
+    func landmarkAlgorithm(algorithm: Algorithm) throws {
+        let message = try overTheWire(Registry_V1_Algorithm(algorithm))
         #expect(message.kind == .landmarks)
         #expect(message.dimension == 0)
-        #expect(message.scoreFunction.isEmpty)
-        #expect(Algorithm(message) == .landmarks)
+        #expect(message.scoreFunction == (algorithm == .landmarks ? "coma" : "aligned"))
+        #expect(Algorithm(message) == algorithm)
+        // A daemon from before the aligned algorithm sent no score function: the CoMa matcher.
+        var old = message
+        old.scoreFunction = ""
+        #expect(Algorithm(old).kind == .landmarks(.coma))
     }
 
     @Test("gallery information with its registries in priority order")
