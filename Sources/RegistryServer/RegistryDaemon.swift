@@ -32,9 +32,7 @@ public struct RegistryDaemon: Sendable {
         }
         let engine = try Engine(path: self.configuration.dataDirectory, configuration: engineConfiguration)
         defer { engine.close() }
-        for gallery in galleries {
-            try await engine.defineGallery(gallery)
-        }
+        try await engine.defineGalleries(galleries)
         let info = engine.galleries()
         self.logger.info(
             "store open",
@@ -92,8 +90,9 @@ public struct RegistryDaemon: Sendable {
 }
 
 /// Re-reads the configuration file on SIGHUP and applies its galleries' registry order, thresholds
-/// and gates, and the access policy. Anything else in the file (socket, limits, algorithms) needs a
-/// restart.
+/// and gates, and the access policy: all of it or, when anything is wrong (the file, a gallery the
+/// store refuses, the policy), none of it. Anything else in the file (socket, limits, algorithms)
+/// needs a restart.
 struct ReloadService: Service {
     let configurationPath: String?
     let engine: Engine
@@ -111,15 +110,14 @@ struct ReloadService: Service {
                 // File access off the cooperative pool (the path could name a FIFO or a slow mount).
                 let configuration = try await NIOThreadPool.singleton.runIfActive { try ServerConfiguration.load(path: path) }
                 let (_, galleries) = try configuration.validated()
+                // The policy is built before any gallery changes, so that a bad policy changes nothing;
+                // the galleries are defined in one transaction, so that a refused one changes nothing.
                 let policy = try AccessPolicy(configuration.access)
-                for gallery in galleries {
-                    try await self.engine.defineGallery(gallery)
-                }
+                try await self.engine.defineGalleries(galleries)
                 self.dispatcher.update(policy: policy)
                 self.logger.notice("SIGHUP: configuration reloaded", metadata: ["galleries": "\(galleries.count)"])
             } catch {
-                self.logger.error(
-                    "SIGHUP: reload failed; galleries before the failing one may have been applied", metadata: ["error": "\(error)"])
+                self.logger.error("SIGHUP: reload refused, nothing changed", metadata: ["error": "\(error)"])
             }
         }
     }

@@ -164,23 +164,55 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     /// Reads a configuration file.
     /// - Throws: ``ConfigurationError`` naming the file and the problem.
     public static func load(path: String) throws(ConfigurationError) -> ServerConfiguration {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(filePath: path))
-        } catch {
-            throw ConfigurationError("cannot read \(path): \(error)")
-        }
-        return try Self.decode(data, from: path)
+        try Self.decode(Data(try Self.readFile(path)), from: path)
     }
 
-    /// Decodes a configuration file's contents (`path` names it in messages).
-    /// - Throws: ``ConfigurationError``.
+    /// Decodes a configuration file's contents (`path` names it in messages). Every key must be
+    /// known: a misspelt one is reported (all of them at once), not ignored.
+    /// - Throws: ``ConfigurationError``, one line per problem.
     public static func decode(_ data: Data, from path: String) throws(ConfigurationError) -> ServerConfiguration {
+        let unknown = try ConfigurationCheck.unknownKeys(in: data, file: path)
+        guard unknown.isEmpty else { throw ConfigurationError(unknown.joined(separator: "\n")) }
         do {
-            return try JSONDecoder().decode(ServerConfiguration.self, from: data)
+            let configuration = try JSONDecoder().decode(ServerConfiguration.self, from: data)
+            var seen = Set<String>()
+            for gallery in configuration.galleries where !seen.insert(gallery.name).inserted {
+                throw ConfigurationError("\(path): gallery \"\(gallery.name)\" is listed twice")
+            }
+            return configuration
+        } catch let error as ConfigurationError {
+            throw error
         } catch {
-            throw ConfigurationError("\(path) is not a valid configuration: \(error)")
+            throw ConfigurationError(ConfigurationCheck.describe(error, file: path))
         }
+    }
+
+    /// The largest configuration file read (a configuration is a few kilobytes).
+    static let maximumFileBytes = 16 << 20
+
+    /// A regular file's bytes, opened non-blocking (a FIFO named as the file is refused, not waited
+    /// on); errors as the system names them ("No such file or directory").
+    static func readFile(_ path: String) throws(ConfigurationError) -> [UInt8] {
+        let file = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+        guard file >= 0 else { throw ConfigurationError("cannot read \(path): \(String(cString: strerror(errno)))") }
+        defer { close(file) }
+        var info = stat()
+        guard fstat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw ConfigurationError("cannot read \(path): not a regular file")
+        }
+        guard Int(info.st_size) <= Self.maximumFileBytes else {
+            throw ConfigurationError("cannot read \(path): larger than \(Self.maximumFileBytes >> 20) MiB")
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var count = 0
+        while count < bytes.count {
+            let read = bytes.withUnsafeMutableBytes { Glibc.read(file, $0.baseAddress! + count, $0.count - count) }
+            if read < 0 && errno == EINTR { continue }
+            guard read >= 0 else { throw ConfigurationError("cannot read \(path): \(String(cString: strerror(errno)))") }
+            if read == 0 { break }
+            count += read
+        }
+        return Array(bytes.prefix(count))
     }
 
     /// Checks the limits, and turns algorithms and galleries into the engine's types.
@@ -320,7 +352,7 @@ extension ServerConfiguration {
 }
 
 /// A configuration that cannot be used, with what is wrong.
-public struct ConfigurationError: Error, CustomStringConvertible {
+public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
     public let description: String
     public init(_ description: String) { self.description = description }
 }

@@ -1,6 +1,7 @@
 // registryd: the face template registry daemon. Thin: parsing flags and logging setup; the daemon
 // itself is RegistryServer.RegistryDaemon.
 import ArgumentParser
+import Glibc
 import Logging
 import NIOCore
 import RegistryServer
@@ -54,10 +55,32 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Threads serving the socket (default: one fewer than the cores, at least one).")
     var eventLoops: Int?
 
+    @Flag(
+        name: .long,
+        help: """
+            Check the configuration (FILE, else --config) with the flags applied, as the daemon would \
+            at start, print what it defines, and exit: 0 when it is usable, 1 with every problem found. \
+            The store is not opened.
+            """)
+    var checkConfig = false
+
+    @Argument(help: "With --check-config: the configuration file to check.")
+    var file: String?
+
+    func validate() throws {
+        if self.file != nil && !self.checkConfig { throw ValidationError("a FILE argument goes with --check-config (or use --config FILE)") }
+        if self.file != nil && self.config != nil { throw ValidationError("give the file either as FILE or as --config, not both") }
+    }
+
     func run() async throws {
         var configuration = ServerConfiguration()
-        if let config {
-            configuration = try ServerConfiguration.load(path: config)
+        do {
+            if let path = self.file ?? self.config {
+                configuration = try ServerConfiguration.load(path: path)
+            }
+        } catch {
+            Self.printError(error.description)
+            throw ExitCode.failure
         }
         if let socket { configuration.socketPath = socket }
         if let data { configuration.dataDirectory = data }
@@ -71,7 +94,17 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
         if let maximumInFlight { configuration.limits.maximumRequestsInFlight = maximumInFlight }
         if let eventLoops { configuration.limits.eventLoops = eventLoops }
         guard let level = Logger.Level(rawValue: configuration.logLevel) else {
-            throw ValidationError("unknown log level '\(configuration.logLevel)'")
+            Self.printError("unknown log level '\(configuration.logLevel)' (trace, debug, info, notice, warning, error or critical)")
+            throw ExitCode.failure
+        }
+        if self.checkConfig {
+            do {
+                print(try ConfigurationReport(configuration, file: self.file ?? self.config).text)
+                return
+            } catch {
+                Self.printError(error.description)
+                throw ExitCode.failure
+            }
         }
 
         LoggingSystem.bootstrap(StreamLogHandler.standardError)
@@ -86,6 +119,14 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
         } catch {
             logger.critical("registryd stopped: \(error)")
             throw ExitCode.failure
+        }
+    }
+
+    /// One message per line on standard error, each prefixed with the program's name.
+    static func printError(_ message: String) {
+        for line in message.split(separator: "\n") {
+            let bytes = Array("registryd: \(line)\n".utf8)
+            _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
         }
     }
 }

@@ -45,6 +45,30 @@ extension Engine {
         return try self.gallery(configuration.name)
     }
 
+    /// Defines several galleries in one transaction: all of them, or — when any is refused — none.
+    /// (A configuration reload must not leave the galleries before a bad one changed and those after
+    /// it not.)
+    /// - Throws: the first refusal, as ``defineGallery(_:)`` would; nothing is changed then.
+    @discardableResult
+    public func defineGalleries(_ configurations: [GalleryConfiguration]) async throws -> [GalleryInfo] {
+        var names = Set<String>()
+        for configuration in configurations {
+            try Names.validateGallery(configuration.name)
+            guard names.insert(configuration.name).inserted else {
+                throw RegistryError.malformedRequest("gallery '\(configuration.name)' is defined twice")
+            }
+        }
+        guard !configurations.isEmpty else { return [] }
+        try await self.write(exclusive: true) { txn, context in
+            for configuration in configurations {
+                let existing = self.state[configuration.name]
+                let (record, algorithms) = try self.writeGallery(txn, configuration, existing: existing)
+                context.record(.defineGallery(name: configuration.name, record: record, algorithms: algorithms))
+            }
+        }
+        return try configurations.map { try self.gallery($0.name) }
+    }
+
     /// Deletes a gallery with every template and liveness profile in it. `default` cannot be deleted
     /// (it always exists); delete its identifiers instead.
     /// - Returns: the number of templates erased.

@@ -5,6 +5,11 @@ public enum JSONSyntaxChecker {
     public struct Problem: Error, Equatable {
         public var offset: Int
         public var what: String
+
+        public init(offset: Int, what: String) {
+            self.offset = offset
+            self.what = what
+        }
     }
 
     /// Deeper nesting is reported rather than recursed into.

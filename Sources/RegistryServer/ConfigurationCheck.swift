@@ -1,0 +1,235 @@
+import FoundationEssentials
+import RegistryModel
+
+/// What the configuration file may contain, checked before it is decoded: a misspelt key is an error
+/// naming the key and where it is (with the nearest known key), not a setting silently left at its
+/// default; and a value of the wrong type is reported as a plain sentence, not a decoder dump.
+enum ConfigurationCheck {
+    /// The keys of each object of the file. `access` maps gallery names (or `*`) to operation
+    /// classes; its keys are checked by `AccessPolicy`, its gallery names are the operator's.
+    static let topLevel: Set<String> = [
+        "socketPath", "dataDirectory", "logLevel", "limits", "algorithms", "galleries", "access", "audit", "keyFile",
+    ]
+    static let limits: Set<String> = [
+        "maximumFrameBytes", "maximumConnections", "idleTimeoutSeconds", "frameDeadlineSeconds", "maximumRequestsInFlight",
+        "maximumUnwrittenReplyBytes", "maximumBufferedBytes", "drainDeadlineSeconds", "eventLoops",
+    ]
+    static let algorithm: Set<String> = ["version", "name", "dimension", "scoreFunction", "threshold"]
+    static let gallery: Set<String> = ["name", "registries", "livenessRequiredFor", "livenessK", "livenessStrict"]
+    static let registry: Set<String> = [
+        "algorithm", "authentication", "identification", "autoEnrolment", "minimumQuality", "minimumAutoEnrolmentQuality",
+    ]
+    static let audit: Set<String> = ["maximumEntries", "maximumAgeDays"]
+    static let operationClasses: Set<String> = ["identify", "enrol", "admin"]
+
+    /// Every unknown key in `data` (a JSON document), as messages; empty when all are known.
+    /// - Throws: ``ConfigurationError`` when `data` is not JSON, or not an object.
+    static func unknownKeys(in data: Data, file: String) throws(ConfigurationError) -> [String] {
+        let document: JSONValue
+        do {
+            document = try JSONDecoder().decode(JSONValue.self, from: data)
+        } catch {
+            // The decoder does not say where; the checker does (never quoting the text).
+            let bytes = Array(data)
+            guard let problem = JSONSyntaxChecker.firstProblem(in: bytes) else { throw ConfigurationError("\(file) is not valid JSON") }
+            let (line, column) = JSONSyntaxChecker.position(of: problem.offset, in: bytes)
+            throw ConfigurationError("\(file) is not valid JSON: line \(line), column \(column): \(problem.what)")
+        }
+        guard case .object(let top) = document else { throw ConfigurationError("\(file): the configuration must be a JSON object") }
+        var problems: [String] = []
+        func check(_ object: [String: JSONValue], _ known: Set<String>, at path: String) {
+            for key in object.keys.sorted() where !known.contains(key) {
+                let place = path.isEmpty ? "at the top level" : "in \(path)"
+                let hint = Self.nearest(key, in: known).map { " (did you mean \"\($0)\"?)" } ?? ""
+                problems.append("\(file): unknown key \"\(key)\" \(place)\(hint)")
+            }
+        }
+        check(top, Self.topLevel, at: "")
+        // Whole-number settings: the decoder cannot say which one is out of range, so say it here.
+        let anyInt = Double(Int64.min)...Double(Int64.max)
+        func wholeNumbers(_ object: [String: JSONValue], _ keys: Set<String>, at path: String, within range: ClosedRange<Double>) {
+            for key in keys.sorted() {
+                guard case .number(let value) = object[key], value.rounded() != value || !range.contains(value) else { continue }
+                let bounds = range == anyInt ? "" : " within \(Int64(range.lowerBound))...\(Int64(range.upperBound))"
+                problems.append("\(file): \(path.isEmpty ? "" : path + ".")\(key) must be a whole number\(bounds)")
+            }
+        }
+        if case .object(let limits) = top["limits"] {
+            check(limits, Self.limits, at: "limits")
+            wholeNumbers(limits, Self.limits, at: "limits", within: anyInt)
+        }
+        if case .object(let audit) = top["audit"] {
+            check(audit, Self.audit, at: "audit")
+            wholeNumbers(audit, Self.audit, at: "audit", within: anyInt)
+        }
+        if case .array(let algorithms) = top["algorithms"] {
+            for (index, entry) in algorithms.enumerated() {
+                guard case .object(let object) = entry else { continue }
+                check(object, Self.algorithm, at: "algorithms[\(index)]")
+                wholeNumbers(object, ["version"], at: "algorithms[\(index)]", within: 0...Double(UInt32.max))
+                wholeNumbers(object, ["dimension"], at: "algorithms[\(index)]", within: anyInt)
+            }
+        }
+        if case .array(let galleries) = top["galleries"] {
+            for (index, entry) in galleries.enumerated() {
+                guard case .object(let gallery) = entry else { continue }
+                check(gallery, Self.gallery, at: "galleries[\(index)]")
+                guard case .array(let registries) = gallery["registries"] else { continue }
+                for (position, registry) in registries.enumerated() {
+                    guard case .object(let object) = registry else { continue }
+                    check(object, Self.registry, at: "galleries[\(index)].registries[\(position)]")
+                    wholeNumbers(object, ["algorithm"], at: "galleries[\(index)].registries[\(position)]", within: 0...Double(UInt32.max))
+                }
+            }
+        }
+        if case .object(let access) = top["access"] {
+            for (gallery, rules) in access.sorted(by: { $0.key < $1.key }) {
+                if case .object(let classes) = rules { check(classes, Self.operationClasses, at: "access[\"\(gallery)\"]") }
+            }
+        }
+        return problems
+    }
+
+    /// A decoding error as a sentence: where (a path such as `galleries[0].registries[1].identification`)
+    /// and what was expected. No type names of the implementation, no values.
+    static func describe(_ error: any Error, file: String) -> String {
+        guard let error = error as? DecodingError else { return "\(file): \(error)" }
+        switch error {
+        case .typeMismatch(let type, let context):
+            return "\(file): \(Self.path(context.codingPath)) must be \(Self.kind(of: type))"
+        case .valueNotFound(let type, let context):
+            return "\(file): \(Self.path(context.codingPath)) must be \(Self.kind(of: type)), not null"
+        case .keyNotFound(let key, let context):
+            let owner = context.codingPath.isEmpty ? "the configuration" : Self.path(context.codingPath)
+            return "\(file): \(owner) needs \"\(key.stringValue)\""
+        case .dataCorrupted(let context):
+            // Whole numbers out of range are found before decoding; what is left names no place.
+            return "\(file): \(Self.path(context.codingPath)) has a value that does not fit its setting"
+        @unknown default:
+            return "\(file): \(error)"
+        }
+    }
+
+    static func path(_ codingPath: [any CodingKey]) -> String {
+        var text = ""
+        for key in codingPath {
+            if let index = key.intValue {
+                text += "[\(index)]"
+            } else {
+                text += text.isEmpty ? key.stringValue : ".\(key.stringValue)"
+            }
+        }
+        return text.isEmpty ? "the configuration" : text
+    }
+
+    static func kind(of type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Bool.Type: "true or false"
+        case is Int.Type, is UInt32.Type, is Int64.Type, is UInt64.Type: "a whole number"
+        case is Float.Type, is Double.Type: "a number"
+        case is [Any].Type: "a list"
+        default: String(describing: type).hasPrefix("Array") ? "a list" : "an object"
+        }
+    }
+
+    /// The known key closest to `key` by edit distance, when it is close enough to be a typo.
+    static func nearest(_ key: String, in known: Set<String>) -> String? {
+        let best = known.map { ($0, Self.distance(key.lowercased(), $0.lowercased())) }.min { ($0.1, $0.0) < ($1.1, $1.0) }
+        guard let best, best.1 <= max(2, key.count / 4) else { return nil }
+        return best.0
+    }
+
+    /// Levenshtein distance.
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a.unicodeScalars)
+        let b = Array(b.unicodeScalars)
+        guard !a.isEmpty, !b.isEmpty else { return max(a.count, b.count) }
+        var previous = Array(0...b.count)
+        for i in 1...a.count {
+            var current = [i] + [Int](repeating: 0, count: b.count)
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+}
+
+/// Any JSON value (what matters here: which keys each object has, and the numbers).
+enum JSONValue: Decodable {
+    case object([String: JSONValue])
+    case array([JSONValue])
+    case number(Double)
+    case scalar
+
+    init(from decoder: any Decoder) throws {
+        if let object = try? decoder.container(keyedBy: AnyKey.self) {
+            var values: [String: JSONValue] = [:]
+            for key in object.allKeys { values[key.stringValue] = try object.decode(JSONValue.self, forKey: key) }
+            self = .object(values)
+        } else if var array = try? decoder.unkeyedContainer() {
+            var values: [JSONValue] = []
+            while !array.isAtEnd { values.append(try array.decode(JSONValue.self)) }
+            self = .array(values)
+        } else if let number = try? decoder.singleValueContainer().decode(Double.self) {
+            self = .number(number)
+        } else {
+            self = .scalar
+        }
+    }
+
+    struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+}
+
+/// What `registryd --check-config` prints for a usable configuration: everything the daemon would
+/// check before opening the store (the file, the limits, algorithms, galleries, the key file, the
+/// access policy), and what it defines.
+public struct ConfigurationReport: Sendable {
+    public let text: String
+
+    /// - Throws: ``ConfigurationError`` with the first problem `validated()` or the access policy finds.
+    public init(_ configuration: ServerConfiguration, file: String?) throws(ConfigurationError) {
+        let (engine, galleries) = try configuration.validated()
+        _ = try AccessPolicy(configuration.access)
+        let catalog: AlgorithmCatalog
+        do {
+            catalog = try AlgorithmCatalog(configured: engine.algorithms)
+        } catch {
+            throw ConfigurationError(error.message)
+        }
+        var lines = ["\(file ?? "the default configuration"): usable"]
+        lines.append("  socket       \(configuration.socketPath)")
+        lines.append("  data         \(configuration.dataDirectory)")
+        lines.append("  log level    \(configuration.logLevel)")
+        let limits = configuration.limits
+        lines.append(
+            "  limits       \(limits.maximumConnections) connections, \(limits.maximumRequestsInFlight) requests in flight each, "
+                + "frames up to \(limits.maximumFrameBytes) bytes, \(limits.resolvedEventLoops) event loop(s), "
+                + "drain \(limits.drainDeadlineSeconds) s")
+        lines.append("  algorithms   \(catalog.all.map { "\($0.name) (\($0.version))" }.joined(separator: ", "))")
+        if galleries.isEmpty {
+            lines.append("  galleries    none configured (the store's are kept as they are)")
+        }
+        for gallery in galleries {
+            let registries = gallery.registries.map { entry in
+                let name = (try? catalog.algorithm(version: entry.algorithm).name) ?? "\(entry.algorithm)"
+                let thresholds = entry.thresholds.map { " \($0.authentication)/\($0.identification)/\($0.autoEnrolment)" } ?? ""
+                return name + thresholds
+            }
+            lines.append("  gallery      \(gallery.name): \(registries.joined(separator: ", "))")
+        }
+        lines.append(
+            "  access       \(configuration.access == nil ? "the default policy" : "configured for \(configuration.access!.keys.sorted().joined(separator: ", "))")"
+        )
+        lines.append("  at rest      \(engine.encryptionKey == nil ? "not encrypted (no key)" : "encrypted (the key file reads)")")
+        lines.append("The store is not opened: whether it accepts these galleries is checked at start.")
+        self.text = lines.joined(separator: "\n")
+    }
+}
