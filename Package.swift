@@ -87,7 +87,7 @@ let package = Package(
         // The Swift client library apps, registryctl and the tests use.
         .target(name: "RegistryClient", dependencies: ["RegistryProtocol", "RegistryModel", nioCore, nioPosix], swiftSettings: strictSettings),
         .executableTarget(
-            name: "registryd", dependencies: ["RegistryServer", argumentParser, logging, serviceLifecycle],
+            name: "registryd", dependencies: ["RegistryServer", "RegistryModel", argumentParser, logging, serviceLifecycle],
             swiftSettings: strictSettings),
         // registryctl's input files (Ver-ID JSON templates, face and enrolment files, the protobuf export
         // stream): a library, so that a fuzz target can link the parsers.
@@ -112,7 +112,7 @@ let package = Package(
         .executableTarget(name: "registry-crash-probe", dependencies: ["RegistryEngine", "RegistryModel"], swiftSettings: strictSettings),
         // Crash loop (tools/crash-loop): SIGKILL/SIGTERM registryd under pipelined registrations, restart, check.
         .executableTarget(
-            name: "registry-crash-loop", dependencies: ["RegistryProtocol", protobuf, argumentParser], swiftSettings: strictSettings),
+            name: "registry-crash-loop", dependencies: ["RegistryProtocol", "RegistryModel", protobuf, argumentParser], swiftSettings: strictSettings),
         // What the test targets share: temporary directories, the products' executables.
         .target(name: "TestSupport", dependencies: ["RegistryProtocol", protobuf], path: "Tests/TestSupport", swiftSettings: strictSettings),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "CLMDB", "TestSupport"], swiftSettings: strictSettings),

@@ -13,7 +13,7 @@ import Synchronization
 /// Template values never reach the log: requests are logged by operation, gallery and outcome only.
 public final class RequestDispatcher: Sendable {
     /// The daemon's version, reported by hello and stats.
-    public static let serverVersion = "0.2.0"
+    public static let serverVersion = RegistryVersion.current
 
     let engine: Engine
     let logger: Logger

@@ -2,6 +2,7 @@
 // after each restart, that every acknowledged registration survived (tools/crash-loop runs it).
 import ArgumentParser
 import Glibc
+import RegistryModel
 
 @main
 struct CrashLoopCommand: ParsableCommand {
@@ -19,7 +20,8 @@ struct CrashLoopCommand: ParsableCommand {
             was not answered OK, and the daemon exited 0 within the drain deadline. At the end, every \
             template in the store is read back and compared. On a violation it prints the round, the \
             seed and the details, leaves the data directory, and exits 1.
-            """)
+            """,
+        version: RegistryVersion.current)
 
     enum SignalMode: String, ExpressibleByArgument, CaseIterable {
         case kill, term, both

@@ -17,8 +17,8 @@ struct RegistryLoad: AsyncParsableCommand {
         commandName: "registry-load",
         abstract: "Drives a running registryd and prints throughput and latency.",
         discussion:
-            "The gallery gets one arcface registry (algorithm 24, thresholds 0.6) holding person-0 ... person-(P-1) with deterministic random unit vectors; it is reused when it already holds P people, else deleted and imported again. The measured connections all run on one thread with their requests encoded in advance, so the tool takes little of the CPU it shares with the daemon. Prints one line: operation, people, connections, requests, seconds, requests/s, p50, p90, p99 and max latency in ms, and the number of errors."
-    )
+            "The gallery gets one arcface registry (algorithm 24, thresholds 0.6) holding person-0 ... person-(P-1) with deterministic random unit vectors; it is reused when it already holds P people, else deleted and imported again. The measured connections all run on one thread with their requests encoded in advance, so the tool takes little of the CPU it shares with the daemon. Prints one line: operation, people, connections, requests, seconds, requests/s, p50, p90, p99 and max latency in ms, and the number of errors.",
+        version: RegistryVersion.current)
 
     @OptionGroup var options: Options
 

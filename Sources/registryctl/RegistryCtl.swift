@@ -1,4 +1,5 @@
 import ArgumentParser
+import RegistryModel
 
 /// `registryctl`: the operator and scripting CLI of `registryd`.
 @main
@@ -28,6 +29,7 @@ struct RegistryCtl: AsyncParsableCommand {
 
             \(ExitStatus.documentation)
             """,
+        version: RegistryVersion.current,
         subcommands: [
             StatusCommand.self,
             GalleriesCommand.self,

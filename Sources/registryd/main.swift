@@ -4,6 +4,7 @@ import ArgumentParser
 import Glibc
 import Logging
 import NIOCore
+import RegistryModel
 import RegistryServer
 
 @main
@@ -17,7 +18,8 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
             connections and reading requests, answer every request already read (those not yet
             started with SHUTTING_DOWN) within the drain deadline, and close the store; SIGHUP reloads the
             galleries' registry order and thresholds from the configuration file.
-            """)
+            """,
+        version: RegistryVersion.current)
 
     @Option(name: .long, help: "The JSON configuration file.")
     var config: String?

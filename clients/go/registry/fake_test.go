@@ -1,0 +1,414 @@
+package registry
+
+// Tests against an in-process fake daemon: the client's side of the protocol where a real daemon
+// cannot be made to misbehave (another major version, responses out of order, a connection that
+// closes mid-request) or to be slow on purpose. They need no REGISTRYD_BINARY.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "registryd.local/client/registrypb"
+)
+
+// fakeDaemon listens on a temporary socket and runs serve on each connection it accepts.
+func fakeDaemon(t *testing.T, serve func(conn net.Conn)) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "registry-fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "fake.sock")
+	listener, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var conns sync.Map
+	go func() {
+		for {
+			conn, err := listener.Accept()
+			if err != nil {
+				return
+			}
+			conns.Store(conn, true)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer conn.Close()
+				serve(conn)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		listener.Close()
+		conns.Range(func(conn, _ any) bool { conn.(net.Conn).Close(); return true })
+		wg.Wait()
+		os.RemoveAll(dir)
+	})
+	return path
+}
+
+func readRequest(conn net.Conn) (*pb.Request, error) {
+	var header [4]byte
+	if _, err := io.ReadFull(conn, header[:]); err != nil {
+		return nil, err
+	}
+	body := make([]byte, binary.BigEndian.Uint32(header[:]))
+	if _, err := io.ReadFull(conn, body); err != nil {
+		return nil, err
+	}
+	request := &pb.Request{}
+	return request, proto.Unmarshal(body, request)
+}
+
+func writeResponse(conn net.Conn, response *pb.Response) error {
+	body, err := proto.Marshal(response)
+	if err != nil {
+		return err
+	}
+	frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+	_, err = conn.Write(append(frame, body...))
+	return err
+}
+
+func statsResponse(id uint64, version string) *pb.Response {
+	return &pb.Response{Id: id, Result: &pb.Response_Stats{Stats: &pb.StatsResult{ServerVersion: version}}}
+}
+
+// echoStats answers every request with a stats result naming the request's id.
+func echoStats(conn net.Conn) {
+	for {
+		request, err := readRequest(conn)
+		if err != nil {
+			return
+		}
+		if writeResponse(conn, statsResponse(request.GetId(), "fake")) != nil {
+			return
+		}
+	}
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// The frames of PROTOCOL.md §6 and §7, byte for byte.
+func TestFramesMatchTheProtocolDocument(t *testing.T) {
+	hello, err := encodeFrame(&pb.Request{Id: 1, Operation: &pb.Request_Hello{Hello: &pb.Hello{
+		ProtocolMajor: 1, ProtocolMinor: 0, ClientName: "example",
+	}}}, DefaultMaxRequestBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := hex.EncodeToString(hello), "0000000f080112 0b08011a076578616d706c65"; got != strings.ReplaceAll(want, " ", "") {
+		t.Errorf("hello frame %s, PROTOCOL.md §6 says %s", got, want)
+	}
+	list, err := encodeFrame(&pb.Request{Id: 2, Operation: &pb.Request_ListGalleries{ListGalleries: &pb.ListGalleriesRequest{}}}, DefaultMaxRequestBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hex.EncodeToString(list); got != "000000050802a20100" {
+		t.Errorf("list_galleries frame %s, PROTOCOL.md §7 says 000000050802a20100", got)
+	}
+
+	// Alice's later capture (§6): magnitudes 0.1875 (i < 4), 0.125 (i < 36), 0.0625; negative when
+	// i mod 3 = 1; values 4-7 with their signs flipped.
+	vector := make([]float32, 128)
+	for i := range vector {
+		switch {
+		case i < 4:
+			vector[i] = 0.1875
+		case i < 36:
+			vector[i] = 0.125
+		default:
+			vector[i] = 0.0625
+		}
+		if i%3 == 1 {
+			vector[i] = -vector[i]
+		}
+		if i >= 4 && i < 8 {
+			vector[i] = -vector[i]
+		}
+	}
+	identify, err := encodeFrame(&pb.Request{Id: 4, Operation: &pb.Request_Identify{Identify: &pb.IdentifyRequest{
+		Face: VectorFace(AlgorithmArcFace, vector),
+	}}}, DefaultMaxRequestBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(identify)
+	if len(identify) != 532 || hex.EncodeToString(sum[:]) != "c0d79f2e4172534f539b954e74a9ac3df830ddaf00583c5582a6a346e9579407" {
+		t.Errorf("identify frame: %d bytes, SHA-256 %x; PROTOCOL.md §6 says 532 bytes, c0d79f2e…", len(identify), sum)
+	}
+}
+
+func TestDialRefusesAnotherMajorVersion(t *testing.T) {
+	path := fakeDaemon(t, func(conn net.Conn) {
+		request, err := readRequest(conn)
+		if err != nil {
+			return
+		}
+		if request.GetHello().GetProtocolMajor() != ProtocolMajor || request.GetHello().GetClientName() != "version-test" {
+			return
+		}
+		writeResponse(conn, &pb.Response{Id: request.GetId(), Result: &pb.Response_Hello{Hello: &pb.HelloResult{
+			ProtocolMajor: 2, ProtocolMinor: 3, ServerVersion: "9.9.9",
+		}}})
+		io.Copy(io.Discard, conn)
+	})
+	client, err := Dial(testContext(t), path, WithClientName("version-test"))
+	if err == nil {
+		client.Close()
+		t.Fatal("Dial accepted a daemon speaking protocol 2.3")
+	}
+	var versionError *VersionError
+	if !errors.As(err, &versionError) || versionError.ServerMajor != 2 || !errors.Is(err, ErrUnsupportedVersion) {
+		t.Fatalf("Dial: %v (%T), want a *VersionError matching ErrUnsupportedVersion", err, err)
+	}
+	if !strings.Contains(err.Error(), "protocol 2.3") || !strings.Contains(err.Error(), "major version 1") {
+		t.Errorf("unclear message: %q", err)
+	}
+}
+
+func TestTooManyConnectionsBeforeAnyRequest(t *testing.T) {
+	path := fakeDaemon(t, func(conn net.Conn) {
+		writeResponse(conn, &pb.Response{Id: 0, Result: &pb.Response_Error{Error: &pb.Error{
+			Code: CodeTooManyConnections, Message: "the daemon serves 256 connections",
+		}}})
+	})
+	_, err := Dial(testContext(t), path)
+	registryError, ok := AsRegistryError(err)
+	if !ok || registryError.Code != CodeTooManyConnections || !registryError.Retryable() || !registryError.ClosesConnection() {
+		t.Fatalf("Dial: %v, want TOO_MANY_CONNECTIONS", err)
+	}
+}
+
+// A call abandoned by its context leaves the connection in step: the next call gets its own response.
+func TestAbandonedCallKeepsTheConnectionInStep(t *testing.T) {
+	release := make(chan struct{})
+	path := fakeDaemon(t, func(conn net.Conn) {
+		first, err := readRequest(conn)
+		if err != nil {
+			return
+		}
+		second, err := readRequest(conn)
+		if err != nil {
+			return
+		}
+		<-release
+		writeResponse(conn, statsResponse(first.GetId(), "first"))
+		writeResponse(conn, statsResponse(second.GetId(), "second"))
+		echoStats(conn)
+	})
+	client, err := Dial(testContext(t), path, WithoutHello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+
+	short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := client.Stats(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("first call: %v, want context.DeadlineExceeded", err)
+	}
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("the deadline took %v to end the call", elapsed)
+	}
+	secondDone := make(chan error, 1)
+	go func() {
+		stats, err := client.Stats(testContext(t))
+		if err == nil && stats.GetServerVersion() != "second" {
+			err = errors.New("the second call got " + stats.GetServerVersion() + "'s response")
+		}
+		secondDone <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	if err := <-secondDone; err != nil {
+		t.Fatal(err)
+	}
+	// A context that has already ended sends nothing.
+	cancelled, cancelNow := context.WithCancel(context.Background())
+	cancelNow()
+	if _, err := client.Stats(cancelled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+	if stats, err := client.Stats(testContext(t)); err != nil || stats.GetServerVersion() != "fake" {
+		t.Fatalf("after the cancelled call: %v, %v", stats, err)
+	}
+}
+
+func TestResponseOutOfOrderIsAProtocolError(t *testing.T) {
+	path := fakeDaemon(t, func(conn net.Conn) {
+		request, err := readRequest(conn)
+		if err != nil {
+			return
+		}
+		writeResponse(conn, statsResponse(request.GetId()+7, "wrong"))
+		io.Copy(io.Discard, conn)
+	})
+	client, err := Dial(testContext(t), path, WithoutHello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	_, err = client.Stats(testContext(t))
+	var transportError *TransportError
+	if !errors.Is(err, ErrProtocol) || !errors.As(err, &transportError) || transportError.Op != "protocol" {
+		t.Fatalf("Stats: %v, want a protocol TransportError", err)
+	}
+	if _, err := client.Stats(testContext(t)); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("a call after the protocol error: %v", err)
+	}
+}
+
+func TestWrongResultCaseIsAProtocolError(t *testing.T) {
+	path := fakeDaemon(t, echoStats)
+	client, err := Dial(testContext(t), path, WithoutHello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	_, err = client.ListGalleries(testContext(t))
+	if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "a stats result to a list_galleries request") {
+		t.Fatalf("ListGalleries answered by stats: %v", err)
+	}
+	// The stream is still in step: only that call failed.
+	if _, err := client.Stats(testContext(t)); err != nil {
+		t.Fatalf("a call after the mismatched result: %v", err)
+	}
+}
+
+func TestConnectionClosedFailsPendingAndLaterCalls(t *testing.T) {
+	path := fakeDaemon(t, func(conn net.Conn) {
+		readRequest(conn)
+	})
+	client, err := Dial(testContext(t), path, WithoutHello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if _, err := client.Stats(testContext(t)); !errors.Is(err, ErrConnectionClosed) {
+		t.Fatalf("Stats on a connection the daemon closed: %v", err)
+	}
+	if _, err := client.Stats(testContext(t)); !errors.Is(err, ErrConnectionClosed) {
+		t.Fatalf("a later call: %v", err)
+	}
+}
+
+func TestCloseFailsCallsInFlight(t *testing.T) {
+	path := fakeDaemon(t, func(conn net.Conn) { io.Copy(io.Discard, conn) })
+	client, err := Dial(testContext(t), path, WithoutHello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := client.Stats(context.Background())
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	client.Close()
+	if err := <-done; !errors.Is(err, ErrClientClosed) {
+		t.Fatalf("a call in flight at Close: %v", err)
+	}
+	if _, err := client.Stats(context.Background()); !errors.Is(err, ErrClientClosed) {
+		t.Fatalf("a call after Close: %v", err)
+	}
+	client.Close() // idempotent
+}
+
+func TestRequestTooLargeIsNotSent(t *testing.T) {
+	path := fakeDaemon(t, echoStats)
+	client, err := Dial(testContext(t), path, WithoutHello(), WithMaxRequestBytes(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	_, err = client.Register(testContext(t), &pb.RegisterRequest{Identifier: "big", Face: VectorFace(AlgorithmR300, make([]float32, 512))})
+	if !errors.Is(err, ErrRequestTooLarge) {
+		t.Fatalf("Register: %v, want ErrRequestTooLarge", err)
+	}
+	if _, err := client.Stats(testContext(t)); err != nil {
+		t.Fatalf("the connection after a refused request: %v", err)
+	}
+}
+
+func TestResponseAboveTheLimitIsAProtocolError(t *testing.T) {
+	path := fakeDaemon(t, func(conn net.Conn) {
+		request, err := readRequest(conn)
+		if err != nil {
+			return
+		}
+		writeResponse(conn, statsResponse(request.GetId(), strings.Repeat("v", 500)))
+		io.Copy(io.Discard, conn)
+	})
+	client, err := Dial(testContext(t), path, WithoutHello(), WithMaxResponseBytes(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if _, err := client.Stats(testContext(t)); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("an oversized response: %v", err)
+	}
+}
+
+func TestDialErrorNamesTheSocket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "absent.sock")
+	_, err := Dial(testContext(t), path)
+	var transportError *TransportError
+	if !errors.As(err, &transportError) || transportError.Op != "dial" || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Dial of a missing socket: %v", err)
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Dial of a missing socket does not match os.ErrNotExist: %v", err)
+	}
+}
+
+func TestSocketPathResolution(t *testing.T) {
+	t.Setenv(SocketEnvironmentVariable, "/env/registryd.sock")
+	if got := SocketPath("/given.sock"); got != "/given.sock" {
+		t.Errorf("explicit path: %s", got)
+	}
+	if got := SocketPath(""); got != "/env/registryd.sock" {
+		t.Errorf("from the environment: %s", got)
+	}
+	t.Setenv(SocketEnvironmentVariable, "")
+	want := DefaultSocketPath
+	if !exists(DefaultSocketPath) && exists(SystemSocketPath) {
+		want = SystemSocketPath
+	}
+	if got := SocketPath(""); got != want {
+		t.Errorf("default: %s, want %s", got, want)
+	}
+}
+
+func TestLandmarkTemplateOrder(t *testing.T) {
+	template := LandmarkTemplate(AlgorithmLandmarks, map[string]Point{
+		"zzz": {}, "NOSE_TIP": {X: 1}, "LEFT_EYE": {Y: 2}, "aaa": {},
+	})
+	var names []string
+	for _, landmark := range template.GetLandmarks() {
+		names = append(names, landmark.GetName())
+	}
+	if got := strings.Join(names, ","); got != "LEFT_EYE,NOSE_TIP,aaa,zzz" {
+		t.Errorf("landmark order %s", got)
+	}
+}
