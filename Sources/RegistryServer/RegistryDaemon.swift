@@ -58,6 +58,7 @@ public struct RegistryDaemon: Sendable {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup),
             .init(service: reloader, successTerminationBehavior: .gracefullyShutdownGroup),
+            .init(service: PeriodicReportService(engine: engine, dispatcher: dispatcher, period: .seconds(60))),
         ]
         if let interval = Systemd.watchdogInterval() {
             let watchdog = WatchdogService(

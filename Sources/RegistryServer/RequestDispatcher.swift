@@ -20,11 +20,14 @@ public final class RequestDispatcher: Sendable {
     /// Who may do what; replaced on SIGHUP.
     let policy: Mutex<AccessPolicy>
     let counters = ServerCounters()
+    /// Refusals for the log, summarised (`PeriodicReportService` flushes them).
+    let refusals: RefusalSummary
 
     public init(engine: Engine, logger: Logger, policy: AccessPolicy) {
         self.engine = engine
         self.logger = logger
         self.policy = Mutex(policy)
+        self.refusals = RefusalSummary(logger: logger)
     }
 
     /// What operations run with.
@@ -74,6 +77,18 @@ public final class RequestDispatcher: Sendable {
         self.counters.requestsServed.add(1, ordering: .relaxed)
         guard let operation = request.operation?.operation else {
             return .reply(self.reply(id: request.id, error: RegistryError(.malformedRequest, "the request carries no operation")))
+        }
+        if let hello = operation as? Registry_V1_Hello {
+            // Who connects, for debugging a deployment; the name is the client's free text, so it is
+            // cut short and kept on one line.
+            let name = String(
+                hello.clientName.unicodeScalars.prefix(100).map { $0.properties.isPatternWhitespace || $0.value < 0x20 ? " " : Character($0) })
+            self.logger.debug(
+                "hello",
+                metadata: [
+                    "client": "\(name)", "pid": "\(peer.map { String($0.pid) } ?? "?")", "uid": "\(peer.map { String($0.uid) } ?? "?")",
+                    "protocol": "\(hello.protocolMajor).\(hello.protocolMinor)",
+                ])
         }
         if let hello = operation as? Registry_V1_Hello, hello.protocolMajor != ProtocolVersion.major {
             var reply = self.reply(
@@ -156,8 +171,8 @@ public final class RequestDispatcher: Sendable {
     private func refuse<Operation: RegistryOperation>(_ operation: Operation, id: UInt64, with failure: any Error, from peer: Peer?) -> Reply {
         let error: RegistryError
         if let refusal = failure as? RegistryError {
-            if refusal.code != .permissionDenied {
-                self.logger.debug("request refused", metadata: ["operation": "\(Operation.name)", "code": "\(refusal.code.rawValue)"])
+            if refusal.code != .permissionDenied {  // logged with the peer where it is decided
+                self.refusals.record(operation: Operation.name, code: refusal.code.rawValue)
             }
             error = refusal
         } else {

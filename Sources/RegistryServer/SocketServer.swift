@@ -163,7 +163,7 @@ public final class SocketServer: Service, Sendable {
         }
         let maximum = self.configuration.limits.maximumConnections
         if open > maximum {
-            self.logger.notice("connection refused: limit reached", metadata: ["maximumConnections": "\(maximum)"])
+            self.logger.warning("connection refused: limit reached", metadata: ["maximumConnections": "\(maximum)"])
             await connection.refuse(
                 async,
                 with: RegistryError(.tooManyConnections, "the daemon serves its maximum of \(maximum) connections; try again later"))

@@ -109,7 +109,7 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
             }
         }
 
-        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        LogOutput.bootstrap()
         var logger = Logger(label: "registryd")
         logger.logLevel = level
         do {
