@@ -37,6 +37,11 @@ import Testing
         // Filters.
         #expect(try await client.audit(AuditQuery(identifier: "mallory")).count == 1)
         #expect(try await client.audit(AuditQuery(outcome: "no-match")).map(\.operation) == ["authenticate"])
+        // A misspelt outcome is refused, not answered with nothing.
+        await #expect(throws: RegistryError.self) { _ = try await client.audit(AuditQuery(outcome: "nomatch")) }
+        // error_code: the code's name, only on refusals.
+        #expect(entries.filter { $0.outcome == "refused" }.allSatisfy { !($0.errorCode ?? "").isEmpty })
+        #expect(entries.filter { $0.outcome != "refused" }.allSatisfy { ($0.errorCode ?? "").isEmpty })
         // The trail survives a restart.
         await client.close()
         #expect(daemon.stop(signal: SIGTERM) == 0)

@@ -12,7 +12,13 @@ extension Registry_V1_AuditQueryRequest: RegistryOperation {
 
     var auditedIdentifiers: [String] { self.identifier.isEmpty ? [] : [self.identifier] }
 
+    /// The outcomes entries are written with (a filter naming another would silently match nothing).
+    static let outcomes: Set<String> = ["ok", "match", "no-match", "refused"]
+
     func perform(in context: OperationContext) async throws -> Registry_V1_AuditQueryResult {
+        guard self.outcome.isEmpty || Self.outcomes.contains(self.outcome) else {
+            throw RegistryError.malformedRequest("unknown outcome filter (ok, match, no-match or refused)")
+        }
         let query = AuditQuery(
             identifier: self.identifier.isEmpty ? nil : self.identifier, since: self.sinceMicros == 0 ? nil : self.sinceMicros,
             until: self.untilMicros == 0 ? nil : self.untilMicros, outcome: self.outcome.isEmpty ? nil : self.outcome,
