@@ -24,6 +24,13 @@ struct ErrorReport: Encodable {
 
     var error: Body
 
+    /// The codes registryctl reports besides the daemon's own (PROTOCOL.md §5), as listed in the
+    /// README for scripts using `--json`.
+    static let ownCodes = [
+        "UNREACHABLE", "CONNECTION_CLOSED", "CONNECTION_LOST", "UNEXPECTED_RESPONSE", "BAD_INPUT", "OUTPUT_FAILED",
+        "TEMPLATE_NOT_FOUND", "PROFILE_NOT_FOUND",
+    ]
+
     /// The error's details for text output, after the `registryctl: CODE: message` line.
     private(set) var detailLines: (AlgorithmNames) -> [String] = { _ in [] }
 

@@ -690,3 +690,18 @@ struct TextOutputTests {
         #expect(!json.contains("template"))
     }
 }
+
+/// The `--json` error codes: every one registryctl reports of its own is listed in the README.
+@Test func ownErrorCodesAreDocumented() throws {
+    let readme = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appending(path: "README.md")
+    let text = try String(contentsOf: readme, encoding: .utf8)
+    for code in ErrorReport.ownCodes { #expect(text.contains("`\(code)`"), "\(code) is not in the README") }
+    let produced: [String] = [
+        ErrorReport(RegistryClientError.unreachable(socketPath: "s", reason: "r")).error.code,
+        ErrorReport(RegistryClientError.connectionClosed).error.code,
+        ErrorReport(RegistryClientError.unexpectedResponse("x")).error.code,
+        ErrorReport(CommandFailure.templateNotFound(1, gallery: "g")).error.code,
+    ]
+    for code in produced { #expect(ErrorReport.ownCodes.contains(code)) }
+}
