@@ -1,0 +1,105 @@
+"""A Python client for registryd, the face template registry daemon.
+
+::
+
+    from registryd_client import Client, Face, SimilarFaceRegistered
+
+    with Client() as client:                  # $REGISTRYD_SOCKET, else ./run/registryd.sock
+        client.register("alice", Face.vector(algorithm=24, values=alice_values))
+        best = client.identify(Face.vector(algorithm=24, values=capture)).matches
+
+The wire protocol is described in the repository's PROTOCOL.md; ``registryd_client.registry_pb2``
+holds its generated messages (``proto/registry.proto``), which the methods take and return.
+"""
+
+from ._version import __version__
+from . import operations
+from . import registry_pb2
+from .client import (
+    DEFAULT_SOCKET_PATH,
+    DEFAULT_TIMEOUT,
+    SOCKET_ENVIRONMENT_VARIABLE,
+    SYSTEM_SOCKET_PATH,
+    Client,
+    RequestFuture,
+    resolve_socket_path,
+)
+from .errors import (
+    ConnectionClosed,
+    ConnectionFailed,
+    FaceMismatch,
+    Finding,
+    FrameTooLarge,
+    IdentifierNotRegistered,
+    IncompatibleTemplates,
+    InternalError,
+    InvalidTemplate,
+    LivenessFailed,
+    MalformedRequest,
+    PermissionDenied,
+    ProtocolError,
+    ProtocolVersionMismatch,
+    QualityTooLow,
+    RegistrationRefused,
+    RegistrydClientError,
+    RegistryError,
+    RequestTimeout,
+    ShuttingDown,
+    SimilarFaceRegistered,
+    StorageFull,
+    TemplateProblem,
+    TooManyConnections,
+    TransportError,
+    UnknownAlgorithm,
+    UnknownGallery,
+    UnsupportedVersion,
+)
+from .faces import Face, Landmark, Template, normalised
+from .operations import PROTOCOL_MAJOR, PROTOCOL_MINOR
+
+__all__ = [
+    "__version__",
+    "operations",
+    "registry_pb2",
+    "Client",
+    "RequestFuture",
+    "resolve_socket_path",
+    "DEFAULT_SOCKET_PATH",
+    "DEFAULT_TIMEOUT",
+    "SOCKET_ENVIRONMENT_VARIABLE",
+    "SYSTEM_SOCKET_PATH",
+    "PROTOCOL_MAJOR",
+    "PROTOCOL_MINOR",
+    "Face",
+    "Landmark",
+    "Template",
+    "normalised",
+    "Finding",
+    "TemplateProblem",
+    "RegistrydClientError",
+    "RegistryError",
+    "RegistrationRefused",
+    "SimilarFaceRegistered",
+    "FaceMismatch",
+    "IdentifierNotRegistered",
+    "IncompatibleTemplates",
+    "InvalidTemplate",
+    "UnknownAlgorithm",
+    "UnknownGallery",
+    "QualityTooLow",
+    "LivenessFailed",
+    "PermissionDenied",
+    "MalformedRequest",
+    "FrameTooLarge",
+    "UnsupportedVersion",
+    "StorageFull",
+    "ShuttingDown",
+    "InternalError",
+    "TooManyConnections",
+    "TransportError",
+    "ConnectionFailed",
+    "ConnectionClosed",
+    "RequestTimeout",
+    "ProtocolError",
+    "ProtocolVersionMismatch",
+]

@@ -1,0 +1,233 @@
+"""Test support: a real registryd in a temporary directory, a scripted fake daemon for what a real
+one cannot be made to do, and random ArcFace-style faces.
+
+The real daemon is the binary named by the REGISTRYD_BINARY environment variable (clients/python/
+run-tests passes its first argument). It is started with ``--socket <tmp>/registryd.sock --data
+<tmp>/data`` and stopped with SIGTERM, which must make it exit 0.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from typing import Callable, List, Optional, Sequence
+
+from registryd_client import Face, registry_pb2 as pb
+
+ARCFACE = 24
+DIMENSION = 128
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 30.0
+
+
+def daemon_binary() -> str:
+    binary = os.environ.get("REGISTRYD_BINARY", "")
+    if not binary:
+        raise RuntimeError("set REGISTRYD_BINARY to a built registryd (clients/python/run-tests does)")
+    if not os.access(binary, os.X_OK):
+        raise RuntimeError(f"REGISTRYD_BINARY={binary} is not an executable file")
+    return os.path.abspath(binary)
+
+
+class Daemon:
+    """A registryd serving a fresh store in a temporary directory."""
+
+    def __init__(self, *extra_args: str) -> None:
+        self.binary = daemon_binary()
+        # Short: a Unix socket path must fit in 108 bytes.
+        self.directory = tempfile.mkdtemp(prefix="registryd-py-")
+        self.socket_path = os.path.join(self.directory, "registryd.sock")
+        self.data_directory = os.path.join(self.directory, "data")
+        self.log_path = os.path.join(self.directory, "registryd.log")
+        self.extra_args = list(extra_args)
+        self.process: Optional[subprocess.Popen[bytes]] = None
+
+    def start(self) -> Daemon:
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                [self.binary, "--socket", self.socket_path, "--data", self.data_directory, *self.extra_args],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"registryd exited with {self.process.returncode} at start:\n{self.log()}")
+            if self._accepts():
+                return self
+            time.sleep(0.02)
+        self.process.kill()
+        raise RuntimeError(
+            f"registryd did not listen on {self.socket_path} within {START_TIMEOUT} s:\n{self.log()}"
+        )
+
+    def _accepts(self) -> bool:
+        if not os.path.exists(self.socket_path):
+            return False
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(self.socket_path)
+            except OSError:
+                return False
+        return True
+
+    def stop(self) -> int:
+        """SIGTERM, then the exit status (the directory is removed when it is 0)."""
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            status = self.process.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise RuntimeError(
+                f"registryd did not exit within {STOP_TIMEOUT} s of SIGTERM:\n{self.log()}"
+            ) from None
+        if status == 0:
+            shutil.rmtree(self.directory, ignore_errors=True)
+        return status
+
+    def log(self) -> str:
+        try:
+            with open(self.log_path, "rb") as log:
+                return log.read()[-4000:].decode("utf-8", "replace")
+        except OSError:
+            return "(no log)"
+
+
+# ---------------------------------------------------------------------------------------------
+# Faces
+
+
+def random_values(rng: random.Random, dimension: int = DIMENSION) -> List[float]:
+    """A random unit vector: two of them score about 0 against each other (far below 0.6)."""
+    values = [rng.gauss(0.0, 1.0) for _ in range(dimension)]
+    norm = math.sqrt(sum(value * value for value in values))
+    return [value / norm for value in values]
+
+
+def nearby_values(values: Sequence[float], rng: random.Random, noise: float = 0.05) -> List[float]:
+    """Another capture of the same face: cosine about 0.85 with ``values`` (above 0.6)."""
+    moved = [value + rng.gauss(0.0, noise) for value in values]
+    norm = math.sqrt(sum(value * value for value in moved))
+    return [value / norm for value in moved]
+
+
+def arcface(values: Sequence[float]) -> Face:
+    return Face.vector(algorithm=ARCFACE, values=values)
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b))
+    return dot / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
+def scaled(values: Sequence[float], factor: float = 7919.0) -> List[float]:
+    """The vector times ``factor``: the same face for cosine scores (arcface normalises), but values
+    whose text cannot be mistaken for anything an error message legitimately holds (scores are in
+    [0, 1]; sizes and algorithm ids are integers)."""
+    return [value * factor for value in values]
+
+
+def renderings(values: Sequence[float]) -> List[str]:
+    """How the template values of magnitude 10 or more could show up in text: repr, the float32
+    rounding the wire carries, and short fixed forms. Each holds a decimal point after at least two
+    digits, which no score ("0.875") or integer in a message has, so a match means a leak."""
+    texts = []
+    for value in values:
+        if abs(value) < 10:
+            continue
+        as_float32 = struct.unpack("<f", struct.pack("<f", value))[0]
+        for number in (value, as_float32):
+            texts += [repr(number), f"{number:.6g}", f"{number:.2f}", f"{number:.1f}"]
+    return texts
+
+
+# ---------------------------------------------------------------------------------------------
+# A scripted peer
+
+
+def read_request(connection: socket.socket) -> Optional[pb.Request]:
+    header = _read_exactly(connection, 4)
+    if header is None:
+        return None
+    (length,) = struct.unpack(">I", header)
+    body = _read_exactly(connection, length) if length else b""
+    request = pb.Request()
+    request.ParseFromString(body or b"")
+    return request
+
+
+def write_response(connection: socket.socket, response: pb.Response) -> None:
+    body = response.SerializeToString()
+    connection.sendall(struct.pack(">I", len(body)) + body)
+
+
+def _read_exactly(connection: socket.socket, size: int) -> Optional[bytes]:
+    data = b""
+    while len(data) < size:
+        chunk = connection.recv(size - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def hello_response(request: pb.Request, major: int = 1) -> pb.Response:
+    return pb.Response(
+        id=request.id, hello=pb.HelloResult(protocol_major=major, protocol_minor=1, server_version="fake")
+    )
+
+
+class FakeDaemon:
+    """A Unix socket served by ``script(connection)`` on a thread, one connection at a time, for the
+    client behaviours a real daemon cannot be made to show (a version mismatch, a wrong id, a response
+    that never comes, answering only after many requests arrived)."""
+
+    def __init__(self, script: Callable[[socket.socket], None]) -> None:
+        self.directory = tempfile.mkdtemp(prefix="registryd-fake-")
+        self.socket_path = os.path.join(self.directory, "fake.sock")
+        self._script = script
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(self.socket_path)
+        self._listener.listen(8)
+        self.errors: List[BaseException] = []
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            with connection:
+                # A client that stops sending (e.g. one that does not pipeline, waiting for an answer
+                # the script holds back) gets its connection closed rather than hanging the test.
+                connection.settimeout(5)
+                try:
+                    self._script(connection)
+                except OSError:
+                    pass  # the client went away
+                except BaseException as error:  # reported by the test through .errors
+                    self.errors.append(error)
+
+    def close(self) -> None:
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._listener.close()
+        self._thread.join(timeout=5)
+        shutil.rmtree(self.directory, ignore_errors=True)
