@@ -56,6 +56,17 @@ struct ImportCommand: AsyncParsableCommand {
         return chunks
     }
 
+    /// The daemon names a refused item by its position in the request ("import item 3 ('bob'): …");
+    /// requests are chunks of the file, so the position becomes the item's in the file.
+    static func fileRelative(_ message: String, offset: Int, file: String) -> String {
+        let prefix = "import item "
+        guard message.hasPrefix(prefix) else { return message }
+        let rest = message.dropFirst(prefix.count)
+        let digits = rest.prefix { $0.isNumber }
+        guard let index = Int(digits) else { return message }
+        return "\(file): item \(index + offset)" + rest.dropFirst(digits.count)
+    }
+
     struct Result: CommandResult {
         var gallery: String
         var file: String
@@ -85,10 +96,10 @@ struct ImportCommand: AsyncParsableCommand {
             for chunk in Self.chunks(items) {
                 do {
                     ids += try await client.importTemplates(gallery: gallery, Array(chunk))
-                } catch let error as RegistryError where !ids.isEmpty {
-                    throw RegistryError(
-                        error.code, "\(error.message) (import stopped: the first \(ids.count) of \(items.count) templates were imported)",
-                        details: error.details)
+                } catch let error as RegistryError {
+                    var message = Self.fileRelative(error.message, offset: chunk.startIndex, file: self.file)
+                    if !ids.isEmpty { message += " (import stopped: the first \(ids.count) of \(items.count) templates were imported)" }
+                    throw RegistryError(error.code, message, details: error.details)
                 }
                 progress.update(ids.count)
             }

@@ -705,3 +705,11 @@ struct TextOutputTests {
     ]
     for code in produced { #expect(ErrorReport.ownCodes.contains(code)) }
 }
+
+/// A refused import item is named by its place in the file, not in the request that carried it.
+@Test func importErrorsNameTheItemInTheFile() {
+    #expect(
+        ImportCommand.fileRelative("import item 3 ('bob'): wrong dimension", offset: 1000, file: "people.json")
+            == "people.json: item 1003 ('bob'): wrong dimension")
+    #expect(ImportCommand.fileRelative("gallery 'x' does not exist", offset: 1000, file: "f") == "gallery 'x' does not exist")
+}

@@ -99,6 +99,30 @@ import Testing
             problem: .wrongKind(expected: "a vector of 128 values"))
     }
 
+    @Test func aBadImportItemIsNamedByPositionAndIdentifierAndNothingIsStored() async throws {
+        try await withEngine { engine in
+            let before = try StoreSnapshot(engine)
+            let items = [
+                ImportItem(identifier: "ann", template: arcface([1])),
+                ImportItem(identifier: "bob", template: FaceTemplate(algorithm: 24, vector: [Float](repeating: 0.1, count: 127))),
+                ImportItem(identifier: "cy", template: arcface([2])),
+            ]
+            let error = await expectRegistryError(.invalidTemplate) { _ = try await engine.importTemplates(items) }
+            #expect(error?.message.hasPrefix("import item 1 ('bob'): ") == true, "\(String(describing: error?.message))")
+            guard case .invalidTemplate(_, let problem) = error?.details else {
+                Issue.record("the template problem was lost")
+                return
+            }
+            #expect(problem == .wrongDimension(expected: 128, actual: 127))
+            #expect(try StoreSnapshot(engine) == before)
+            // An invalid identifier is named by position only.
+            let unnamed = await expectRegistryError(.malformedRequest) {
+                _ = try await engine.importTemplates([ImportItem(identifier: "a\nb", template: arcface([3]))])
+            }
+            #expect(unnamed?.message.hasPrefix("import item 0: ") == true)
+        }
+    }
+
     @Test func anUnknownAlgorithm() async throws {
         try await self.expectRefused(Face(FaceTemplate(algorithm: 77, vector: signs([]))), .unknownAlgorithm)
     }

@@ -175,10 +175,18 @@ extension Engine {
             let gallery = try self.gallery(named: name)
             var prepared: [(String, PreparedTemplate)] = []
             prepared.reserveCapacity(items.count)
-            for item in items {
-                try Names.validateIdentifier(item.identifier)
-                let templates = try self.prepare(Face(templates: [item.template]), for: gallery)
-                prepared.append((item.identifier, templates[item.template.algorithm]!))
+            for (index, item) in items.enumerated() {
+                do throws(RegistryError) {
+                    try Names.validateIdentifier(item.identifier)
+                    let templates = try self.prepare(Face(templates: [item.template]), for: gallery)
+                    prepared.append((item.identifier, templates[item.template.algorithm]!))
+                } catch {
+                    // Which of thousands of items is wrong: its position and identifier (identifiers
+                    // are printable once validated; an invalid one is named only by position).
+                    let valid = (try? Names.validateIdentifier(item.identifier)) != nil
+                    let which = valid ? "import item \(index) ('\(item.identifier)')" : "import item \(index)"
+                    throw RegistryError(error.code, "\(which): \(error.message)", details: error.details)
+                }
             }
             return (gallery.id, prepared)
         }
