@@ -261,6 +261,14 @@ let poorCapture = CaptureMetadata(
         defer { engine.close() }
         let version = try engine.store.environment.read { txn in try engine.store.readUInt32(txn, Keys.schemaVersion) }
         #expect(version == Store.schemaVersion)
+        // The store as it was before the upgrade, kept beside it: still schema 1.
+        let copies = try #require(directoryEntries(directory.path)).filter { $0.hasPrefix("before-schema-1-") }
+        #expect(copies.count == 1)
+        if let copy = copies.first {
+            let before = try Store(path: directory.path + "/" + copy, configuration: EngineConfiguration())
+            defer { before.close() }
+            #expect(try before.environment.read { txn in try before.readUInt32(txn, Keys.schemaVersion) } == 1)
+        }
         #expect(try await engine.verify().problems.isEmpty)
         let lena = try engine.templates(identifier: "lena")
         guard case .landmarks(let sent) = landmarkFace(seed: 1).data else { return }
@@ -348,4 +356,16 @@ let poorCapture = CaptureMetadata(
             }
         }
     }
+}
+
+/// The names in a directory (nil when it cannot be read).
+func directoryEntries(_ path: String) -> [String]? {
+    guard let directory = opendir(path) else { return nil }
+    defer { closedir(directory) }
+    var names: [String] = []
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        if name != "." && name != ".." { names.append(name) }
+    }
+    return names
 }

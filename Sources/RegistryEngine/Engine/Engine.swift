@@ -52,6 +52,8 @@ public final class Engine: @unchecked Sendable {
         }
         do {
             try FaultReport.during(fault) {
+                // An upgrade rewrites records in place: a copy of the store as it was comes first.
+                try self.store.backupBeforeMigration(path: path)
                 try self.store.environment.write { txn in
                     try self.store.prepareSchema(txn)
                     try self.checkEncryption(txn, key: configuration.encryptionKey)

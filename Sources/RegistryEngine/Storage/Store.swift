@@ -113,6 +113,39 @@ final class Store: @unchecked Sendable {
 
     // MARK: Schema and counters
 
+    /// Before an older store is migrated: a copy of it as it is, in `path/before-schema-N-<UTC time>/`
+    /// (the data directory is the one place the daemon surely may write). A failed copy stops the
+    /// open, with nothing changed. Returns the copy's directory, nil when no migration is due.
+    @discardableResult
+    func backupBeforeMigration(path: String, now: Int64 = Int64(time(nil))) throws -> String? {
+        let stored = try self.environment.read { txn in try self.readUInt32(txn, Keys.schemaVersion) }
+        guard let stored, stored < Self.schemaVersion else { return nil }
+        var seconds = time_t(now)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let stamp =
+            "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))Z"
+        let directory = "\(path)/before-schema-\(stored)-\(stamp)"
+        guard mkdir(directory, 0o700) == 0 else {
+            throw RegistryError(
+                .internal,
+                "the store needs an upgrade from schema \(stored) to \(Self.schemaVersion), and its copy could not be made first: "
+                    + "cannot create \(directory): \(String(cString: strerror(errno))); nothing was changed")
+        }
+        do {
+            try self.environment.copy(to: directory, compact: false)
+        } catch {
+            throw RegistryError(
+                .internal,
+                "the store needs an upgrade from schema \(stored) to \(Self.schemaVersion), and its copy into \(directory) failed: "
+                    + "\(error); nothing was changed")
+        }
+        chmod(directory + "/data.mdb", 0o600)
+        return directory
+    }
+
     /// Checks the schema version, migrating an older store and stamping a new one.
     /// - Throws: ``RegistryError`` (`internal`) for a store written by a newer version.
     func prepareSchema(_ txn: borrowing Transaction) throws {
