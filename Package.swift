@@ -118,7 +118,10 @@ let package = Package(
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "CLMDB", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "RegistryEngineTests",
-            dependencies: ["RegistryEngine", "RegistryModel", "CScanKernels", "LMDB", "SyntheticFaces", "TestSupport", "registry-crash-probe"],
+            dependencies: [
+                "RegistryEngine", "RegistryModel", "CScanKernels", "LMDB", "SyntheticFaces", "TestSupport", "registry-crash-probe",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -249,7 +249,8 @@ extension Engine {
     }
 
     /// Writes a compacted, consistent copy of the store into the new directory `path` while the
-    /// registry keeps serving (LMDB's hot copy). Returns the copy's size in bytes.
+    /// registry keeps serving (LMDB's hot copy), and `manifest.json` beside it (``BackupManifest``).
+    /// Returns the copy's size in bytes.
     public func backup(to path: String) throws -> Int {
         // A new directory only, and the copy readable by the daemon's user alone: it is the whole
         // biometric store.
@@ -262,8 +263,15 @@ extension Engine {
             throw RegistryError(.internal, "backup to \(path) failed: \(error)")
         }
         chmod(path + "/data.mdb", 0o600)
-        var info = stat()
-        return stat(path + "/data.mdb", &info) == 0 ? Int(info.st_size) : 0
+        // The manifest describes the copy as written (counted in it, and its checksum).
+        let manifest: BackupManifest
+        do {
+            manifest = try BackupManifest.describe(directory: path, catalog: self.catalog)
+            try manifest.write(into: path)
+        } catch {
+            throw RegistryError(.internal, "backup to \(path): the copy is written, its manifest failed: \(error)")
+        }
+        return manifest.bytes
     }
 
     /// Checks the store against itself, then the index against the store. Runs between group commits,

@@ -1,0 +1,137 @@
+import Crypto
+import Glibc
+import LMDB
+import RegistryModel
+
+/// What a backup holds, written beside its `data.mdb` as `manifest.json`: the registryd and schema
+/// versions, when, the file's size and SHA-256, and per gallery and registry how many templates and
+/// identifiers — counted in the copy itself, so the manifest describes exactly the file next to it.
+/// A restore checks the file against it before trusting the copy. No identifiers, no templates.
+struct BackupManifest: Sendable, Equatable {
+    struct Registry: Sendable, Equatable {
+        var algorithm: UInt32
+        var name: String
+        var templates: Int
+        var identifiers: Int
+    }
+    struct Gallery: Sendable, Equatable {
+        var name: String
+        var registries: [Registry]
+    }
+
+    var registrydVersion = RegistryVersion.current
+    var schemaVersion: UInt32
+    var createdAt: Int64
+    var bytes: Int
+    var sha256: String
+    var galleries: [Gallery]
+
+    static let fileName = "manifest.json"
+
+    /// Reads the copy in `directory` (its `data.mdb`) and describes it; the lock file opening it
+    /// leaves is removed (nothing else uses the copy yet).
+    static func describe(directory: String, catalog: AlgorithmCatalog, now: Int64 = Int64(time(nil))) throws -> BackupManifest {
+        let store = try Store(path: directory, configuration: EngineConfiguration())
+        defer {
+            store.close()
+            unlink(directory + "/lock.mdb")
+        }
+        let (schema, galleries) = try store.environment.read { txn in
+            let schema = try store.readUInt32(txn, Keys.schemaVersion) ?? 0
+            var templates: [UInt32: Int] = [:]
+            var identifiers: [UInt32: Set<String>] = [:]
+            try txn.forEach(store.templates) { key, value in
+                let record = try TemplateRecord(decoding: value, id: try Store.templateId(key))
+                templates[record.registryId, default: 0] += 1
+                identifiers[record.registryId, default: []].insert(record.identifier)
+                return .continue
+            }
+            let galleries = try store.storedGalleries(txn).sorted { $0.name < $1.name }.map { name, record in
+                Gallery(
+                    name: name,
+                    registries: record.registries.map { entry in
+                        Registry(
+                            algorithm: entry.algorithm, name: (try? catalog.algorithm(version: entry.algorithm).name) ?? "unknown",
+                            templates: templates[entry.id, default: 0], identifiers: identifiers[entry.id]?.count ?? 0)
+                    })
+            }
+            return (schema, galleries)
+        }
+        let (bytes, digest) = try Self.digest(of: directory + "/data.mdb")
+        return BackupManifest(schemaVersion: schema, createdAt: now, bytes: bytes, sha256: digest, galleries: galleries)
+    }
+
+    /// The size and SHA-256 (hex) of a file, read in 1 MiB pieces.
+    static func digest(of path: String) throws(RegistryError) -> (bytes: Int, sha256: String) {
+        let file = open(path, O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else { throw RegistryError(.internal, "cannot read \(path): \(String(cString: strerror(errno)))") }
+        defer { close(file) }
+        var hasher = SHA256()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var total = 0
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(file, $0.baseAddress!, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw RegistryError(.internal, "cannot read \(path): \(String(cString: strerror(errno)))") }
+            if count == 0 { break }
+            hasher.update(data: buffer[0..<count])
+            total += count
+        }
+        return (total, hasher.finalize().map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined())
+    }
+
+    /// The manifest as JSON (names escaped; gallery names are printable by validation).
+    var json: String {
+        func quoted(_ text: String) -> String {
+            var escaped = ""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": escaped += "\\\""
+                case "\\": escaped += "\\\\"
+                case _ where scalar.value < 0x20: escaped += "\\u00" + (scalar.value < 16 ? "0" : "") + String(scalar.value, radix: 16)
+                default: escaped.unicodeScalars.append(scalar)
+                }
+            }
+            return "\"" + escaped + "\""
+        }
+        let galleries = self.galleries.map { gallery in
+            let registries = gallery.registries.map { registry in
+                "{\"algorithm\": \(registry.algorithm), \"name\": \(quoted(registry.name)), \"templates\": \(registry.templates), "
+                    + "\"identifiers\": \(registry.identifiers)}"
+            }
+            return "    {\"name\": \(quoted(gallery.name)), \"registries\": [\n      " + registries.joined(separator: ",\n      ") + "\n    ]}"
+        }
+        return """
+            {
+              "format": 1,
+              "registrydVersion": \(quoted(self.registrydVersion)),
+              "schemaVersion": \(self.schemaVersion),
+              "createdAt": \(self.createdAt),
+              "file": "data.mdb",
+              "bytes": \(self.bytes),
+              "sha256": "\(self.sha256)",
+              "galleries": [
+            \(galleries.joined(separator: ",\n"))
+              ]
+            }
+
+            """
+    }
+
+    /// Writes `manifest.json` into `directory` (0600: it names the galleries).
+    func write(into directory: String) throws(RegistryError) {
+        let path = directory + "/" + Self.fileName
+        let file = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard file >= 0 else { throw RegistryError(.internal, "cannot write \(path): \(String(cString: strerror(errno)))") }
+        defer { close(file) }
+        let bytes = Array(self.json.utf8)
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { Glibc.write(file, $0.baseAddress! + written, $0.count - written) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw RegistryError(.internal, "cannot write \(path): \(String(cString: strerror(errno)))") }
+            written += count
+        }
+        guard fsync(file) == 0 else { throw RegistryError(.internal, "cannot write \(path): \(String(cString: strerror(errno)))") }
+    }
+}

@@ -1,0 +1,86 @@
+import Crypto
+import FoundationEssentials
+import Glibc
+import TestSupport
+import Testing
+
+@testable import RegistryEngine
+@testable import RegistryModel
+
+/// Every backup carries a manifest that describes exactly the file beside it.
+@Suite struct BackupManifestTests {
+    struct Manifest: Decodable {
+        struct Gallery: Decodable {
+            struct Registry: Decodable {
+                var algorithm: UInt32
+                var name: String
+                var templates: Int
+                var identifiers: Int
+            }
+            var name: String
+            var registries: [Registry]
+        }
+        var format: Int
+        var registrydVersion: String
+        var schemaVersion: UInt32
+        var createdAt: Int64
+        var file: String
+        var bytes: Int
+        var sha256: String
+        var galleries: [Gallery]
+    }
+
+    @Test func aBackupCarriesAManifestOfItsOwnFile() async throws {
+        try await withEngine { engine in
+            _ = try await engine.defineGallery(
+                GalleryConfiguration(name: "door", registries: [RegistryConfiguration(algorithm: 24), RegistryConfiguration(algorithm: 16)]))
+            for index in 0..<5 {
+                _ = try await engine.register(gallery: "door", identifier: "p\(index)", face: Face(arcface([index])), force: true)
+            }
+            _ = try await engine.register(gallery: "door", identifier: "p0", face: Face(arcface([7, 9])), force: true)
+            _ = try await engine.register(identifier: "ann", face: Face(arcface([3])), force: true)
+            let directory = TemporaryDirectory()
+            defer { directory.remove() }
+            let copy = directory.path + "/backup"
+            let before = Int64(time(nil))
+            let bytes = try engine.backup(to: copy)
+
+            let text = String(decoding: try #require(FileManagerless.read(copy + "/manifest.json")), as: UTF8.self)
+            let manifest = try JSONDecoder().decode(Manifest.self, from: Data(text.utf8))
+            #expect(manifest.format == 1 && manifest.file == "data.mdb")
+            #expect(manifest.registrydVersion == RegistryVersion.current && manifest.schemaVersion == Store.schemaVersion)
+            #expect(manifest.createdAt >= before && manifest.createdAt <= Int64(time(nil)))
+            var info = stat()
+            #expect(stat(copy + "/data.mdb", &info) == 0 && Int(info.st_size) == manifest.bytes && manifest.bytes == bytes)
+            let file = try #require(FileManagerless.read(copy + "/data.mdb"))
+            #expect(manifest.sha256 == SHA256.hash(data: file).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined())
+            let door = try #require(manifest.galleries.first { $0.name == "door" })
+            #expect(door.registries.map(\.name) == ["arcface", "dlib"])
+            #expect(door.registries.map(\.templates) == [6, 0] && door.registries.map(\.identifiers) == [5, 0])
+            #expect(manifest.galleries.first { $0.name == "default" }?.registries.first?.templates == 1)
+            // Nothing of the manifest's reading is left behind, and nothing personal is in it.
+            #expect(access(copy + "/lock.mdb", F_OK) != 0)
+            #expect(!text.contains("p0") && !text.contains("ann"))
+            // The copy is a store that opens and verifies.
+            let restored = try Engine(path: copy)
+            defer { restored.close() }
+            #expect(try await restored.verify().problems.isEmpty)
+        }
+    }
+}
+
+/// Reading a whole file without Foundation's FileManager.
+enum FileManagerless {
+    static func read(_ path: String) -> [UInt8]? {
+        guard let file = fopen(path, "rb") else { return nil }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            if count == 0 { break }
+            bytes += buffer[0..<count]
+        }
+        return bytes
+    }
+}
