@@ -87,7 +87,7 @@ let package = Package(
         // The Swift client library apps, registryctl and the tests use.
         .target(name: "RegistryClient", dependencies: ["RegistryProtocol", "RegistryModel", nioCore, nioPosix], swiftSettings: strictSettings),
         .executableTarget(
-            name: "registryd", dependencies: ["RegistryServer", "RegistryModel", argumentParser, logging, serviceLifecycle],
+            name: "registryd", dependencies: ["RegistryServer", "RegistryEngine", "RegistryModel", argumentParser, logging, serviceLifecycle],
             swiftSettings: strictSettings),
         // registryctl's input files (Ver-ID JSON templates, face and enrolment files, the protobuf export
         // stream): a library, so that a fuzz target can link the parsers.

@@ -21,6 +21,10 @@ import Synchronization
 /// environment opened with `MDB_NOTLS`; writers are serialised by `writerLock`, and `gate` keeps map
 /// resizing apart from every transaction.
 public final class Environment: @unchecked Sendable {
+    /// The files besides data.mdb that opening an environment creates in its directory (LMDB's
+    /// reader table, and the lock this wrapper takes for exclusive use).
+    public static let lockFiles = ["lock.mdb", "exclusive.lock"]
+
     /// How to open an environment.
     public struct Options: Sendable {
         /// Initial map size in bytes (it grows by itself; this only avoids early regrowth).

@@ -4,6 +4,7 @@ import ArgumentParser
 import Glibc
 import Logging
 import NIOCore
+import RegistryEngine
 import RegistryModel
 import RegistryServer
 
@@ -69,6 +70,24 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
     @Argument(help: "With --check-config: the configuration file to check.")
     var file: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Check the store in DIR against itself, offline (no daemon may be running on it), and exit: 0 when it is sound.",
+            valueName: "DIR"))
+    var verifyStore: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            """
+            Install the backup in BACKUP (a directory registryctl backup wrote) as the store in --data, with the daemon \
+            stopped: checked against its manifest and verified before it replaces anything; the store that was there is \
+            kept as DATA.before-restore-<time>.
+            """,
+            valueName: "BACKUP"))
+    var restore: String?
+
     func validate() throws {
         if self.file != nil && !self.checkConfig { throw ValidationError("a FILE argument goes with --check-config (or use --config FILE)") }
         if self.file != nil && self.config != nil { throw ValidationError("give the file either as FILE or as --config, not both") }
@@ -99,6 +118,10 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
             Self.printError("unknown log level '\(configuration.logLevel)' (trace, debug, info, notice, warning, error or critical)")
             throw ExitCode.failure
         }
+        if self.verifyStore != nil || self.restore != nil {
+            try await self.runOffline(configuration)
+            return
+        }
         if self.checkConfig {
             do {
                 print(try ConfigurationReport(configuration, file: self.file ?? self.config).text)
@@ -120,6 +143,36 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
             try await RegistryDaemon(configuration: configuration, configurationPath: config, logger: logger).run()
         } catch {
             logger.critical("registryd stopped: \(error)")
+            throw ExitCode.failure
+        }
+    }
+
+    /// --verify-store and --restore: work on a store no daemon serves, then exit.
+    func runOffline(_ configuration: ServerConfiguration) async throws {
+        do {
+            let engine = try configuration.validated().engine
+            if let directory = self.verifyStore {
+                let result = try await OfflineStore.verify(path: directory, configuration: engine)
+                if result.problems.isEmpty {
+                    print("\(directory): \(result.checked) templates checked, no problems")
+                    return
+                }
+                print("\(directory): \(result.checked) templates checked, \(result.problems.count) problems:")
+                for problem in result.problems { print("  \(problem)") }
+                throw ExitCode.failure
+            }
+            if let backup = self.restore {
+                let data = configuration.dataDirectory
+                let result = try await OfflineStore.restore(backup: backup, into: data, configuration: engine)
+                print(
+                    "restored \(backup) into \(data): \(result.templates) templates, verified"
+                        + (result.manifestChecked ? ", matching its manifest" : " (no manifest to check it against)"))
+                if let previous = result.previous { print("the store that was there is kept in \(previous)") }
+            }
+        } catch let exit as ExitCode {
+            throw exit
+        } catch {
+            Self.printError("\(error)")
             throw ExitCode.failure
         }
     }

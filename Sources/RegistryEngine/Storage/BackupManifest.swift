@@ -7,14 +7,14 @@ import RegistryModel
 /// versions, when, the file's size and SHA-256, and per gallery and registry how many templates and
 /// identifiers — counted in the copy itself, so the manifest describes exactly the file next to it.
 /// A restore checks the file against it before trusting the copy. No identifiers, no templates.
-struct BackupManifest: Sendable, Equatable {
-    struct Registry: Sendable, Equatable {
+struct BackupManifest: Sendable, Equatable, Decodable {
+    struct Registry: Sendable, Equatable, Decodable {
         var algorithm: UInt32
         var name: String
         var templates: Int
         var identifiers: Int
     }
-    struct Gallery: Sendable, Equatable {
+    struct Gallery: Sendable, Equatable, Decodable {
         var name: String
         var registries: [Registry]
     }
@@ -28,13 +28,13 @@ struct BackupManifest: Sendable, Equatable {
 
     static let fileName = "manifest.json"
 
-    /// Reads the copy in `directory` (its `data.mdb`) and describes it; the lock file opening it
-    /// leaves is removed (nothing else uses the copy yet).
+    /// Reads the copy in `directory` (its `data.mdb`) and describes it; the lock files opening it
+    /// leaves are removed (nothing else uses the copy yet).
     static func describe(directory: String, catalog: AlgorithmCatalog, now: Int64 = Int64(time(nil))) throws -> BackupManifest {
         let store = try Store(path: directory, configuration: EngineConfiguration())
         defer {
             store.close()
-            unlink(directory + "/lock.mdb")
+            for file in Environment.lockFiles { unlink(directory + "/" + file) }
         }
         let (schema, galleries) = try store.environment.read { txn in
             let schema = try store.readUInt32(txn, Keys.schemaVersion) ?? 0

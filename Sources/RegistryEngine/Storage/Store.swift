@@ -120,13 +120,7 @@ final class Store: @unchecked Sendable {
     func backupBeforeMigration(path: String, now: Int64 = Int64(time(nil))) throws -> String? {
         let stored = try self.environment.read { txn in try self.readUInt32(txn, Keys.schemaVersion) }
         guard let stored, stored < Self.schemaVersion else { return nil }
-        var seconds = time_t(now)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let stamp =
-            "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))T"
-            + "\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))Z"
+        let stamp = Store.stamp(now)
         let directory = "\(path)/before-schema-\(stored)-\(stamp)"
         guard mkdir(directory, 0o700) == 0 else {
             throw RegistryError(
@@ -144,6 +138,16 @@ final class Store: @unchecked Sendable {
         }
         chmod(directory + "/data.mdb", 0o600)
         return directory
+    }
+
+    /// A UTC time for directory names: 20261125T093312Z.
+    static func stamp(_ now: Int64 = Int64(time(nil))) -> String {
+        var seconds = time_t(now)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))Z"
     }
 
     /// Checks the schema version, migrating an older store and stamping a new one.

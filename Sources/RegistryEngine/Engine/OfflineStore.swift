@@ -1,0 +1,185 @@
+import FoundationEssentials
+import Glibc
+import LMDB
+import RegistryModel
+
+/// Work on a store while no daemon serves it: checking it, and restoring a backup into place. The
+/// store's own lock keeps a running daemon's store out of reach (it is reported as in use).
+public enum OfflineStore {
+    /// What an offline check found.
+    public struct Verification: Sendable {
+        public var checked: Int
+        public var problems: [String]
+    }
+
+    /// Opens the store in `path` as the daemon would and checks it against itself (`verify`). A
+    /// directory without a store, or a store of an older schema (which opening would upgrade), is
+    /// refused rather than created or changed.
+    public static func verify(path: String, configuration: EngineConfiguration) async throws -> Verification {
+        try Self.requireStore(path)
+        let schema: UInt32?
+        do {
+            let store = try Store(path: path, configuration: configuration)
+            defer { store.close() }
+            schema = try store.environment.read { txn in try store.readUInt32(txn, Keys.schemaVersion) }
+        } catch {
+            throw RegistryError.opening(path, error)
+        }
+        if let schema, schema < Store.schemaVersion {
+            throw RegistryError(
+                .malformedRequest,
+                "\(path) has schema \(schema): checking it here would upgrade it to \(Store.schemaVersion); start the daemon "
+                    + "(which keeps a copy of the store before upgrading) or check it with the registryd that wrote it")
+        }
+        let engine = try Engine(path: path, configuration: configuration)
+        defer { engine.close() }
+        let (checked, problems) = try await engine.verify()
+        return Verification(checked: checked, problems: problems)
+    }
+
+    /// What a restore did.
+    public struct Restoration: Sendable {
+        /// Templates in the restored store, checked.
+        public var templates: Int
+        /// Where the store that was there went (nil: there was none).
+        public var previous: String?
+        /// Whether the backup had a manifest to check the copy against.
+        public var manifestChecked: Bool
+    }
+
+    /// Installs the backup in `backup` (a directory `registryctl backup` wrote) as the store in
+    /// `path`, with no daemon running on it: the backup's `data.mdb` is checked against its manifest
+    /// (size and SHA-256), copied next to `path`, opened and verified there, its counts compared with
+    /// the manifest's, and only then put in place; a store already in `path` is kept beside it as
+    /// `path.before-restore-<UTC time>`. Any failure leaves `path` as it was.
+    public static func restore(backup: String, into path: String, configuration: EngineConfiguration) async throws -> Restoration {
+        let source = backup + "/data.mdb"
+        guard access(source, R_OK) == 0 else {
+            throw RegistryError(.malformedRequest, "\(backup) holds no readable data.mdb: not a backup")
+        }
+        let manifest = try Self.manifest(in: backup)
+        if let manifest {
+            let (bytes, digest) = try BackupManifest.digest(of: source)
+            guard bytes == manifest.bytes, digest == manifest.sha256 else {
+                throw RegistryError(
+                    .malformedRequest, "\(source) does not match its manifest (size or SHA-256 differ): the backup is damaged; nothing was changed")
+            }
+        }
+        // In use? Opening the current store takes its lock; a running daemon holds it.
+        if access(path + "/data.mdb", F_OK) == 0 {
+            do {
+                let current = try Store(path: path, configuration: configuration)
+                current.close()
+            } catch {
+                throw RegistryError.opening(path, error)
+            }
+        }
+        let stamp = Store.stamp()
+        let staging = "\(path).restoring-\(stamp)"
+        guard mkdir(staging, 0o700) == 0 else {
+            throw RegistryError(.malformedRequest, "cannot create \(staging): \(String(cString: strerror(errno))); nothing was changed")
+        }
+        var installed = false
+        defer { if !installed { _ = try? Self.removeStore(staging) } }
+        try Self.copyFile(source, to: staging + "/data.mdb")
+        let engine = try Engine(path: staging, configuration: configuration)
+        let catalog = engine.catalog
+        let verified: (checked: Int, problems: [String])
+        do {
+            verified = try await engine.verify()
+            engine.close()
+        } catch {
+            engine.close()
+            throw error
+        }
+        let (templates, problems) = verified
+        guard problems.isEmpty else {
+            throw RegistryError(
+                .malformedRequest, "the backup does not verify (\(problems.count) problems, first: \(problems[0])); nothing was changed")
+        }
+        if let manifest {
+            let restored = try BackupManifest.describe(directory: staging, catalog: catalog)
+            guard restored.galleries == manifest.galleries else {
+                throw RegistryError(.malformedRequest, "the backup's galleries do not match its manifest's counts; nothing was changed")
+            }
+        }
+        for file in Environment.lockFiles { unlink(staging + "/" + file) }
+        var previous: String?
+        if access(path, F_OK) == 0 {
+            let aside = "\(path).before-restore-\(stamp)"
+            guard rename(path, aside) == 0 else {
+                throw RegistryError(.malformedRequest, "cannot move \(path) aside: \(String(cString: strerror(errno))); nothing was changed")
+            }
+            previous = aside
+            // The restored store belongs to whoever owned the one it replaces (the daemon's user).
+            var info = stat()
+            if stat(aside, &info) == 0 && geteuid() == 0 {
+                chown(staging, info.st_uid, info.st_gid)
+                chown(staging + "/data.mdb", info.st_uid, info.st_gid)
+            }
+        }
+        guard rename(staging, path) == 0 else {
+            if let previous { rename(previous, path) }
+            throw RegistryError(.malformedRequest, "cannot move the restored store to \(path): \(String(cString: strerror(errno)))")
+        }
+        installed = true
+        return Restoration(templates: templates, previous: previous, manifestChecked: manifest != nil)
+    }
+
+    static func requireStore(_ path: String) throws(RegistryError) {
+        guard access(path + "/data.mdb", F_OK) == 0 else {
+            throw RegistryError(.malformedRequest, "\(path) holds no store (no data.mdb)")
+        }
+    }
+
+    /// The backup's manifest, nil when it has none (backups before manifests existed).
+    static func manifest(in backup: String) throws -> BackupManifest? {
+        let path = backup + "/" + BackupManifest.fileName
+        guard access(path, F_OK) == 0 else { return nil }
+        guard let file = fopen(path, "rb") else {
+            throw RegistryError(.malformedRequest, "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            if count == 0 { break }
+            bytes += buffer[0..<count]
+        }
+        do {
+            return try JSONDecoder().decode(BackupManifest.self, from: Data(bytes))
+        } catch {
+            throw RegistryError(.malformedRequest, "\(path) is not a backup manifest")
+        }
+    }
+
+    static func copyFile(_ source: String, to target: String) throws(RegistryError) {
+        let input = open(source, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw RegistryError(.internal, "cannot read \(source): \(String(cString: strerror(errno)))") }
+        defer { close(input) }
+        let output = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard output >= 0 else { throw RegistryError(.internal, "cannot write \(target): \(String(cString: strerror(errno)))") }
+        defer { close(output) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress!, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw RegistryError(.internal, "cannot read \(source): \(String(cString: strerror(errno)))") }
+            if count == 0 { break }
+            var written = 0
+            while written < count {
+                let step = buffer.withUnsafeBytes { write(output, $0.baseAddress! + written, count - written) }
+                if step < 0 && errno == EINTR { continue }
+                guard step > 0 else { throw RegistryError(.internal, "cannot write \(target): \(String(cString: strerror(errno)))") }
+                written += step
+            }
+        }
+        guard fsync(output) == 0 else { throw RegistryError(.internal, "cannot write \(target): \(String(cString: strerror(errno)))") }
+    }
+
+    static func removeStore(_ directory: String) throws {
+        for name in ["data.mdb"] + Environment.lockFiles { unlink(directory + "/" + name) }
+        rmdir(directory)
+    }
+}

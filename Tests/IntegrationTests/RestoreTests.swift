@@ -1,0 +1,66 @@
+import Glibc
+import RegistryClient
+import RegistryModel
+import TestSupport
+import Testing
+
+/// registryd --verify-store and --restore: a backup checked and put in place with the daemon stopped.
+@Suite struct RestoreTests {
+    /// Runs registryd with `arguments`; its exit status and what it printed.
+    func registryd(_ arguments: [String], in directory: String) throws -> (status: Int32, output: String) {
+        let log = directory + "/offline.log"
+        unlink(log)
+        let pid = try spawn([try registrydBinary()] + arguments, log: log)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        var output = ""
+        if let file = fopen(log, "r") {
+            var buffer = [CChar](repeating: 0, count: 4096)
+            while fgets(&buffer, Int32(buffer.count), file) != nil { output += String(cString: buffer) }
+            fclose(file)
+        }
+        return ((status >> 8) & 0xFF, output)
+    }
+
+    static func face(_ seed: Int) -> Face {
+        var values = [Float](repeating: 0, count: 128)
+        values[seed % 128] = 1
+        values[(seed * 7 + 3) % 128] = 0.5
+        return Face(FaceTemplate(algorithm: 24, vector: values))
+    }
+
+    @Test func aBackupIsVerifiedAndRestoredWithTheDaemonStopped() async throws {
+        let daemon = try Daemon()
+        var client = try await daemon.client()
+        for index in 0..<6 { _ = try await client.register(identifier: "p\(index)", face: Self.face(index), force: true) }
+        let backup = daemon.directory + "/backup"
+        _ = try await client.backup(to: backup)
+        for index in 6..<9 { _ = try await client.register(identifier: "p\(index)", face: Self.face(index), force: true) }
+
+        // The daemon holds its store: neither works on it while it runs.
+        var result = try self.registryd(["--restore", backup, "--data", daemon.dataPath], in: daemon.directory)
+        #expect(result.status == 1 && result.output.contains("another process has it open"), "\(result.output)")
+        await client.close()
+        #expect(daemon.stop(signal: SIGTERM) == 0)
+
+        result = try self.registryd(["--verify-store", daemon.dataPath], in: daemon.directory)
+        #expect(result.status == 0 && result.output.contains("9 templates checked, no problems"), "\(result.output)")
+
+        // A damaged backup is refused before anything changes.
+        let damaged = daemon.directory + "/damaged"
+        #expect(system("cp -r '\(backup)' '\(damaged)' && printf x | dd of='\(damaged)/data.mdb' bs=1 seek=6000 conv=notrunc 2>/dev/null") == 0)
+        result = try self.registryd(["--restore", damaged, "--data", daemon.dataPath], in: daemon.directory)
+        #expect(result.status == 1 && result.output.contains("does not match its manifest"), "\(result.output)")
+
+        result = try self.registryd(["--restore", backup, "--data", daemon.dataPath], in: daemon.directory)
+        #expect(result.status == 0 && result.output.contains("6 templates, verified, matching its manifest"), "\(result.output)")
+        #expect(result.output.contains("the store that was there is kept in \(daemon.dataPath).before-restore-"))
+
+        // The daemon serves the backup's state: what was registered after it is gone.
+        try daemon.start()
+        client = try await daemon.client()
+        #expect(try await client.identifiers().identifiers.count == 6)
+        #expect(try await client.verify().problems.isEmpty)
+        await client.close()
+    }
+}
