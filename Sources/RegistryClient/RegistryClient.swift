@@ -266,19 +266,20 @@ public final class RegistryClient: Sendable {
     }
 
     public func importTemplates(gallery: String = "", _ items: [ImportItem]) async throws -> [UInt64] {
+        try await self.importTemplates(gallery: gallery, items, skipExisting: false).templateIds
+    }
+
+    /// Imports items keeping their time, source and quality (see ``Engine/importTemplates(gallery:_:skipExisting:)``).
+    public func importTemplates(gallery: String = "", _ items: [ImportItem], skipExisting: Bool) async throws -> ImportOutcome {
         let result = try await self.send(
             .import(
                 .with {
                     $0.gallery = gallery
-                    $0.items = items.map { item in
-                        .with {
-                            $0.identifier = item.identifier
-                            $0.template = Registry_V1_Template(item.template)
-                        }
-                    }
+                    $0.items = items.map(Registry_V1_ImportRequest.Item.init)
+                    $0.skipExisting = skipExisting
                 }))
         guard case .import(let imported) = result else { throw Self.unexpected(result) }
-        return imported.templateIds
+        return ImportOutcome(templateIds: imported.templateIds, skipped: Int(imported.skipped))
     }
 
     public func backup(to directory: String) async throws -> Int {

@@ -34,7 +34,12 @@ public enum TemplateStreamReader {
             guard message.hasTemplate, !message.template.vector.isEmpty || !message.template.landmarks.isEmpty else {
                 throw InputFileError(file: file, message: "record \(record) at byte \(offset): no template data")
             }
-            items.append(ImportItem(identifier: message.identifier, template: FaceTemplate(message.template)))
+            // What the export recorded travels with the template (kept by the import).
+            items.append(
+                ImportItem(
+                    identifier: message.identifier, template: FaceTemplate(message.template),
+                    registeredAt: message.registeredAtMicros == 0 ? nil : message.registeredAtMicros,
+                    source: TemplateSource(message.source), quality: message.hasQuality ? message.quality : nil))
             offset = start + length
         }
         return items

@@ -269,9 +269,29 @@ public struct IdentifierPage: Sendable, Hashable {
 public struct ImportItem: Sendable, Hashable {
     public var identifier: String
     public var template: FaceTemplate
+    /// What an export recorded, kept by the import: when the template was first registered (µs since
+    /// the Unix epoch), how it came in, its capture quality. Nil: now, `imported`, none.
+    public var registeredAt: Int64?
+    public var source: TemplateSource?
+    public var quality: Float?
 
-    public init(identifier: String, template: FaceTemplate) {
+    public init(identifier: String, template: FaceTemplate, registeredAt: Int64? = nil, source: TemplateSource? = nil, quality: Float? = nil) {
         self.identifier = identifier
         self.template = template
+        self.registeredAt = registeredAt
+        self.source = source
+        self.quality = quality
+    }
+}
+
+/// What an import did: the template id of each item, in order (for a skipped item, the id of the
+/// identical template already stored), and how many were skipped.
+public struct ImportOutcome: Sendable, Hashable {
+    public var templateIds: [UInt64]
+    public var skipped: Int
+
+    public init(templateIds: [UInt64], skipped: Int) {
+        self.templateIds = templateIds
+        self.skipped = skipped
     }
 }

@@ -547,3 +547,24 @@ extension RegistryError {
         self.init(Code(message.code), message.message, details: details)
     }
 }
+
+extension ImportItem {
+    /// An import item as sent (an unknown source counts as absent: `imported`).
+    public init(_ message: Registry_V1_ImportRequest.Item) {
+        self.init(
+            identifier: message.identifier, template: FaceTemplate(message.template),
+            registeredAt: message.hasRegisteredAtMicros ? message.registeredAtMicros : nil,
+            source: message.hasSource ? TemplateSource(message.source) : nil, quality: message.hasQuality ? message.quality : nil)
+    }
+}
+
+extension Registry_V1_ImportRequest.Item {
+    public init(_ item: ImportItem) {
+        self.init()
+        self.identifier = item.identifier
+        self.template = Registry_V1_Template(item.template)
+        if let registeredAt = item.registeredAt { self.registeredAtMicros = registeredAt }
+        if let source = item.source { self.source = Registry_V1_TemplateSource(source) }
+        if let quality = item.quality { self.quality = quality }
+    }
+}

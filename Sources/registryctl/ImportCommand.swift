@@ -12,8 +12,12 @@ struct ImportCommand: AsyncParsableCommand {
             The whole file is read and checked first: a malformed file (exit 65) imports nothing. \
             Templates are then sent in chunks of 1000 (fewer for very large templates, to keep each \
             request under 3 MiB), each stored all or none and without the \
-            register checks (source: imported); when a chunk is refused, the chunks before it stay \
-            imported and the error says how many templates that is. Without --format, a file whose \
+            register checks; a protobuf stream (registryctl export's) keeps each template's registration \
+            time, source and quality, Ver-ID JSON gets now and source imported. When a chunk is refused, \
+            the chunks before it stay imported and the error names the item and says how many templates \
+            were imported. With --skip-existing, a template its identifier already holds in its registry \
+            (or that the file repeats) is skipped, so importing an export twice stores it once. Without \
+            --format, a file whose \
             first character is '[' is Ver-ID JSON, anything else a protobuf stream. A progress bar is \
             drawn on standard error when it is a terminal.
             """)
@@ -26,6 +30,9 @@ struct ImportCommand: AsyncParsableCommand {
 
     @Option(help: "The file format (default: guessed from the first byte).")
     var format: TemplateFileFormat?
+
+    @Flag(help: "Skip templates already stored for their identifier (the same template in the same registry).")
+    var skipExisting = false
 
     /// Templates per import request, at most.
     static let chunkSize = 1000
@@ -72,12 +79,14 @@ struct ImportCommand: AsyncParsableCommand {
         var file: String
         var format: String
         var imported: Int
+        var skipped: Int
         var firstTemplateId: UInt64?
         var lastTemplateId: UInt64?
 
         func text(_ names: AlgorithmNames) -> String {
             var text = "imported \(Format.plural(self.imported, "template")) into gallery \(self.gallery)"
             if let first = self.firstTemplateId, let last = self.lastTemplateId { text += " (template ids \(first)-\(last))" }
+            if self.skipped > 0 { text += "; \(self.skipped) already stored, skipped" }
             return text
         }
     }
@@ -92,10 +101,13 @@ struct ImportCommand: AsyncParsableCommand {
             let progress = ProgressBar(label: "importing", total: items.count)
             var ids: [UInt64] = []
             ids.reserveCapacity(items.count)
+            var skipped = 0
             defer { progress.finish() }
             for chunk in Self.chunks(items) {
                 do {
-                    ids += try await client.importTemplates(gallery: gallery, Array(chunk))
+                    let outcome = try await client.importTemplates(gallery: gallery, Array(chunk), skipExisting: self.skipExisting)
+                    ids += outcome.templateIds
+                    skipped += outcome.skipped
                 } catch let error as RegistryError {
                     var message = Self.fileRelative(error.message, offset: chunk.startIndex, file: self.file)
                     if !ids.isEmpty { message += " (import stopped: the first \(ids.count) of \(items.count) templates were imported)" }
@@ -104,7 +116,7 @@ struct ImportCommand: AsyncParsableCommand {
                 progress.update(ids.count)
             }
             return Result(
-                gallery: gallery, file: self.file, format: format.rawValue, imported: ids.count,
+                gallery: gallery, file: self.file, format: format.rawValue, imported: ids.count - skipped, skipped: skipped,
                 firstTemplateId: ids.first, lastTemplateId: ids.last)
         }
     }

@@ -152,6 +152,22 @@ import Testing
         #expect(ids.count == 25)
         #expect(try await client.templates(gallery: "copy", identifier: "p7").map(\.source) == [.imported])
 
+        // An export's record travels: time, source and quality kept; importing it twice with
+        // skipExisting stores it once.
+        try await client.defineGallery(GalleryConfiguration(name: "mirror", registries: [RegistryConfiguration(algorithm: 24)]))
+        let items = exported.map {
+            ImportItem(identifier: $0.identifier, template: $0.template!, registeredAt: $0.registeredAt, source: $0.source, quality: $0.quality)
+        }
+        // A repeat within one import is skipped too.
+        let first = try await client.importTemplates(gallery: "mirror", items + items.prefix(2), skipExisting: true)
+        #expect(first.skipped == 2 && first.templateIds.count == 27 && Array(first.templateIds.suffix(2)) == Array(first.templateIds.prefix(2)))
+        let p7 = try #require(exported.first { $0.identifier == "p7" })
+        let mirrored = try #require(try await client.templates(gallery: "mirror", identifier: "p7").first)
+        #expect(mirrored.registeredAt == p7.registeredAt && mirrored.source == p7.source && mirrored.quality == p7.quality)
+        let again = try await client.importTemplates(gallery: "mirror", items + items.prefix(3), skipExisting: true)
+        #expect(again.skipped == 28 && again.templateIds == Array(first.templateIds.prefix(25)) + first.templateIds.prefix(3))
+        #expect(try await client.templates(gallery: "mirror", identifier: "p7").count == 1)
+
         let bytes = try await client.backup(to: daemon.directory + "/backup")
         #expect(bytes > 0)
         #expect(access(daemon.directory + "/backup/data.mdb", R_OK) == 0)

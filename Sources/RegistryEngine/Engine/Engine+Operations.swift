@@ -146,11 +146,12 @@ extension Engine {
         identifier: String,
         template: PreparedTemplate,
         source: TemplateSource,
-        quality: Float?
+        quality: Float?,
+        registeredAt: Int64? = nil
     ) throws -> StoredTemplate {
         let id = context.takeTemplateId()
         let record = TemplateRecord(
-            registryId: registry.id, galleryId: gallery.id, registeredAt: Store.now(), source: source,
+            registryId: registry.id, galleryId: gallery.id, registeredAt: registeredAt ?? Store.now(), source: source,
             quality: quality, identifier: identifier, landmarkQuality: template.landmarkQuality)
         try self.store.putTemplate(txn, id: id, record: record, payload: template.payload)
         context.record(
@@ -170,16 +171,30 @@ extension Engine {
     /// - Returns: the new template ids, in `items` order.
     /// - Throws: ``RegistryError`` for the first invalid item (nothing is stored).
     public func importTemplates(gallery name: String = GalleryConfiguration.defaultName, _ items: [ImportItem]) async throws -> [UInt64] {
+        try await self.importTemplates(gallery: name, items, skipExisting: false).templateIds
+    }
+
+    /// Stores templates without the register checks, all in one transaction or none, keeping what
+    /// each item says of its time, source and quality (an export's record; by default now,
+    /// `imported`, none).
+    /// - Parameter skipExisting: an item whose identifier already holds the same template (the same
+    ///   prepared row) in its registry, or that repeats an earlier item, is not stored again: its id
+    ///   is the stored one's. Importing an export twice then stores it once.
+    /// - Throws: ``RegistryError`` for the first invalid item, named by position and identifier
+    ///   (nothing is stored).
+    public func importTemplates(gallery name: String = GalleryConfiguration.defaultName, _ items: [ImportItem], skipExisting: Bool) async throws
+        -> ImportOutcome
+    {
         try Names.validateGallery(name)
         let (galleryId, prepared) = try self.indexLock.withReadLock { () throws(RegistryError) in
             let gallery = try self.gallery(named: name)
-            var prepared: [(String, PreparedTemplate)] = []
+            var prepared: [(ImportItem, PreparedTemplate)] = []
             prepared.reserveCapacity(items.count)
             for (index, item) in items.enumerated() {
                 do throws(RegistryError) {
                     try Names.validateIdentifier(item.identifier)
                     let templates = try self.prepare(Face(templates: [item.template]), for: gallery)
-                    prepared.append((item.identifier, templates[item.template.algorithm]!))
+                    prepared.append((item, templates[item.template.algorithm]!))
                 } catch {
                     // Which of thousands of items is wrong: its position and identifier (identifiers
                     // are printable once validated; an invalid one is named only by position).
@@ -192,16 +207,53 @@ extension Engine {
         }
         return try await self.write { txn, context in
             let gallery = try self.currentGallery(name, id: galleryId)
-            return try prepared.map { identifier, template in
+            var skipped = 0
+            // This batch's own templates, for repeats within it: (registry, identifier, row, mask) → id.
+            var batch: [BatchKey: UInt64] = [:]
+            let ids = try prepared.map { item, template in
                 guard let registry = gallery.registry(algorithm: template.algorithm.version) else {
                     throw RegistryError(.unknownAlgorithm, "gallery '\(name)' has no registry for \(template.algorithm)")
                 }
-                return try self.storeTemplate(
-                    txn, context, gallery: gallery, registry: registry, identifier: identifier, template: template,
-                    source: .imported, quality: nil
+                let key = BatchKey(registry: registry.id, identifier: item.identifier, row: template.row, mask: template.mask)
+                if skipExisting {
+                    if let id = batch[key] ?? Self.storedCopy(of: template, identifier: item.identifier, in: gallery, registry) {
+                        skipped += 1
+                        return id
+                    }
+                }
+                let id = try self.storeTemplate(
+                    txn, context, gallery: gallery, registry: registry, identifier: item.identifier, template: template,
+                    source: item.source ?? .imported, quality: item.quality, registeredAt: item.registeredAt
                 ).id
+                if skipExisting { batch[key] = id }
+                return id
+            }
+            return ImportOutcome(templateIds: ids, skipped: skipped)
+        }
+    }
+
+    private struct BatchKey: Hashable {
+        var registry: UInt32
+        var identifier: String
+        var row: [Float]
+        var mask: UInt32
+    }
+
+    /// The id of a committed template of `identifier` in `registry` whose prepared row (and landmark
+    /// mask) equals `template`'s, if any. Runs on the writer thread, which alone changes the index.
+    private static func storedCopy(of template: PreparedTemplate, identifier: String, in gallery: GalleryIndex, _ registry: RegistryIndex)
+        -> UInt64?
+    {
+        guard let ordinal = gallery.ordinal(of: identifier) else { return nil }
+        var found: UInt64?
+        template.row.withUnsafeBufferPointer { row in
+            registry.forEachRow(of: ordinal) { index in
+                guard found == nil, !registry.isLandmarks || registry.masks[index] == template.mask else { return }
+                let stored = registry.row(index)
+                if (0..<row.count).allSatisfy({ stored[$0].bitPattern == row[$0].bitPattern }) { found = registry.templateIds[index] }
             }
         }
+        return found
     }
 
     // MARK: Identify

@@ -2278,6 +2278,10 @@ public nonisolated struct Registry_V1_ImportRequest: Sendable {
   /// stored without the register checks, all or none
   public var items: [Registry_V1_ImportRequest.Item] = []
 
+  /// Skip an item whose identifier already holds the same template (the same prepared data) in its
+  /// registry, or that repeats an earlier item: importing an export twice stores it once.
+  public var skipExisting: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated struct Item: Sendable {
@@ -2296,11 +2300,42 @@ public nonisolated struct Registry_V1_ImportRequest: Sendable {
     /// Clears the value of `template`. Subsequent reads from it will return its default value.
     public mutating func clearTemplate() {self._template = nil}
 
+    /// What an export recorded, kept: absent, the template is registered now, IMPORTED, no quality.
+    public var registeredAtMicros: Int64 {
+      get {_registeredAtMicros ?? 0}
+      set {_registeredAtMicros = newValue}
+    }
+    /// Returns true if `registeredAtMicros` has been explicitly set.
+    public var hasRegisteredAtMicros: Bool {self._registeredAtMicros != nil}
+    /// Clears the value of `registeredAtMicros`. Subsequent reads from it will return its default value.
+    public mutating func clearRegisteredAtMicros() {self._registeredAtMicros = nil}
+
+    public var source: Registry_V1_TemplateSource {
+      get {_source ?? .unspecified}
+      set {_source = newValue}
+    }
+    /// Returns true if `source` has been explicitly set.
+    public var hasSource: Bool {self._source != nil}
+    /// Clears the value of `source`. Subsequent reads from it will return its default value.
+    public mutating func clearSource() {self._source = nil}
+
+    public var quality: Float {
+      get {_quality ?? 0}
+      set {_quality = newValue}
+    }
+    /// Returns true if `quality` has been explicitly set.
+    public var hasQuality: Bool {self._quality != nil}
+    /// Clears the value of `quality`. Subsequent reads from it will return its default value.
+    public mutating func clearQuality() {self._quality = nil}
+
     public var unknownFields = SwiftProtobuf.UnknownStorage()
 
     public init() {}
 
     fileprivate var _template: Registry_V1_Template? = nil
+    fileprivate var _registeredAtMicros: Int64? = nil
+    fileprivate var _source: Registry_V1_TemplateSource? = nil
+    fileprivate var _quality: Float? = nil
   }
 
   public init() {}
@@ -2311,7 +2346,10 @@ public nonisolated struct Registry_V1_ImportResult: Sendable {
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
+  /// per item; for a skipped one, the template already stored
   public var templateIds: [UInt64] = []
+
+  public var skipped: UInt32 = 0
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -6118,7 +6156,7 @@ nonisolated extension Registry_V1_ExportResult: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Registry_V1_ImportRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ImportRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gallery\0\u{1}items\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gallery\0\u{1}items\0\u{3}skip_existing\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6128,6 +6166,7 @@ nonisolated extension Registry_V1_ImportRequest: SwiftProtobuf.Message, SwiftPro
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.gallery) }()
       case 2: try { try decoder.decodeRepeatedMessageField(value: &self.items) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.skipExisting) }()
       default: break
       }
     }
@@ -6140,12 +6179,16 @@ nonisolated extension Registry_V1_ImportRequest: SwiftProtobuf.Message, SwiftPro
     if !self.items.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.items, fieldNumber: 2)
     }
+    if self.skipExisting != false {
+      try visitor.visitSingularBoolField(value: self.skipExisting, fieldNumber: 3)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Registry_V1_ImportRequest, rhs: Registry_V1_ImportRequest) -> Bool {
     if lhs.gallery != rhs.gallery {return false}
     if lhs.items != rhs.items {return false}
+    if lhs.skipExisting != rhs.skipExisting {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -6153,7 +6196,7 @@ nonisolated extension Registry_V1_ImportRequest: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Registry_V1_ImportRequest.Item: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = Registry_V1_ImportRequest.protoMessageName + ".Item"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}identifier\0\u{1}template\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}identifier\0\u{1}template\0\u{3}registered_at_micros\0\u{1}source\0\u{1}quality\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6163,6 +6206,9 @@ nonisolated extension Registry_V1_ImportRequest.Item: SwiftProtobuf.Message, Swi
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.identifier) }()
       case 2: try { try decoder.decodeSingularMessageField(value: &self._template) }()
+      case 3: try { try decoder.decodeSingularInt64Field(value: &self._registeredAtMicros) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self._source) }()
+      case 5: try { try decoder.decodeSingularFloatField(value: &self._quality) }()
       default: break
       }
     }
@@ -6179,12 +6225,24 @@ nonisolated extension Registry_V1_ImportRequest.Item: SwiftProtobuf.Message, Swi
     try { if let v = self._template {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
     } }()
+    try { if let v = self._registeredAtMicros {
+      try visitor.visitSingularInt64Field(value: v, fieldNumber: 3)
+    } }()
+    try { if let v = self._source {
+      try visitor.visitSingularEnumField(value: v, fieldNumber: 4)
+    } }()
+    try { if let v = self._quality {
+      try visitor.visitSingularFloatField(value: v, fieldNumber: 5)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Registry_V1_ImportRequest.Item, rhs: Registry_V1_ImportRequest.Item) -> Bool {
     if lhs.identifier != rhs.identifier {return false}
     if lhs._template != rhs._template {return false}
+    if lhs._registeredAtMicros != rhs._registeredAtMicros {return false}
+    if lhs._source != rhs._source {return false}
+    if lhs._quality != rhs._quality {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -6192,7 +6250,7 @@ nonisolated extension Registry_V1_ImportRequest.Item: SwiftProtobuf.Message, Swi
 
 nonisolated extension Registry_V1_ImportResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ImportResult"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}template_ids\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}template_ids\0\u{1}skipped\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6201,6 +6259,7 @@ nonisolated extension Registry_V1_ImportResult: SwiftProtobuf.Message, SwiftProt
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedUInt64Field(value: &self.templateIds) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.skipped) }()
       default: break
       }
     }
@@ -6210,11 +6269,15 @@ nonisolated extension Registry_V1_ImportResult: SwiftProtobuf.Message, SwiftProt
     if !self.templateIds.isEmpty {
       try visitor.visitPackedUInt64Field(value: self.templateIds, fieldNumber: 1)
     }
+    if self.skipped != 0 {
+      try visitor.visitSingularUInt32Field(value: self.skipped, fieldNumber: 2)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Registry_V1_ImportResult, rhs: Registry_V1_ImportResult) -> Bool {
     if lhs.templateIds != rhs.templateIds {return false}
+    if lhs.skipped != rhs.skipped {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -13,9 +13,11 @@ extension Registry_V1_ImportRequest: RegistryOperation {
     var templates: [Registry_V1_Template] { self.items.map(\.template) }
 
     func perform(in context: OperationContext) async throws -> Registry_V1_ImportResult {
-        let ids = try await context.engine.importTemplates(
-            gallery: RequestDispatcher.gallery(self.gallery),
-            self.items.map { ImportItem(identifier: $0.identifier, template: FaceTemplate($0.template)) })
-        return .with { $0.templateIds = ids }
+        let outcome = try await context.engine.importTemplates(
+            gallery: RequestDispatcher.gallery(self.gallery), self.items.map(ImportItem.init), skipExisting: self.skipExisting)
+        return .with {
+            $0.templateIds = outcome.templateIds
+            $0.skipped = UInt32(outcome.skipped)
+        }
     }
 }

@@ -442,25 +442,35 @@ class IdentifyResult(_message.Message):
     def __init__(self, algorithm: _Optional[int] = ..., matches: _Optional[_Iterable[_Union[Match, _Mapping]]] = ..., auto_enrolment: _Optional[_Iterable[_Union[AutoEnrolmentOutcome, _Mapping]]] = ..., liveness: _Optional[_Union[LivenessVerdict, _Mapping]] = ...) -> None: ...
 
 class ImportRequest(_message.Message):
-    __slots__ = ["gallery", "items"]
+    __slots__ = ["gallery", "items", "skip_existing"]
     class Item(_message.Message):
-        __slots__ = ["identifier", "template"]
+        __slots__ = ["identifier", "quality", "registered_at_micros", "source", "template"]
         IDENTIFIER_FIELD_NUMBER: _ClassVar[int]
+        QUALITY_FIELD_NUMBER: _ClassVar[int]
+        REGISTERED_AT_MICROS_FIELD_NUMBER: _ClassVar[int]
+        SOURCE_FIELD_NUMBER: _ClassVar[int]
         TEMPLATE_FIELD_NUMBER: _ClassVar[int]
         identifier: str
+        quality: float
+        registered_at_micros: int
+        source: TemplateSource
         template: Template
-        def __init__(self, identifier: _Optional[str] = ..., template: _Optional[_Union[Template, _Mapping]] = ...) -> None: ...
+        def __init__(self, identifier: _Optional[str] = ..., template: _Optional[_Union[Template, _Mapping]] = ..., registered_at_micros: _Optional[int] = ..., source: _Optional[_Union[TemplateSource, str]] = ..., quality: _Optional[float] = ...) -> None: ...
     GALLERY_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
+    SKIP_EXISTING_FIELD_NUMBER: _ClassVar[int]
     gallery: str
     items: _containers.RepeatedCompositeFieldContainer[ImportRequest.Item]
-    def __init__(self, gallery: _Optional[str] = ..., items: _Optional[_Iterable[_Union[ImportRequest.Item, _Mapping]]] = ...) -> None: ...
+    skip_existing: bool
+    def __init__(self, gallery: _Optional[str] = ..., items: _Optional[_Iterable[_Union[ImportRequest.Item, _Mapping]]] = ..., skip_existing: bool = ...) -> None: ...
 
 class ImportResult(_message.Message):
-    __slots__ = ["template_ids"]
+    __slots__ = ["skipped", "template_ids"]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
     TEMPLATE_IDS_FIELD_NUMBER: _ClassVar[int]
+    skipped: int
     template_ids: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, template_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+    def __init__(self, template_ids: _Optional[_Iterable[int]] = ..., skipped: _Optional[int] = ...) -> None: ...
 
 class Landmark(_message.Message):
     __slots__ = ["name", "x", "y", "z"]
