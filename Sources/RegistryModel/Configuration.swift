@@ -114,7 +114,8 @@ public struct EngineConfiguration: Sendable {
     public var defaultGallery: GalleryConfiguration
     /// Initial LMDB map size in bytes; the map grows by itself.
     public var initialMapSize: Int
-    /// Upper bound for the map; writes beyond it fail with `STORAGE_FULL`.
+    /// Upper bound for the map; writes beyond it fail with `STORAGE_FULL`. For library users and tests:
+    /// the daemon keeps the default (1 TiB), which its configuration file does not set.
     public var maximumMapSize: Int
     /// fsync every commit (acknowledged means on disk). Only benchmarks turn this off.
     public var durable: Bool
