@@ -128,7 +128,7 @@ enum ConfigurationCheck {
         case is Bool.Type: "true or false"
         case is Int.Type, is UInt32.Type, is Int64.Type, is UInt64.Type: "a whole number"
         case is Float.Type, is Double.Type: "a number"
-        case is [Any].Type: "a list"
+        // Arrays of any element type: the decoder names the concrete type.
         default: String(describing: type).hasPrefix("Array") ? "a list" : "an object"
         }
     }

@@ -28,7 +28,8 @@ public enum LogOutput {
         return UInt64(info.st_dev) == device && UInt64(info.st_ino) == inode
     }
 
-    @Sendable static func writeStandardError(_ line: String) {
+    /// Writes `line` and a newline to standard error, whole (retrying short writes).
+    @Sendable public static func writeStandardError(_ line: String) {
         var bytes = Array(line.utf8)
         bytes.append(0x0A)
         var written = 0

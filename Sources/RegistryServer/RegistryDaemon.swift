@@ -65,7 +65,6 @@ public struct RegistryDaemon: Sendable {
                 interval: interval, engine: engine, eventLoops: MultiThreadedEventLoopGroup.singleton, logger: self.logger)
             services.append(.init(service: watchdog, successTerminationBehavior: .gracefullyShutdownGroup))
         }
-        let templateCount = info.reduce(0) { $0 + $1.registries.reduce(0) { $0 + $1.templateCount } }
         var groupConfiguration = ServiceGroupConfiguration(
             services: services,
             gracefulShutdownSignals: [.sigterm, .sigint],
@@ -79,7 +78,7 @@ public struct RegistryDaemon: Sendable {
             tasks.addTask {
                 for await _ in server.ready {
                     // READY only now: the store is open, the index loaded and the socket accepting.
-                    Systemd.notify("READY=1\nSTATUS=serving \(templateCount) templates in \(info.count) galleries")
+                    Systemd.notify("READY=1\nSTATUS=\(PeriodicReportService.status(engine, dispatcher.counters))")
                     onReady(engine)
                     return
                 }

@@ -190,29 +190,14 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     /// The largest configuration file read (a configuration is a few kilobytes).
     static let maximumFileBytes = 16 << 20
 
-    /// A regular file's bytes, opened non-blocking (a FIFO named as the file is refused, not waited
-    /// on); errors as the system names them ("No such file or directory").
+    /// A regular file's bytes (errors as the system names them: "No such file or directory").
     static func readFile(_ path: String) throws(ConfigurationError) -> [UInt8] {
-        let file = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
-        guard file >= 0 else { throw ConfigurationError("cannot read \(path): \(String(cString: strerror(errno)))") }
-        defer { close(file) }
-        var info = stat()
-        guard fstat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            throw ConfigurationError("cannot read \(path): not a regular file")
+        switch Self.readRegularFile(path, maximumBytes: Self.maximumFileBytes) {
+        case .success(let bytes): return bytes
+        case .failure(.system(let reason)): throw ConfigurationError("cannot read \(path): \(reason)")
+        case .failure(.notRegular): throw ConfigurationError("cannot read \(path): not a regular file")
+        case .failure(.tooLarge): throw ConfigurationError("cannot read \(path): larger than \(Self.maximumFileBytes >> 20) MiB")
         }
-        guard Int(info.st_size) <= Self.maximumFileBytes else {
-            throw ConfigurationError("cannot read \(path): larger than \(Self.maximumFileBytes >> 20) MiB")
-        }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        var count = 0
-        while count < bytes.count {
-            let read = bytes.withUnsafeMutableBytes { Glibc.read(file, $0.baseAddress! + count, $0.count - count) }
-            if read < 0 && errno == EINTR { continue }
-            guard read >= 0 else { throw ConfigurationError("cannot read \(path): \(String(cString: strerror(errno)))") }
-            if read == 0 { break }
-            count += read
-        }
-        return Array(bytes.prefix(count))
     }
 
     /// Checks the limits, and turns algorithms and galleries into the engine's types.
@@ -325,29 +310,44 @@ extension ServerConfiguration {
     /// - Throws: ``RegistryError`` (`malformedRequest`) naming the file and the problem.
     public static func readKey(path: String) throws(RegistryError) -> [UInt8] {
         guard !path.isEmpty else { throw .malformedRequest("the key file's path is empty") }
-        let file = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
-        guard file >= 0 else {
-            throw .malformedRequest("cannot read the key file \(path): \(String(cString: strerror(errno)))")
-        }
-        defer { close(file) }
-        var info = stat()
-        guard fstat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            throw .malformedRequest("the key file \(path) is not a regular file")
-        }
         // A key is 32 bytes or 64 hexadecimal characters (and a newline); read a little more so an
         // over-long file is reported as such by the key parser rather than silently cut.
-        var bytes = [UInt8](repeating: 0, count: 256)
+        switch Self.readRegularFile(path, maximumBytes: 256, truncating: true) {
+        case .success(let bytes): return bytes
+        case .failure(.system(let reason)): throw .malformedRequest("cannot read the key file \(path): \(reason)")
+        // (tooLarge cannot happen: the read is truncated.)
+        case .failure(.notRegular), .failure(.tooLarge): throw .malformedRequest("the key file \(path) is not a regular file")
+        }
+    }
+
+    /// Why a file could not be read.
+    enum FileProblem: Error {
+        case system(String)
+        case notRegular
+        case tooLarge
+    }
+
+    /// The bytes of a regular file, opened non-blocking: a FIFO, a device or a socket named as the
+    /// file is refused at once instead of blocking the thread that reads it (a FIFO with no writer
+    /// would block `open` and `read` forever). Above `maximumBytes`: `tooLarge`, or the first
+    /// `maximumBytes` bytes when `truncating`.
+    static func readRegularFile(_ path: String, maximumBytes: Int, truncating: Bool = false) -> Result<[UInt8], FileProblem> {
+        let file = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+        guard file >= 0 else { return .failure(.system(String(cString: strerror(errno)))) }
+        defer { close(file) }
+        var info = stat()
+        guard fstat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return .failure(.notRegular) }
+        guard truncating || Int(info.st_size) <= maximumBytes else { return .failure(.tooLarge) }
+        var bytes = [UInt8](repeating: 0, count: truncating ? maximumBytes : Int(info.st_size))
         var count = 0
         while count < bytes.count {
             let read = bytes.withUnsafeMutableBytes { Glibc.read(file, $0.baseAddress! + count, $0.count - count) }
             if read < 0 && errno == EINTR { continue }
-            guard read >= 0 else {
-                throw .malformedRequest("cannot read the key file \(path): \(String(cString: strerror(errno)))")
-            }
+            guard read >= 0 else { return .failure(.system(String(cString: strerror(errno)))) }
             if read == 0 { break }
             count += read
         }
-        return Array(bytes.prefix(count))
+        return .success(Array(bytes.prefix(count)))
     }
 }
 

@@ -179,9 +179,6 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
 
     /// One message per line on standard error, each prefixed with the program's name.
     static func printError(_ message: String) {
-        for line in message.split(separator: "\n") {
-            let bytes = Array("registryd: \(line)\n".utf8)
-            _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-        }
+        for line in message.split(separator: "\n") { LogOutput.writeStandardError("registryd: \(line)") }
     }
 }

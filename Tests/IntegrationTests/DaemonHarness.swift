@@ -101,6 +101,18 @@ final class Daemon: @unchecked Sendable {
     }
 }
 
+/// Runs `arguments[0]` to its end with standard output and error into `log` (replaced); its exit
+/// status and what it printed.
+func run(_ arguments: [String], environment: [String] = [], log: String) throws -> (status: Int32, output: String) {
+    unlink(log)
+    let pid = try spawn(arguments, environment: environment, log: log)
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+    let output = readFileText(log)
+    guard status & 0x7F == 0 else { throw HarnessError("\(arguments[0]) was killed by signal \(status & 0x7F): \(output)") }
+    return ((status >> 8) & 0xFF, output)
+}
+
 /// Starts `arguments[0]` with the rest as arguments, this process's environment plus `environment`
 /// (`NAME=value`), and standard error appended to `log`.
 func spawn(_ arguments: [String], environment: [String] = [], log: String) throws -> pid_t {

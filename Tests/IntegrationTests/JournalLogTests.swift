@@ -45,12 +45,7 @@ import Testing
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
 
-        var text = ""
-        if let file = fopen(log, "r") {
-            var buffer = [CChar](repeating: 0, count: 8192)
-            while fgets(&buffer, Int32(buffer.count), file) != nil { text += String(cString: buffer) }
-            fclose(file)
-        }
+        let text = readFileText(log)
         let lines = text.split(separator: "\n").map(String.init)
         #expect(!lines.isEmpty)
         for line in lines {

@@ -127,18 +127,8 @@ import Testing
             guard let file = fopen(path, "w") else { throw HarnessError("cannot write \(path)") }
             fputs(json, file)
             fclose(file)
-            let log = directory + "/check.log"
-            unlink(log)
-            let pid = try spawn([binary, "--check-config", path, "--socket", directory + "/s.sock", "--data", directory + "/data"], log: log)
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-            var output = ""
-            if let file = fopen(log, "r") {
-                var buffer = [CChar](repeating: 0, count: 4096)
-                while fgets(&buffer, Int32(buffer.count), file) != nil { output += String(cString: buffer) }
-                fclose(file)
-            }
-            return ((status >> 8) & 0xFF, output)
+            return try run(
+                [binary, "--check-config", path, "--socket", directory + "/s.sock", "--data", directory + "/data"], log: directory + "/check.log")
         }
         let bad = try check(#"{"socketPth": "x", "limits": {"maximumConnections": "many"}}"#)
         #expect(bad.status == 1)

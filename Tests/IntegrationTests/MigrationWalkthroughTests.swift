@@ -13,20 +13,6 @@ private let migrationExamples: String = {
 
 private func example(_ name: String) -> String { migrationExamples + "/" + name }
 
-/// What a file holds, as text (empty when it cannot be read).
-private func contents(of path: String) -> String {
-    guard let file = fopen(path, "r") else { return "" }
-    defer { fclose(file) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65_536)
-    while true {
-        let count = fread(&buffer, 1, buffer.count, file)
-        guard count > 0 else { break }
-        bytes += buffer[0..<count]
-    }
-    return String(decoding: bytes, as: UTF8.self)
-}
-
 /// The registryctl built beside the tests, run against `daemon` with `--json`, as a user would.
 private struct Registryctl {
     let daemon: Daemon
@@ -42,13 +28,7 @@ private struct Registryctl {
 
     /// Runs `registryctl ARGUMENTS --socket SOCKET --json`; returns its exit status and what it printed.
     func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        unlink(self.output)
-        let pid = try spawn([self.binary] + arguments + ["--socket", self.daemon.socketPath, "--json"], log: self.output)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        let printed = contents(of: self.output)
-        guard status & 0x7F == 0 else { throw HarnessError("registryctl \(arguments) was killed by signal \(status & 0x7F): \(printed)") }
-        return ((status >> 8) & 0xFF, printed)
+        try IntegrationTests.run([self.binary] + arguments + ["--socket", self.daemon.socketPath, "--json"], log: self.output)
     }
 
     /// Runs the command, expects exit status `expected` and decodes the JSON document it printed.

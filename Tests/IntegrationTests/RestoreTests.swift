@@ -8,18 +8,7 @@ import Testing
 @Suite struct RestoreTests {
     /// Runs registryd with `arguments`; its exit status and what it printed.
     func registryd(_ arguments: [String], in directory: String) throws -> (status: Int32, output: String) {
-        let log = directory + "/offline.log"
-        unlink(log)
-        let pid = try spawn([try registrydBinary()] + arguments, log: log)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        var output = ""
-        if let file = fopen(log, "r") {
-            var buffer = [CChar](repeating: 0, count: 4096)
-            while fgets(&buffer, Int32(buffer.count), file) != nil { output += String(cString: buffer) }
-            fclose(file)
-        }
-        return ((status >> 8) & 0xFF, output)
+        try run([try registrydBinary()] + arguments, log: directory + "/offline.log")
     }
 
     static func face(_ seed: Int) -> Face {

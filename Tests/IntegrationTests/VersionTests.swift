@@ -12,17 +12,8 @@ import Testing
         let binary = try #require(siblingExecutable(name), "\(name) not built beside the tests")
         let directory = TemporaryDirectory("registry-version")
         defer { directory.remove() }
-        let log = directory.path + "/version.out"
-        let pid = try spawn([binary, "--version"], log: log)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let (status, output) = try run([binary, "--version"], log: directory.path + "/version.out")
         #expect(status == 0, "\(name) --version exited with \(status)")
-        var output = ""
-        if let file = fopen(log, "r") {
-            var buffer = [CChar](repeating: 0, count: 256)
-            while fgets(&buffer, Int32(buffer.count), file) != nil { output += String(cString: buffer) }
-            fclose(file)
-        }
         #expect(output == RegistryVersion.current + "\n")
     }
 

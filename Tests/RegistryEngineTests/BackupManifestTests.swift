@@ -45,14 +45,14 @@ import Testing
             let before = Int64(time(nil))
             let bytes = try engine.backup(to: copy)
 
-            let text = String(decoding: try #require(FileManagerless.read(copy + "/manifest.json")), as: UTF8.self)
+            let text = String(decoding: try #require(readFileBytes(copy + "/manifest.json")), as: UTF8.self)
             let manifest = try JSONDecoder().decode(Manifest.self, from: Data(text.utf8))
             #expect(manifest.format == 1 && manifest.file == "data.mdb")
             #expect(manifest.registrydVersion == RegistryVersion.current && manifest.schemaVersion == Store.schemaVersion)
             #expect(manifest.createdAt >= before && manifest.createdAt <= Int64(time(nil)))
             var info = stat()
             #expect(stat(copy + "/data.mdb", &info) == 0 && Int(info.st_size) == manifest.bytes && manifest.bytes == bytes)
-            let file = try #require(FileManagerless.read(copy + "/data.mdb"))
+            let file = try #require(readFileBytes(copy + "/data.mdb"))
             #expect(manifest.sha256 == SHA256.hash(data: file).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined())
             let door = try #require(manifest.galleries.first { $0.name == "door" })
             #expect(door.registries.map(\.name) == ["arcface", "dlib"])
@@ -66,21 +66,5 @@ import Testing
             defer { restored.close() }
             #expect(try await restored.verify().problems.isEmpty)
         }
-    }
-}
-
-/// Reading a whole file without Foundation's FileManager.
-enum FileManagerless {
-    static func read(_ path: String) -> [UInt8]? {
-        guard let file = fopen(path, "rb") else { return nil }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = fread(&buffer, 1, buffer.count, file)
-            if count == 0 { break }
-            bytes += buffer[0..<count]
-        }
-        return bytes
     }
 }

@@ -34,3 +34,22 @@ public func siblingExecutable(_ name: String) -> String? {
     }
     return nil
 }
+
+/// A whole file's bytes (nil when it cannot be opened).
+public func readFileBytes(_ path: String) -> [UInt8]? {
+    guard let file = fopen(path, "rb") else { return nil }
+    defer { fclose(file) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+        let count = fread(&buffer, 1, buffer.count, file)
+        if count == 0 { break }
+        bytes += buffer[0..<count]
+    }
+    return bytes
+}
+
+/// A whole file as text (empty when it cannot be read).
+public func readFileText(_ path: String) -> String {
+    String(decoding: readFileBytes(path) ?? [], as: UTF8.self)
+}

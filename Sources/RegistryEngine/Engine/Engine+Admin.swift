@@ -36,13 +36,7 @@ extension Engine {
     /// - Throws: ``RegistryError`` (`malformedRequest`, `unknownAlgorithm`).
     @discardableResult
     public func defineGallery(_ configuration: GalleryConfiguration) async throws -> GalleryInfo {
-        try Names.validateGallery(configuration.name)
-        try await self.write(exclusive: true) { txn, context in
-            let existing = self.state[configuration.name]
-            let (record, algorithms) = try self.writeGallery(txn, configuration, existing: existing)
-            context.record(.defineGallery(name: configuration.name, record: record, algorithms: algorithms))
-        }
-        return try self.gallery(configuration.name)
+        try await self.defineGalleries([configuration])[0]
     }
 
     /// Defines several galleries in one transaction: all of them, or — when any is refused — none.

@@ -1,4 +1,5 @@
 import Crypto
+import FoundationEssentials
 import Glibc
 import LMDB
 import RegistryModel
@@ -7,18 +8,21 @@ import RegistryModel
 /// versions, when, the file's size and SHA-256, and per gallery and registry how many templates and
 /// identifiers — counted in the copy itself, so the manifest describes exactly the file next to it.
 /// A restore checks the file against it before trusting the copy. No identifiers, no templates.
-struct BackupManifest: Sendable, Equatable, Decodable {
-    struct Registry: Sendable, Equatable, Decodable {
+struct BackupManifest: Sendable, Equatable, Codable {
+    struct Registry: Sendable, Equatable, Codable {
         var algorithm: UInt32
         var name: String
         var templates: Int
         var identifiers: Int
     }
-    struct Gallery: Sendable, Equatable, Decodable {
+    struct Gallery: Sendable, Equatable, Codable {
         var name: String
         var registries: [Registry]
     }
 
+    /// The manifest's own layout, and the file it describes (always data.mdb beside it).
+    var format = 1
+    var file = "data.mdb"
     var registrydVersion = RegistryVersion.current
     var schemaVersion: UInt32
     var createdAt: Int64
@@ -80,51 +84,20 @@ struct BackupManifest: Sendable, Equatable, Decodable {
         return (total, hasher.finalize().map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined())
     }
 
-    /// The manifest as JSON (names escaped; gallery names are printable by validation).
-    var json: String {
-        func quoted(_ text: String) -> String {
-            var escaped = ""
-            for scalar in text.unicodeScalars {
-                switch scalar {
-                case "\"": escaped += "\\\""
-                case "\\": escaped += "\\\\"
-                case _ where scalar.value < 0x20: escaped += "\\u00" + (scalar.value < 16 ? "0" : "") + String(scalar.value, radix: 16)
-                default: escaped.unicodeScalars.append(scalar)
-                }
-            }
-            return "\"" + escaped + "\""
-        }
-        let galleries = self.galleries.map { gallery in
-            let registries = gallery.registries.map { registry in
-                "{\"algorithm\": \(registry.algorithm), \"name\": \(quoted(registry.name)), \"templates\": \(registry.templates), "
-                    + "\"identifiers\": \(registry.identifiers)}"
-            }
-            return "    {\"name\": \(quoted(gallery.name)), \"registries\": [\n      " + registries.joined(separator: ",\n      ") + "\n    ]}"
-        }
-        return """
-            {
-              "format": 1,
-              "registrydVersion": \(quoted(self.registrydVersion)),
-              "schemaVersion": \(self.schemaVersion),
-              "createdAt": \(self.createdAt),
-              "file": "data.mdb",
-              "bytes": \(self.bytes),
-              "sha256": "\(self.sha256)",
-              "galleries": [
-            \(galleries.joined(separator: ",\n"))
-              ]
-            }
-
-            """
-    }
-
     /// Writes `manifest.json` into `directory` (0600: it names the galleries).
     func write(into directory: String) throws(RegistryError) {
         let path = directory + "/" + Self.fileName
         let file = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard file >= 0 else { throw RegistryError(.internal, "cannot write \(path): \(String(cString: strerror(errno)))") }
         defer { close(file) }
-        let bytes = Array(self.json.utf8)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let bytes: [UInt8]
+        do {
+            bytes = Array(try encoder.encode(self)) + [0x0A]
+        } catch {
+            throw RegistryError(.internal, "cannot encode the manifest: \(error)")
+        }
         var written = 0
         while written < bytes.count {
             let count = bytes.withUnsafeBytes { Glibc.write(file, $0.baseAddress! + written, $0.count - written) }

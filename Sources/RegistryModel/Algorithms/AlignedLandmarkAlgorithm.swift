@@ -87,12 +87,6 @@ public enum AlignedLandmarkAlgorithm {
         return score(distance: distance)
     }
 
-    /// The full Procrustes distance of two PREPARED rows (nil: too few shared landmarks or a
-    /// degenerate side). For tests and tools; the scan calls `similarity`.
-    public static func distance(_ maskA: UInt32, _ a: UnsafePointer<Float>, _ maskB: UInt32, _ b: UnsafePointer<Float>) -> Double? {
-        withQuery(maskA, a) { query in distance(query, maskB, b) }
-    }
-
     static func distance(_ query: Query, _ rowMask: UInt32, _ row: UnsafePointer<Float>) -> Double? {
         withUnsafeTemporaryAllocation(of: Double.self, capacity: momentCount) { buffer in
             moments(query, row, into: buffer.baseAddress!)
