@@ -14,11 +14,15 @@ let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: 
 let logging = Target.Dependency.product(name: "Logging", package: "swift-log")
 let serviceLifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
 let unixSignals = Target.Dependency.product(name: "UnixSignals", package: "swift-service-lifecycle")
+let coreMetrics = Target.Dependency.product(name: "CoreMetrics", package: "swift-metrics")
+let metrics = Target.Dependency.product(name: "Metrics", package: "swift-metrics")
+let prometheus = Target.Dependency.product(name: "Prometheus", package: "swift-prometheus")
 
 // libFuzzer targets (tools/fuzz builds them with -sanitize=fuzzer,address; a plain build links each as
 // a no-op executable). Sources in fuzz/targets/<name>, seed corpora in fuzz/corpus/.
 let fuzzTargets: [Target] = [
-    .executableTarget(name: "FuzzFrame", dependencies: ["RegistryProtocol", nioCore, protobuf], path: "fuzz/targets/FuzzFrame", swiftSettings: strictSettings),
+    .executableTarget(
+        name: "FuzzFrame", dependencies: ["RegistryProtocol", nioCore, protobuf], path: "fuzz/targets/FuzzFrame", swiftSettings: strictSettings),
     .executableTarget(
         name: "FuzzDispatch", dependencies: ["RegistryServer", "RegistryProtocol", "RegistryEngine", "RegistryModel", nioCore, protobuf, logging],
         path: "fuzz/targets/FuzzDispatch", swiftSettings: strictSettings),
@@ -54,6 +58,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // AES-GCM for templates at rest (BoringSSL-backed on Linux).
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        // Request counts, latencies and the writer's figures, exposed in the Prometheus text format.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // Debian's liblmdb-dev ships lmdb.pc; tools/ensure-deps installs it when missing.
@@ -74,7 +81,8 @@ let package = Package(
         // The registry engine: semantics, the in-memory index and its scans, the LMDB storage schema.
         // No networking here.
         .target(
-            name: "RegistryEngine", dependencies: ["RegistryModel", "CScanKernels", "LMDB", "Locks", .product(name: "Crypto", package: "swift-crypto")],
+            name: "RegistryEngine",
+            dependencies: ["RegistryModel", "CScanKernels", "LMDB", "Locks", coreMetrics, .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSettings),
         // The wire: generated protobuf messages (proto/registry.proto), framing, and conversions to
         // and from the engine's types.
@@ -82,7 +90,10 @@ let package = Package(
         // The daemon as a library: configuration, the NIO Unix-socket server, request dispatch.
         .target(
             name: "RegistryServer",
-            dependencies: ["RegistryEngine", "RegistryModel", "RegistryProtocol", "CSystemd", nioCore, nioPosix, logging, serviceLifecycle, unixSignals],
+            dependencies: [
+                "RegistryEngine", "RegistryModel", "RegistryProtocol", "CSystemd", nioCore, nioPosix, logging, serviceLifecycle, unixSignals,
+                metrics, prometheus,
+            ],
             swiftSettings: strictSettings),
         // The Swift client library apps, registryctl and the tests use.
         .target(name: "RegistryClient", dependencies: ["RegistryProtocol", "RegistryModel", nioCore, nioPosix], swiftSettings: strictSettings),
@@ -97,10 +108,12 @@ let package = Package(
             swiftSettings: strictSettings),
         // Benchmark: fills a registry and times identify (prints figures; not a test).
         .executableTarget(
-            name: "registry-bench", dependencies: ["RegistryEngine", "RegistryModel", "RegistryClient", argumentParser], swiftSettings: strictSettings),
+            name: "registry-bench", dependencies: ["RegistryEngine", "RegistryModel", "RegistryClient", argumentParser], swiftSettings: strictSettings
+        ),
         // Load tool: N connections driving the daemon, printing requests/s and latency percentiles.
         .executableTarget(
-            name: "registry-load", dependencies: ["RegistryClient", "RegistryModel", "RegistryProtocol", nioCore, nioPosix, protobuf, argumentParser],
+            name: "registry-load",
+            dependencies: ["RegistryClient", "RegistryModel", "RegistryProtocol", nioCore, nioPosix, protobuf, argumentParser],
             swiftSettings: strictSettings),
         // Synthetic 3-D faces and landmark captures (evaluation, examples, tests).
         .target(name: "SyntheticFaces", dependencies: ["RegistryModel"], swiftSettings: strictSettings),
@@ -120,7 +133,7 @@ let package = Package(
             name: "RegistryEngineTests",
             dependencies: [
                 "RegistryEngine", "RegistryModel", "CScanKernels", "LMDB", "SyntheticFaces", "TestSupport", "registry-crash-probe",
-                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strictSettings
         ),
@@ -132,21 +145,23 @@ let package = Package(
             ],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "RegistryCtlTests", dependencies: ["registryctl", "RegistryCtlInput", "RegistryModel", "TestSupport", argumentParser], swiftSettings: strictSettings),
+            name: "RegistryCtlTests", dependencies: ["registryctl", "RegistryCtlInput", "RegistryModel", "TestSupport", argumentParser],
+            swiftSettings: strictSettings),
         // The server in-process: connection handlers on embedded channels, a connection over a real store.
         .testTarget(
             name: "RegistryServerTests",
             dependencies: [
                 "RegistryServer", "RegistryProtocol", "RegistryEngine", "RegistryModel", "TestSupport", nioCore, nioPosix, logging, protobuf,
-                serviceLifecycle, .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+                serviceLifecycle, prometheus, .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             swiftSettings: strictSettings),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["RegistryClient", "RegistryProtocol", "RegistryModel", "TestSupport", "registryd", "registryctl", nioCore, nioPosix, protobuf],
+            dependencies: [
+                "RegistryClient", "RegistryProtocol", "RegistryModel", "TestSupport", "registryd", "registryctl", nioCore, nioPosix, protobuf,
+            ],
             swiftSettings: strictSettings),
     ] + fuzzTargets,
     swiftLanguageModes: [.v6]
 )
-

@@ -12,12 +12,15 @@ import Synchronization
 final class RefusalSummary: Sendable {
     private struct State {
         var counts: [String: Int] = [:]
+        /// When the period being counted began.
+        var since: ContinuousClock.Instant
     }
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let logger: Logger
 
-    init(logger: Logger) {
+    init(logger: Logger, since start: ContinuousClock.Instant = .now) {
         self.logger = logger
+        self.state = Mutex(State(since: start))
     }
 
     func record(operation: String, code: String) {
@@ -32,16 +35,26 @@ final class RefusalSummary: Sendable {
     /// Logs the refusals not logged one by one since the last flush, and starts a new period.
     /// - Returns: the line's kinds and counts (for tests), empty when there was nothing more to say.
     @discardableResult
-    func flush(period: String = "1 min") -> [(kind: String, count: Int)] {
-        let counts = self.state.withLock { state in
-            defer { state.counts = [:] }
-            return state.counts
+    func flush(now: ContinuousClock.Instant = .now) -> [(kind: String, count: Int)] {
+        let (counts, since) = self.state.withLock { state in
+            defer {
+                state.counts = [:]
+                state.since = now
+            }
+            return (state.counts, state.since)
         }
         let repeated = counts.filter { $0.value > 1 }.sorted { $0.key < $1.key }.map { (kind: $0.key, count: $0.value) }
         guard !repeated.isEmpty else { return [] }
         let text = repeated.map { "\($0.kind) ×\($0.count)" }.joined(separator: ", ")
-        self.logger.notice("requests refused in the last \(period)", metadata: ["refusals": "\(text)"])
+        self.logger.notice("requests refused in the last \(Self.describe(now - since))", metadata: ["refusals": "\(text)"])
         return repeated
+    }
+
+    /// The period as people say it: whole minutes as such ("1 min" for the periodic flush), else
+    /// seconds (the last, shorter period at shutdown).
+    static func describe(_ period: Duration) -> String {
+        let seconds = max(1, Int((Double(period.components.seconds) + Double(period.components.attoseconds) / 1e18).rounded()))
+        return seconds % 60 == 0 ? "\(seconds / 60) min" : "\(seconds) s"
     }
 }
 
@@ -52,13 +65,15 @@ struct PeriodicReportService: Service {
     let engine: Engine
     let dispatcher: RequestDispatcher
     let period: Duration
+    /// Where the status line goes: systemd (tests pass their own).
+    var notify: @Sendable (String) -> Void = { Systemd.notify($0) }
 
     func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             // Woken early by a graceful shutdown, so that stopping never waits for the minute.
             guard (try? await cancelOnGracefulShutdown({ try await Task.sleep(for: self.period) })) != nil else { break }
             self.dispatcher.refusals.flush()
-            Systemd.notify("STATUS=\(Self.status(self.engine, self.dispatcher.counters))")
+            self.notify("STATUS=\(Self.status(self.engine, self.dispatcher.counters))")
         }
         self.dispatcher.refusals.flush()
     }

@@ -30,7 +30,8 @@ public struct RegistryDaemon: Sendable {
             // Refuse early, before touching the store, when another daemon serves on the socket.
             try UnixSocketPath.prepare(self.configuration.socketPath)
         }
-        let engine = try Engine(path: self.configuration.dataDirectory, configuration: engineConfiguration)
+        let metrics = ServerMetrics()
+        let engine = try Engine(path: self.configuration.dataDirectory, configuration: engineConfiguration, metrics: metrics.factory)
         defer { engine.close() }
         try await engine.defineGalleries(galleries)
         let info = engine.galleries()
@@ -44,7 +45,7 @@ public struct RegistryDaemon: Sendable {
             ])
 
         let policy = try AccessPolicy(self.configuration.access)
-        let dispatcher = RequestDispatcher(engine: engine, logger: self.logger, policy: policy)
+        let dispatcher = RequestDispatcher(engine: engine, logger: self.logger, policy: policy, metrics: metrics)
         let server = SocketServer(
             configuration: self.configuration, dispatcher: dispatcher, logger: self.logger, activatedSocket: activated,
             onDrainOverrun: {

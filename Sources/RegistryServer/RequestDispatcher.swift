@@ -22,16 +22,21 @@ public final class RequestDispatcher: Sendable {
     let counters = ServerCounters()
     /// Refusals for the log, summarised (`PeriodicReportService` flushes them).
     let refusals: RefusalSummary
+    /// Requests counted by operation, outcome, error code and gallery, and timed.
+    let metrics: ServerMetrics
 
-    public init(engine: Engine, logger: Logger, policy: AccessPolicy) {
+    public init(engine: Engine, logger: Logger, policy: AccessPolicy, metrics: ServerMetrics = ServerMetrics()) {
         self.engine = engine
         self.logger = logger
         self.policy = Mutex(policy)
         self.refusals = RefusalSummary(logger: logger)
+        self.metrics = metrics
     }
 
     /// What operations run with.
-    var context: OperationContext { OperationContext(engine: self.engine, logger: self.logger, counters: self.counters) }
+    var context: OperationContext {
+        OperationContext(engine: self.engine, logger: self.logger, counters: self.counters, metrics: self.metrics)
+    }
 
     /// What to send back, and whether to close the connection after it.
     public struct Reply: Sendable {
@@ -48,6 +53,8 @@ public final class RequestDispatcher: Sendable {
     public struct Pending: Sendable {
         let id: UInt64
         let operation: any RegistryOperation
+        /// When its frame was decoded, for the latency histogram.
+        let start: ContinuousClock.Instant
     }
 
     /// The outcome of ``begin(_:from:)``: a reply already, or an operation to run with ``finish(_:from:)``.
@@ -68,14 +75,17 @@ public final class RequestDispatcher: Sendable {
     /// shapes); answers at once what needs no waiting: refusals, and operations that can answer
     /// without a task switch (authentications that write nothing, the common case).
     public func begin(_ frame: ByteBuffer, from peer: Peer?) -> Start {
+        let start = ContinuousClock.now
         let request: Registry_V1_Request
         do {
             request = try Registry_V1_Request(serializedBytes: frame.readableBytesSpan)
         } catch {
+            self.metrics.operation(Self.undecodedOperation).refused(code: .malformedRequest, since: start)
             return .reply(self.reply(id: 0, error: RegistryError(.malformedRequest, "the frame is not a valid registry.v1.Request")))
         }
         self.counters.requestsServed.add(1, ordering: .relaxed)
         guard let operation = request.operation?.operation else {
+            self.metrics.operation(Self.undecodedOperation).refused(code: .malformedRequest, since: start)
             return .reply(self.reply(id: request.id, error: RegistryError(.malformedRequest, "the request carries no operation")))
         }
         if let hello = operation as? Registry_V1_Hello {
@@ -91,6 +101,7 @@ public final class RequestDispatcher: Sendable {
                 ])
         }
         if let hello = operation as? Registry_V1_Hello, hello.protocolMajor != ProtocolVersion.major {
+            self.metrics.operation(Registry_V1_Hello.name).refused(code: .unsupportedVersion, since: start)
             var reply = self.reply(
                 id: request.id,
                 error: RegistryError(
@@ -99,12 +110,15 @@ public final class RequestDispatcher: Sendable {
             reply.closeConnection = true
             return .reply(reply)
         }
-        return self.begin(operation, id: request.id, from: peer)
+        return self.begin(operation, id: request.id, from: peer, start: start)
     }
+
+    /// The operation label of frames that decode to no operation.
+    static let undecodedOperation = "unknown"
 
     /// The checks and the immediate answer of one decoded operation (generic, so that its result
     /// type is known).
-    private func begin<Operation: RegistryOperation>(_ operation: Operation, id: UInt64, from peer: Peer?) -> Start {
+    private func begin<Operation: RegistryOperation>(_ operation: Operation, id: UInt64, from peer: Peer?, start: ContinuousClock.Instant) -> Start {
         if let right = Operation.right {
             let gallery = operation.scope.galleryName
             let allowed = peer.map { peer in self.policy.withLock { $0.allows(peer, right, gallery: gallery) } } ?? false
@@ -121,42 +135,46 @@ public final class RequestDispatcher: Sendable {
                 return .reply(
                     self.refuse(
                         operation, id: id, with: RegistryError(.permissionDenied, "\(who) lacks the '\(right.rawValue)' right \(scope)"),
-                        from: peer))
+                        from: peer, start: start))
             }
         }
         do {
             try Self.checkTemplates(operation.templates)
             if let result = try operation.performImmediately(in: self.context) {
-                return .reply(self.answer(operation, id: id, result, peer: peer))
+                return .reply(self.answer(operation, id: id, result, peer: peer, start: start))
             }
         } catch {
-            return .reply(self.refuse(operation, id: id, with: error, from: peer))
+            return .reply(self.refuse(operation, id: id, with: error, from: peer, start: start))
         }
-        return .pending(Pending(id: id, operation: operation))
+        return .pending(Pending(id: id, operation: operation, start: start))
     }
 
     /// Answers a pending request with an error without running it (the daemon is draining).
     public func refuse(_ pending: Pending, with error: RegistryError, from peer: Peer?) -> Reply {
-        self.refuse(pending.operation, id: pending.id, with: error, from: peer)
+        self.refuse(pending.operation, id: pending.id, with: error, from: peer, start: pending.start)
     }
 
     /// Runs a pending operation and answers it.
     public func finish(_ pending: Pending, from peer: Peer?) async -> Reply {
-        await self.finish(pending.operation, id: pending.id, from: peer)
+        await self.finish(pending.operation, id: pending.id, from: peer, start: pending.start)
     }
 
-    private func finish<Operation: RegistryOperation>(_ operation: Operation, id: UInt64, from peer: Peer?) async -> Reply {
+    private func finish<Operation: RegistryOperation>(
+        _ operation: Operation, id: UInt64, from peer: Peer?, start: ContinuousClock.Instant
+    ) async -> Reply {
         do {
-            return self.answer(operation, id: id, try await operation.perform(in: self.context), peer: peer)
+            return self.answer(operation, id: id, try await operation.perform(in: self.context), peer: peer, start: start)
         } catch {
-            return self.refuse(operation, id: id, with: error, from: peer)
+            return self.refuse(operation, id: id, with: error, from: peer, start: start)
         }
     }
 
-    /// The reply carrying an operation's result, audited.
-    private func answer<Operation: RegistryOperation>(_ operation: Operation, id: UInt64, _ result: Operation.Result, peer: Peer?) -> Reply {
+    /// The reply carrying an operation's result, audited and counted.
+    private func answer<Operation: RegistryOperation>(
+        _ operation: Operation, id: UInt64, _ result: Operation.Result, peer: Peer?, start: ContinuousClock.Instant
+    ) -> Reply {
+        let outcome = operation.audit(result)
         if Operation.isAudited {
-            let outcome = operation.audit(result)
             self.audit(
                 Operation.self, gallery: operation.scope.galleryName, identifiers: outcome.identifiers, outcome: outcome.outcome,
                 score: outcome.score, errorCode: nil, peer: peer)
@@ -164,11 +182,19 @@ public final class RequestDispatcher: Sendable {
         var response = Registry_V1_Response()
         response.id = id
         response.result = Operation.response(result)
-        return Reply(frame: Self.encode(response), closeConnection: false)
+        let frame = Self.encode(response)
+        if case .gallery = operation.scope {
+            // Answered, so the gallery exists (or existed, for delete_gallery): a bounded label.
+            self.metrics.countRequest(operation: Operation.name, gallery: operation.scope.galleryName)
+        }
+        self.metrics.operation(Operation.name, decidesMatches: Operation.decidesMatches).answered(outcome: outcome.outcome, since: start)
+        return Reply(frame: frame, closeConnection: false)
     }
 
     /// The reply carrying an operation's refusal or failure, logged by code (never with templates) and audited.
-    private func refuse<Operation: RegistryOperation>(_ operation: Operation, id: UInt64, with failure: any Error, from peer: Peer?) -> Reply {
+    private func refuse<Operation: RegistryOperation>(
+        _ operation: Operation, id: UInt64, with failure: any Error, from peer: Peer?, start: ContinuousClock.Instant
+    ) -> Reply {
         let error: RegistryError
         if let refusal = failure as? RegistryError {
             if refusal.code != .permissionDenied {  // logged with the peer where it is decided
@@ -184,7 +210,9 @@ public final class RequestDispatcher: Sendable {
                 Operation.self, gallery: operation.scope.galleryName, identifiers: operation.auditedIdentifiers, outcome: "refused",
                 score: nil, errorCode: error.code.rawValue, peer: peer)
         }
-        return self.reply(id: id, error: error)
+        let reply = self.reply(id: id, error: error)
+        self.metrics.operation(Operation.name, decidesMatches: Operation.decidesMatches).refused(code: error.code, since: start)
+        return reply
     }
 
     /// Adds the request to the audit trail: who, what, which identifiers, the outcome. Never templates.

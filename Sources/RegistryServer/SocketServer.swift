@@ -1,3 +1,4 @@
+import CoreMetrics
 import Glibc
 import Logging
 import NIOCore
@@ -163,12 +164,14 @@ public final class SocketServer: Service, Sendable {
         }
         let maximum = self.configuration.limits.maximumConnections
         if open > maximum {
+            self.dispatcher.metrics.connectionsRefused.increment()
             self.logger.warning("connection refused: limit reached", metadata: ["maximumConnections": "\(maximum)"])
             await connection.refuse(
                 async,
                 with: RegistryError(.tooManyConnections, "the daemon serves its maximum of \(maximum) connections; try again later"))
             return
         }
+        self.dispatcher.metrics.connectionsAccepted.increment()
         // A connection accepted as shutdown began drains like the others.
         if self.stopping.load(ordering: .acquiring) { connection.drain() }
         await connection.run(async, peer: await Self.peer(of: channel))

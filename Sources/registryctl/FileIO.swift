@@ -39,16 +39,16 @@ final class OutputSink {
     private var closed = false
     private static let flushThreshold = 1 << 16
 
-    /// Opens `path` for writing (`-`: standard output).
+    /// Opens `path` for writing (`-`: standard output), created with `mode` (owner only unless said).
     /// - Throws: ``OutputFileError``.
-    init(path: String) throws(OutputFileError) {
+    init(path: String, mode: mode_t = 0o600) throws(OutputFileError) {
         self.name = path
         if path == "-" {
             self.fd = STDOUT_FILENO
             self.temporaryPath = nil
         } else {
             let temporary = "\(path).partial-\(getpid())"
-            let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
             guard fd >= 0 else { throw OutputFileError(file: path, message: "cannot create: \(errnoDescription())") }
             self.fd = fd
             self.temporaryPath = temporary

@@ -136,6 +136,13 @@ enum Format {
 
     static func score(_ value: Float) -> String { self.fixed(Double(value), digits: 4) }
 
+    /// A latency: microseconds below a millisecond, milliseconds below a second.
+    static func latency(_ seconds: Double) -> String {
+        if seconds < 0.001 { return "\(self.fixed(seconds * 1_000_000, digits: 0)) µs" }
+        if seconds < 1 { return "\(self.fixed(seconds * 1_000, digits: 2)) ms" }
+        return "\(self.fixed(seconds, digits: 2)) s"
+    }
+
     /// A threshold as given: its shortest form (0.6, 0.65).
     static func threshold(_ value: Float) -> String { "\(value)" }
 

@@ -44,6 +44,7 @@ struct RegistryCtl: AsyncParsableCommand {
             DeleteCommand.self,
             MigrationCommand.self,
             StatsCommand.self,
+            MetricsCommand.self,
             GalleryCommand.self,
             ProfileCommand.self,
             ExportCommand.self,

@@ -719,3 +719,63 @@ struct TextOutputTests {
             == "people.json: item 1003 ('bob'): wrong dimension")
     #expect(ImportCommand.fileRelative("gallery 'x' does not exist", offset: 1000, file: "f") == "gallery 'x' does not exist")
 }
+
+/// Reading the daemon's Prometheus text back into `registryctl stats`' figures.
+@Suite struct MetricsTextTests {
+    static let text = #"""
+        # HELP registryd_requests_total Requests answered or refused, by operation.
+        # TYPE registryd_requests_total counter
+        registryd_requests_total{operation="identify",outcome="match"} 7
+        registryd_requests_total{operation="identify",outcome="no-match"} 3
+        registryd_requests_total{operation="identify",outcome="refused"} 2
+        registryd_requests_total{operation="stats",outcome="ok"} 1
+        registryd_request_errors_total{operation="identify",code="GALLERY_NOT_FOUND"} 2
+        registryd_request_duration_seconds_bucket{operation="identify",le="0.001"} 4
+        registryd_request_duration_seconds_bucket{operation="identify",le="0.002"} 10
+        registryd_request_duration_seconds_bucket{operation="identify",le="+Inf"} 12
+        registryd_request_duration_seconds_sum{operation="identify"} 0.024
+        registryd_request_duration_seconds_count{operation="identify"} 12
+        registryd_writer_queue_depth 3.0
+        registryd_future_metric{text="a \"quoted\" value, with \\ and\nnewline"} 1.5e3
+        not a sample line
+        """#
+
+    @Test func samplesAndLabelEscapesAreRead() {
+        let metrics = MetricsText(Self.text)
+        #expect(metrics.samples.count == 12)  // the last line is not a sample
+        #expect(
+            metrics.values("registryd_future_metric").first
+                == MetricsText.Sample(name: "registryd_future_metric", labels: ["text": "a \"quoted\" value, with \\ and\nnewline"], value: 1500))
+        #expect(metrics.total("registryd_requests_total", ["operation": "identify"]) == 12)
+        #expect(MetricsText.sample("name{unterminated=\"x") == nil)
+        #expect(MetricsText.sample("plain 2") == MetricsText.Sample(name: "plain", labels: [:], value: 2))
+    }
+
+    @Test func quantilesInterpolateInsideTheirBucketAsPrometheusDoes() throws {
+        #expect(MetricsText(Self.text).histogram("registryd_unknown") == nil)
+        let latency = try #require(MetricsText(Self.text).histogram("registryd_request_duration_seconds", ["operation": "identify"]))
+        #expect(latency.mean == 0.002)
+        // Rank 6 of 12: 2 into the second bucket's 6 observations, (1 ms, 2 ms].
+        #expect(abs(latency.quantile(0.5)! - (0.001 + 0.001 * 2 / 6)) < 1e-12)
+        // Rank 2: half into the first bucket, from 0.
+        #expect(abs(latency.quantile(1.0 / 6)! - 0.0005) < 1e-12)
+        // Rank 11.88 falls in +Inf's bucket: the highest finite bound.
+        #expect(latency.quantile(0.99) == 0.002)
+    }
+
+    @Test func operationFiguresSumOutcomesAndErrors() {
+        let figures = OperationFigures.all(MetricsText(Self.text))
+        #expect(figures.map(\.operation) == ["identify", "stats"])
+        #expect(figures[0].match == 7 && figures[0].noMatch == 3 && figures[0].refused == 2 && figures[0].ok == 0)
+        #expect(figures[0].errors == ["GALLERY_NOT_FOUND": 2])
+        #expect(figures[1].ok == 1 && figures[1].meanSeconds == nil)
+        #expect(WriterFigures(MetricsText(Self.text)).queueDepth == 3)
+    }
+
+    @Test func metricsCommandParses() throws {
+        #expect(try parse(["metrics"], as: MetricsCommand.self).output == nil)
+        #expect(
+            try parse(["metrics", "-o", "/var/lib/node_exporter/registryd.prom"], as: MetricsCommand.self).output
+                == "/var/lib/node_exporter/registryd.prom")
+    }
+}

@@ -1,3 +1,4 @@
+import MetricsTestKit
 import TestSupport
 import Testing
 
@@ -6,24 +7,51 @@ import Testing
 
 /// Concurrent writes share durable commits without losing their individual outcomes.
 @Suite struct GroupCommitTests {
+    /// `count` registrations of distinct faces (p0, p1, …), all at once.
+    static func registerConcurrently(_ count: Int, in engine: Engine) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<count {
+                group.addTask {
+                    var vector = [Float](repeating: 0, count: 128)
+                    vector[index] = 1
+                    _ = try await engine.register(identifier: "p\(index)", face: Face(FaceTemplate(algorithm: 24, vector: vector)))
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
     @Test func concurrentRegistrationsShareCommitsAndAllLand() async throws {
         try await withEngine { engine in
             let (commitsBefore, operationsBefore) = engine.commitStatistics
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for index in 0..<64 {
-                    group.addTask {
-                        var vector = [Float](repeating: 0, count: 128)
-                        vector[index] = 1
-                        _ = try await engine.register(identifier: "p\(index)", face: Face(FaceTemplate(algorithm: 24, vector: vector)))
-                    }
-                }
-                try await group.waitForAll()
-            }
+            try await Self.registerConcurrently(64, in: engine)
             let (commits, operations) = engine.commitStatistics
             #expect(operations - operationsBefore == 64)
             #expect(commits - commitsBefore < 64, "64 concurrent registrations should not need 64 commits")
             #expect(try engine.gallery("default").identifierCount == 64)
         }
+    }
+
+    @Test func theWriterReportsItsQueueDepthAndEachCommitsLatencyAndSize() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let metrics = TestMetrics()
+        let engine = try Engine(path: directory.path, metrics: metrics)
+        defer { engine.close() }
+        let (commitsBefore, operationsBefore) = engine.commitStatistics
+        try await Self.registerConcurrently(64, in: engine)
+        let (commits, operations) = engine.commitStatistics
+        let depth = try metrics.expectGauge(EngineMetrics.queueDepthLabel).values
+        // Every submission and every batch taken reports the depth; 64 registrations queued faster
+        // than one fsync: some waited; at the end, none.
+        #expect(depth.count >= 64 + commits - commitsBefore)
+        #expect(depth.max()! > 1)
+        #expect(depth.last == 0)
+        let durations = try metrics.expectTimer(EngineMetrics.commitDurationLabel).values
+        #expect(durations.count == commits - commitsBefore)
+        #expect(durations.allSatisfy { $0 > 0 })
+        let sizes = try metrics.expectRecorder(EngineMetrics.batchSizeLabel).values
+        #expect(sizes.count == commits - commitsBefore && Int(sizes.reduce(0, +)) == operations - operationsBefore)
     }
 
     /// Many concurrent registrations, most conflicting (one face under several identifiers, and one

@@ -50,7 +50,8 @@ import Testing
     @Test("refusals: the first of each kind at once, the rest counted and summed up at the flush")
     func refusalSummary() {
         let lines = Lines()
-        let summary = RefusalSummary(logger: lines.logger(level: .notice))
+        let start = ContinuousClock.now
+        let summary = RefusalSummary(logger: lines.logger(level: .notice), since: start)
         for _ in 0..<5 { summary.record(operation: "register", code: "SIMILAR_FACE_REGISTERED") }
         summary.record(operation: "authenticate", code: "IDENTIFIER_NOT_REGISTERED")
         #expect(
@@ -58,12 +59,16 @@ import Testing
                 "<5>request refused code=SIMILAR_FACE_REGISTERED operation=register",
                 "<5>request refused code=IDENTIFIER_NOT_REGISTERED operation=authenticate",
             ])
-        let flushed = summary.flush()
+        let flushed = summary.flush(now: start + .milliseconds(60_004))
         #expect(flushed.map(\.kind) == ["register SIMILAR_FACE_REGISTERED"] && flushed.map(\.count) == [5])
         #expect(lines.all.last == "<5>requests refused in the last 1 min refusals=register SIMILAR_FACE_REGISTERED ×5")
         // A new period: the next refusal is logged at once again; nothing more to flush.
-        #expect(summary.flush().isEmpty)
+        #expect(summary.flush(now: start + .seconds(61)).isEmpty)
         summary.record(operation: "register", code: "SIMILAR_FACE_REGISTERED")
         #expect(lines.all.count == 4)
+        // The last period, cut short by a shutdown, says how long it was.
+        summary.record(operation: "register", code: "SIMILAR_FACE_REGISTERED")
+        summary.flush(now: start + .seconds(61 + 37))
+        #expect(lines.all.last == "<5>requests refused in the last 37 s refusals=register SIMILAR_FACE_REGISTERED ×2")
     }
 }

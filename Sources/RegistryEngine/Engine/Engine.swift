@@ -1,3 +1,4 @@
+import CoreMetrics
 import Glibc
 import LMDB
 import Locks
@@ -30,6 +31,7 @@ public final class Engine: @unchecked Sendable {
     private var writer: WriteQueue!
     let auditBuffer = AuditBuffer()
     let auditRetention: AuditRetention
+    private let metrics: EngineMetrics
 
     /// The writer queue (for requests that are not ``write(exclusive:_:)`` calls).
     var writerQueue: WriteQueue { self.writer }
@@ -40,8 +42,12 @@ public final class Engine: @unchecked Sendable {
     ///   damaged store (an empty or truncated data file, a record or payload failing its checksum: the
     ///   message names it and says to restore from a backup) and for files it may not write; or an
     ///   `LMDBError` when the environment cannot be opened otherwise (e.g. `EBUSY`: already open).
-    public init(path: String, configuration: EngineConfiguration = EngineConfiguration()) throws {
+    /// - Parameter metrics: where the writer's queue depth and commit figures go (see `docs/operations.md`).
+    public init(
+        path: String, configuration: EngineConfiguration = EngineConfiguration(), metrics: any MetricsFactory = NOOPMetricsHandler.instance
+    ) throws {
         self.catalog = try AlgorithmCatalog(configured: configuration.algorithms)
+        self.metrics = EngineMetrics(factory: metrics)
         self.auditRetention = configuration.auditRetention
         // What liblmdb cannot check (wild page pointers in a damaged file) faults; say what it means.
         let fault = "the store in \(path) is probably damaged: reading it at start-up faulted. \(RegistryError.restoreAdvice)"
@@ -70,7 +76,7 @@ public final class Engine: @unchecked Sendable {
             self.store.close()
             throw RegistryError.opening(path, error)
         }
-        self.writer = WriteQueue(maximumBatch: configuration.maximumBatch) { [unowned self] batch in
+        self.writer = WriteQueue(maximumBatch: configuration.maximumBatch, depth: self.metrics.queueDepth) { [unowned self] batch in
             self.run(batch)
         }
     }
@@ -127,6 +133,7 @@ public final class Engine: @unchecked Sendable {
         var results: [Result<any Sendable, any Error>] = []
         var changes = BatchChanges()
         let prechecked = self.precheck(batch)
+        let started = ContinuousClock.now
         do {
             try self.store.environment.write { txn in
                 // Runs again from scratch if the map had to grow.
@@ -158,6 +165,9 @@ public final class Engine: @unchecked Sendable {
         }
         self.commits.add(1, ordering: .relaxed)
         self.committedOperations.add(batch.count, ordering: .relaxed)
+        let elapsed = (ContinuousClock.now - started).components
+        self.metrics.commitDuration.recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
+        self.metrics.batchSize.record(batch.count)
         if !changes.isEmpty {
             self.indexLock.withWriteLock { self.apply(changes.changes) }
         }

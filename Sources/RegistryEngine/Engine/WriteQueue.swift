@@ -1,3 +1,4 @@
+import CoreMetrics
 import Glibc
 import LMDB
 import Locks
@@ -37,10 +38,14 @@ final class WriteQueue: @unchecked Sendable {
     private var state = State.running
     private let maximumBatch: Int
     private let execute: ([Request]) -> Void
+    /// Where `pending.count` is reported after every change (set holding the lock, so reports keep
+    /// their order).
+    private let depth: Gauge?
     private var thread = pthread_t()
 
-    init(maximumBatch: Int, lazyDelayMilliseconds: Int = 100, execute: @escaping ([Request]) -> Void) {
+    init(maximumBatch: Int, lazyDelayMilliseconds: Int = 100, depth: Gauge? = nil, execute: @escaping ([Request]) -> Void) {
         self.maximumBatch = max(1, maximumBatch)
+        self.depth = depth
         self.lazyDelay = lazyDelayMilliseconds
         self.execute = execute
         let context = Unmanaged.passRetained(self).toOpaque()
@@ -59,6 +64,7 @@ final class WriteQueue: @unchecked Sendable {
         let accepted = self.lock.withLock {
             guard self.state == .running else { return false }
             self.pending.append(request)
+            self.depth?.record(self.pending.count)
             return true
         }
         if accepted { self.lock.broadcast() }
@@ -131,6 +137,7 @@ final class WriteQueue: @unchecked Sendable {
                 }
                 var batch = Array(self.pending.prefix(count))
                 self.pending.removeFirst(count)
+                self.depth?.record(self.pending.count)
                 // Lazy requests ride along with any batch that is not exclusive.
                 if batch.first?.exclusive != true { batch += self.takeLazy() }
                 return batch

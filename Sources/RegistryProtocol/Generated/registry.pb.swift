@@ -2228,6 +2228,12 @@ public nonisolated struct Registry_V1_StatsResult: Sendable {
 
   public var prefilterRowsRescored: UInt64 = 0
 
+  /// Every metric in the Prometheus text exposition format (version 0.0.4): requests by operation
+  /// and outcome, their latency histograms, errors by code, requests by gallery, templates and
+  /// identifiers per gallery, the writer's queue depth and commit latency. Names and labels:
+  /// docs/operations.md, Metrics. Never an identifier or a template.
+  public var metrics: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -6001,7 +6007,7 @@ nonisolated extension Registry_V1_StatsRequest: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Registry_V1_StatsResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StatsResult"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}server_version\0\u{3}uptime_seconds\0\u{3}open_connections\0\u{3}requests_served\0\u{3}store_bytes\0\u{1}commits\0\u{3}committed_operations\0\u{1}galleries\0\u{3}scan_kernels\0\u{3}prefilter_rows_considered\0\u{3}prefilter_rows_rescored\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}server_version\0\u{3}uptime_seconds\0\u{3}open_connections\0\u{3}requests_served\0\u{3}store_bytes\0\u{1}commits\0\u{3}committed_operations\0\u{1}galleries\0\u{3}scan_kernels\0\u{3}prefilter_rows_considered\0\u{3}prefilter_rows_rescored\0\u{1}metrics\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6020,6 +6026,7 @@ nonisolated extension Registry_V1_StatsResult: SwiftProtobuf.Message, SwiftProto
       case 9: try { try decoder.decodeSingularStringField(value: &self.scanKernels) }()
       case 10: try { try decoder.decodeSingularUInt64Field(value: &self.prefilterRowsConsidered) }()
       case 11: try { try decoder.decodeSingularUInt64Field(value: &self.prefilterRowsRescored) }()
+      case 12: try { try decoder.decodeSingularStringField(value: &self.metrics) }()
       default: break
       }
     }
@@ -6059,6 +6066,9 @@ nonisolated extension Registry_V1_StatsResult: SwiftProtobuf.Message, SwiftProto
     if self.prefilterRowsRescored != 0 {
       try visitor.visitSingularUInt64Field(value: self.prefilterRowsRescored, fieldNumber: 11)
     }
+    if !self.metrics.isEmpty {
+      try visitor.visitSingularStringField(value: self.metrics, fieldNumber: 12)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -6074,6 +6084,7 @@ nonisolated extension Registry_V1_StatsResult: SwiftProtobuf.Message, SwiftProto
     if lhs.scanKernels != rhs.scanKernels {return false}
     if lhs.prefilterRowsConsidered != rhs.prefilterRowsConsidered {return false}
     if lhs.prefilterRowsRescored != rhs.prefilterRowsRescored {return false}
+    if lhs.metrics != rhs.metrics {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

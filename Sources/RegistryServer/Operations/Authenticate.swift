@@ -4,6 +4,7 @@ import RegistryProtocol
 
 extension Registry_V1_AuthenticateRequest: RegistryOperation {
     static let name = "authenticate"
+    static let decidesMatches = true
     static let right: OperationClass? = .identify
     static func response(_ result: Registry_V1_AuthenticateResult) -> Registry_V1_Response.OneOf_Result { .authenticate(result) }
 

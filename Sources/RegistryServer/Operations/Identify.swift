@@ -4,6 +4,7 @@ import RegistryProtocol
 
 extension Registry_V1_IdentifyRequest: RegistryOperation {
     static let name = "identify"
+    static let decidesMatches = true
     static let right: OperationClass? = .identify
     static func response(_ result: Registry_V1_IdentifyResult) -> Registry_V1_Response.OneOf_Result { .identify(result) }
 

@@ -22,6 +22,8 @@ protocol RegistryOperation: Sendable {
     static var right: OperationClass? { get }
     /// Whether the audit trail records it (every kind but hello).
     static var isAudited: Bool { get }
+    /// Whether its outcomes are `match` and `no-match` (identify, authenticate), for the metrics.
+    static var decidesMatches: Bool { get }
     /// The wire form of a result.
     static func response(_ result: Result) -> Registry_V1_Response.OneOf_Result
 
@@ -70,17 +72,19 @@ struct AuditOutcome: Sendable {
 
 extension RegistryOperation {
     static var isAudited: Bool { true }
+    static var decidesMatches: Bool { false }
     var auditedIdentifiers: [String] { [] }
     var templates: [Registry_V1_Template] { [] }
     func performImmediately(in context: OperationContext) throws -> Result? { nil }
     func audit(_ result: Result) -> AuditOutcome { AuditOutcome(identifiers: self.auditedIdentifiers, outcome: "ok") }
 }
 
-/// What operations run with: the engine, the log, the daemon's counters, and a place for blocking work.
+/// What operations run with: the engine, the log, the daemon's counters and metrics, and a place for blocking work.
 struct OperationContext: Sendable {
     let engine: Engine
     let logger: Logger
     let counters: ServerCounters
+    let metrics: ServerMetrics
 
     /// Runs blocking work (LMDB page reads, backups, files) on NIO's blocking-work thread pool, never
     /// on the cooperative pool the requests' tasks share: with two cores, two blocked cooperative

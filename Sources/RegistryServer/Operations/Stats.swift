@@ -29,6 +29,7 @@ extension Registry_V1_StatsRequest: RegistryOperation {
             let prefilter = Engine.prefilterCounts
             $0.prefilterRowsConsidered = UInt64(prefilter.considered)
             $0.prefilterRowsRescored = UInt64(prefilter.rescored)
+            $0.metrics = context.metrics.exposition(engine: engine, counters: counters)
         }
     }
 }

@@ -835,10 +835,11 @@ class StatsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class StatsResult(_message.Message):
-    __slots__ = ["commits", "committed_operations", "galleries", "open_connections", "prefilter_rows_considered", "prefilter_rows_rescored", "requests_served", "scan_kernels", "server_version", "store_bytes", "uptime_seconds"]
+    __slots__ = ["commits", "committed_operations", "galleries", "metrics", "open_connections", "prefilter_rows_considered", "prefilter_rows_rescored", "requests_served", "scan_kernels", "server_version", "store_bytes", "uptime_seconds"]
     COMMITS_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
     GALLERIES_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
     OPEN_CONNECTIONS_FIELD_NUMBER: _ClassVar[int]
     PREFILTER_ROWS_CONSIDERED_FIELD_NUMBER: _ClassVar[int]
     PREFILTER_ROWS_RESCORED_FIELD_NUMBER: _ClassVar[int]
@@ -850,6 +851,7 @@ class StatsResult(_message.Message):
     commits: int
     committed_operations: int
     galleries: _containers.RepeatedCompositeFieldContainer[Gallery]
+    metrics: str
     open_connections: int
     prefilter_rows_considered: int
     prefilter_rows_rescored: int
@@ -858,7 +860,7 @@ class StatsResult(_message.Message):
     server_version: str
     store_bytes: int
     uptime_seconds: int
-    def __init__(self, server_version: _Optional[str] = ..., uptime_seconds: _Optional[int] = ..., open_connections: _Optional[int] = ..., requests_served: _Optional[int] = ..., store_bytes: _Optional[int] = ..., commits: _Optional[int] = ..., committed_operations: _Optional[int] = ..., galleries: _Optional[_Iterable[_Union[Gallery, _Mapping]]] = ..., scan_kernels: _Optional[str] = ..., prefilter_rows_considered: _Optional[int] = ..., prefilter_rows_rescored: _Optional[int] = ...) -> None: ...
+    def __init__(self, server_version: _Optional[str] = ..., uptime_seconds: _Optional[int] = ..., open_connections: _Optional[int] = ..., requests_served: _Optional[int] = ..., store_bytes: _Optional[int] = ..., commits: _Optional[int] = ..., committed_operations: _Optional[int] = ..., galleries: _Optional[_Iterable[_Union[Gallery, _Mapping]]] = ..., scan_kernels: _Optional[str] = ..., prefilter_rows_considered: _Optional[int] = ..., prefilter_rows_rescored: _Optional[int] = ..., metrics: _Optional[str] = ...) -> None: ...
 
 class StoredTemplate(_message.Message):
     __slots__ = ["algorithm", "id", "identifier", "landmark_quality", "quality", "registered_at_micros", "source", "template"]

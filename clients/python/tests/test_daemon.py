@@ -412,6 +412,10 @@ class AdministrationTests(DaemonTestCase):
         self.assertGreater(stats.requests_served, 0)
         person = unique("kim")
         self.client.register(person, arcface(random_values(self.rng)))
+        # The metrics, in the Prometheus text format, count it (and never name it).
+        metrics = self.client.stats().metrics
+        self.assertRegex(metrics, r'registryd_requests_total\{operation="register",outcome="ok"\} [1-9]')
+        self.assertNotIn(person, metrics)
         # An operation without a method of its own: the message alone, or a whole Request.
         audit = self.client.send(pb.AuditQueryRequest(identifier=person))
         self.assertIsInstance(audit, pb.AuditQueryResult)

@@ -1,0 +1,22 @@
+import CoreMetrics
+
+/// What the engine reports through swift-metrics: the writer's queue and its commits. The daemon
+/// passes a factory that exposes them (Prometheus text through `stats`); tools and tests pass none.
+public struct EngineMetrics: Sendable {
+    /// Writes waiting for the writer thread (taken into the next batch, or waiting behind it).
+    let queueDepth: Gauge
+    /// One durable commit: the write transaction with every operation of its batch, and its fsync.
+    let commitDuration: CoreMetrics.Timer
+    /// Operations a commit carried (group commit: more than one under concurrent writers).
+    let batchSize: Recorder
+
+    init(factory: any MetricsFactory) {
+        self.queueDepth = Gauge(label: Self.queueDepthLabel, factory: factory)
+        self.commitDuration = CoreMetrics.Timer(label: Self.commitDurationLabel, factory: factory)
+        self.batchSize = Recorder(label: Self.batchSizeLabel, factory: factory)
+    }
+
+    public static let queueDepthLabel = "registryd_writer_queue_depth"
+    public static let commitDurationLabel = "registryd_commit_duration_seconds"
+    public static let batchSizeLabel = "registryd_commit_batch_operations"
+}

@@ -1,0 +1,257 @@
+import CoreMetrics
+import Metrics
+import Prometheus
+import RegistryEngine
+import RegistryModel
+import Synchronization
+
+/// The daemon's metrics: recorded through swift-metrics, kept in a Prometheus registry, and read
+/// as the Prometheus text format through `stats` (`registryctl metrics`): the daemon is sandboxed
+/// without network, so there is no HTTP endpoint to scrape; node_exporter's textfile collector takes
+/// the text instead (`docs/operations.md`, Metrics).
+///
+/// Label values are bounded whatever clients send: operation names and error codes come from fixed
+/// sets, and galleries from the store (at most ``maximumGalleryLabels`` of them; beyond, `(other)`).
+/// No identifier and no template ever becomes a label.
+public final class ServerMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+    /// The factory the engine and the dispatcher create their metrics with.
+    public let factory: any MetricsFactory
+
+    /// Per operation kind, created on its first request.
+    private let operations = Mutex<[String: OperationMetrics]>([:])
+    /// Per gallery and operation kind: answered requests.
+    private let galleryRequests = Mutex(GalleryRequests())
+    /// The gauges the last exposition set from the store's figures, by label set, so that a gallery
+    /// deleted since loses its series.
+    private let storeGauges = Mutex<[String: CoreMetrics.Gauge]>([:])
+    /// The prefilter's totals (process-wide counters) already passed on to their counters.
+    private let prefilterReported = Mutex<(considered: Int, rescored: Int)>((0, 0))
+    private let prefilterConsidered: CoreMetrics.Counter
+    private let prefilterRescored: CoreMetrics.Counter
+    let connectionsAccepted: CoreMetrics.Counter
+    /// Connections answered TOO_MANY_CONNECTIONS and closed.
+    let connectionsRefused: CoreMetrics.Counter
+    private let openConnections: CoreMetrics.Gauge
+    private let uptime: CoreMetrics.Gauge
+    private let storeBytes: CoreMetrics.Gauge
+
+    /// Gallery labels kept apart; requests in galleries beyond them are counted together.
+    static let maximumGalleryLabels = 64
+
+    public init() {
+        let registry = PrometheusCollectorRegistry()
+        self.registry = registry
+        let factory = Factory(registry: registry)
+        self.factory = factory
+        self.prefilterConsidered = CoreMetrics.Counter(label: "registryd_prefilter_rows_considered_total", factory: factory)
+        self.prefilterRescored = CoreMetrics.Counter(label: "registryd_prefilter_rows_rescored_total", factory: factory)
+        self.connectionsAccepted = CoreMetrics.Counter(label: "registryd_connections_accepted_total", factory: factory)
+        self.connectionsRefused = CoreMetrics.Counter(label: "registryd_connections_refused_total", factory: factory)
+        self.openConnections = CoreMetrics.Gauge(label: "registryd_connections_open", factory: factory)
+        self.uptime = CoreMetrics.Gauge(label: "registryd_uptime_seconds", factory: factory)
+        self.storeBytes = CoreMetrics.Gauge(label: "registryd_store_bytes", factory: factory)
+    }
+
+    /// The metrics of one operation kind; `decidesMatches`: its outcomes are match and no-match
+    /// (identify, authenticate), else ok.
+    func operation(_ name: String, decidesMatches: Bool = false) -> OperationMetrics {
+        self.operations.withLock { operations in
+            if let known = operations[name] { return known }
+            let created = OperationMetrics(name: name, decidesMatches: decidesMatches, factory: self.factory)
+            operations[name] = created
+            return created
+        }
+    }
+
+    /// Counts an answered request in its gallery.
+    func countRequest(operation: String, gallery: String) {
+        let counter = self.galleryRequests.withLock { requests -> CoreMetrics.Counter in
+            if requests.galleries.count < Self.maximumGalleryLabels { requests.galleries.insert(gallery) }
+            let label = requests.galleries.contains(gallery) ? gallery : "(other)"
+            let key = GalleryRequests.Key(gallery: label, operation: operation)
+            if let known = requests.counters[key] { return known }
+            let created = CoreMetrics.Counter(
+                label: "registryd_gallery_requests_total", dimensions: [("gallery", label), ("operation", operation)], factory: self.factory)
+            requests.counters[key] = created
+            return created
+        }
+        counter.increment()
+    }
+
+    private struct GalleryRequests {
+        struct Key: Hashable {
+            var gallery: String
+            var operation: String
+        }
+        /// The galleries with labels of their own.
+        var galleries: Set<String> = []
+        var counters: [Key: CoreMetrics.Counter] = [:]
+    }
+
+    /// The Prometheus text of every metric, after setting those read from the store and the
+    /// daemon's counters now.
+    func exposition(engine: Engine, counters: ServerCounters) -> String {
+        self.refresh(engine: engine, counters: counters)
+        return self.registry.emitToString()
+    }
+
+    private func refresh(engine: Engine, counters: ServerCounters) {
+        self.uptime.record((ContinuousClock.now - counters.startedAt).components.seconds)
+        self.openConnections.record(counters.connections.load(ordering: .relaxed))
+        self.storeBytes.record(engine.storeBytesInUse)
+        let totals = Engine.prefilterCounts
+        let (considered, rescored) = self.prefilterReported.withLock { reported in
+            defer { reported = totals }
+            return (totals.considered - reported.considered, totals.rescored - reported.rescored)
+        }
+        if considered > 0 { self.prefilterConsidered.increment(by: considered) }
+        if rescored > 0 { self.prefilterRescored.increment(by: rescored) }
+
+        var values: [String: (label: String, dimensions: [(String, String)], value: Int)] = [:]
+        for gallery in engine.galleries() {
+            values["identifiers\u{0}\(gallery.name)"] = ("registryd_identifiers", [("gallery", gallery.name)], gallery.identifierCount)
+            for registry in gallery.registries {
+                let dimensions = [("gallery", gallery.name), ("algorithm", registry.algorithm.name)]
+                values["templates\u{0}\(gallery.name)\u{0}\(registry.algorithm.name)"] = ("registryd_templates", dimensions, registry.templateCount)
+            }
+        }
+        self.storeGauges.withLock { gauges in
+            for (key, gauge) in gauges where values[key] == nil {
+                gauge.destroy()
+                gauges[key] = nil
+            }
+            for (key, value) in values {
+                let gauge = gauges[key] ?? CoreMetrics.Gauge(label: value.label, dimensions: value.dimensions, factory: self.factory)
+                gauges[key] = gauge
+                gauge.record(value.value)
+            }
+        }
+    }
+}
+
+/// One operation kind's counters and latency histogram, created once and kept: the request path
+/// only increments.
+final class OperationMetrics: Sendable {
+    let name: String
+    private let factory: any MetricsFactory
+    /// Answered requests by audit outcome: `ok`, or `match` and `no-match` (with ok then nil: such
+    /// an operation has no other outcome, and a series that stays 0 would only be noise).
+    let ok: CoreMetrics.Counter?
+    let match: CoreMetrics.Counter?
+    let noMatch: CoreMetrics.Counter?
+    let refused: CoreMetrics.Counter
+    /// From the decoded frame to the encoded reply.
+    let duration: CoreMetrics.Timer
+
+    init(name: String, decidesMatches: Bool, factory: any MetricsFactory) {
+        self.name = name
+        self.factory = factory
+        func outcome(_ outcome: String) -> CoreMetrics.Counter {
+            CoreMetrics.Counter(label: "registryd_requests_total", dimensions: [("operation", name), ("outcome", outcome)], factory: factory)
+        }
+        self.ok = decidesMatches ? nil : outcome("ok")
+        self.match = decidesMatches ? outcome("match") : nil
+        self.noMatch = decidesMatches ? outcome("no-match") : nil
+        self.refused = outcome("refused")
+        self.duration = CoreMetrics.Timer(label: "registryd_request_duration_seconds", dimensions: [("operation", name)], factory: factory)
+    }
+
+    /// Counts an answered request.
+    func answered(outcome: String, since start: ContinuousClock.Instant) {
+        switch outcome {
+        case "match": self.match?.increment()
+        case "no-match": self.noMatch?.increment()
+        default: self.ok?.increment()
+        }
+        self.duration.record(duration: ContinuousClock.now - start)
+    }
+
+    /// Counts a refused request, by its error code (a fixed set: the factory keeps one counter each).
+    func refused(code: RegistryError.Code, since start: ContinuousClock.Instant) {
+        self.refused.increment()
+        CoreMetrics.Counter(
+            label: "registryd_request_errors_total", dimensions: [("operation", self.name), ("code", code.rawValue)], factory: self.factory
+        )
+        .increment()
+        self.duration.record(duration: ContinuousClock.now - start)
+    }
+}
+
+extension ServerMetrics {
+    /// A swift-metrics factory over the Prometheus registry that gives each metric its help text and
+    /// buckets suited to it (Prometheus's defaults start at 5 ms; most requests take microseconds).
+    struct Factory: MetricsFactory {
+        let registry: PrometheusCollectorRegistry
+
+        static let help: [String: String] = [
+            "registryd_requests_total": "Requests answered (outcome ok, match, no-match) or refused (an error reply), by operation.",
+            "registryd_request_errors_total": "Refused requests by operation and error code.",
+            "registryd_request_duration_seconds": "Time from a decoded request to its encoded reply, by operation.",
+            "registryd_gallery_requests_total": "Answered requests by gallery and operation.",
+            "registryd_templates": "Templates stored, by gallery and algorithm.",
+            "registryd_identifiers": "Distinct identifiers in each gallery.",
+            "registryd_connections_open": "Client connections open.",
+            "registryd_connections_accepted_total": "Client connections accepted.",
+            "registryd_connections_refused_total": "Connections refused because the daemon served its maximum.",
+            "registryd_uptime_seconds": "Seconds since the daemon started.",
+            "registryd_store_bytes": "Bytes of the store's data file in use.",
+            "registryd_prefilter_rows_considered_total": "Rows the int8 prefilter bounded.",
+            "registryd_prefilter_rows_rescored_total": "Rows the float32 kernel scored after the prefilter.",
+            EngineMetrics.queueDepthLabel: "Writes waiting for the writer thread.",
+            EngineMetrics.commitDurationLabel: "Durable commits: the batch's write transaction and its fsync.",
+            EngineMetrics.batchSizeLabel: "Operations carried by one commit.",
+        ]
+
+        static let requestBuckets: [Duration] = [
+            .microseconds(25), .microseconds(50), .microseconds(100), .microseconds(250), .microseconds(500),
+            .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+            .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(10),
+        ]
+        static let batchBuckets: [Double] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+
+        private func help(_ label: String) -> String { Self.help[label] ?? "" }
+
+        func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+            self.registry.makeCounter(name: label, labels: dimensions, help: self.help(label))
+        }
+
+        func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
+            self.registry.makeCounter(name: label, labels: dimensions, help: self.help(label))
+        }
+
+        func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+            guard aggregate else { return self.registry.makeGauge(name: label, labels: dimensions, help: self.help(label)) }
+            return self.registry.makeValueHistogram(name: label, labels: dimensions, buckets: Self.batchBuckets, help: self.help(label))
+        }
+
+        func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
+            self.registry.makeGauge(name: label, labels: dimensions, help: self.help(label))
+        }
+
+        func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
+            self.registry.makeDurationHistogram(name: label, labels: dimensions, buckets: Self.requestBuckets, help: self.help(label))
+        }
+
+        func destroyCounter(_ handler: any CounterHandler) {
+            if let counter = handler as? Prometheus.Counter { self.registry.unregisterCounter(counter) }
+        }
+
+        func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) {
+            if let counter = handler as? Prometheus.Counter { self.registry.unregisterCounter(counter) }
+        }
+
+        func destroyRecorder(_ handler: any RecorderHandler) {
+            if let gauge = handler as? Prometheus.Gauge { self.registry.unregisterGauge(gauge) }
+            if let histogram = handler as? ValueHistogram { self.registry.unregisterValueHistogram(histogram) }
+        }
+
+        func destroyMeter(_ handler: any MeterHandler) {
+            if let gauge = handler as? Prometheus.Gauge { self.registry.unregisterGauge(gauge) }
+        }
+
+        func destroyTimer(_ handler: any TimerHandler) {
+            if let histogram = handler as? DurationHistogram { self.registry.unregisterDurationHistogram(histogram) }
+        }
+    }
+}
