@@ -73,12 +73,9 @@ public struct JournalLogHandler: LogHandler {
         }
     }
 
-    public func log(
-        level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String, file: String,
-        function: String, line: UInt
-    ) {
-        var line = "<\(Self.priority(level))>\(Self.oneLine(message.description))"
-        let merged = self.metadata.merging(explicit ?? [:]) { _, new in new }
+    public func log(event: LogEvent) {
+        var line = "<\(Self.priority(event.level))>\(Self.oneLine(event.message.description))"
+        let merged = self.metadata.merging(event.metadata ?? [:]) { _, new in new }
         for (key, value) in merged.sorted(by: { $0.key < $1.key }) {
             line += " \(key)=\(Self.oneLine("\(value)"))"
         }
