@@ -183,11 +183,12 @@ public final class RequestDispatcher: Sendable {
         response.id = id
         response.result = Operation.response(result)
         let frame = Self.encode(response)
+        let metrics = self.metrics.operation(Operation.name, decidesMatches: Operation.decidesMatches)
         if case .gallery = operation.scope {
-            // Answered, so the gallery exists (or existed, for delete_gallery): a bounded label.
-            self.metrics.countRequest(operation: Operation.name, gallery: operation.scope.galleryName)
+            // Answered, so the gallery exists (or existed, for delete_gallery).
+            metrics.answered(inGallery: operation.scope.galleryName, labels: self.metrics)
         }
-        self.metrics.operation(Operation.name, decidesMatches: Operation.decidesMatches).answered(outcome: outcome.outcome, since: start)
+        metrics.answered(outcome: outcome.outcome, since: start)
         return Reply(frame: frame, closeConnection: false)
     }
 

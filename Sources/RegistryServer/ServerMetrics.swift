@@ -20,8 +20,8 @@ public final class ServerMetrics: Sendable {
 
     /// Per operation kind, created on its first request.
     private let operations = Mutex<[String: OperationMetrics]>([:])
-    /// Per gallery and operation kind: answered requests.
-    private let galleryRequests = Mutex(GalleryRequests())
+    /// The galleries whose requests have labels of their own.
+    private let labelledGalleries = Mutex<Set<String>>([])
     /// The gauges the last exposition set from the store's figures, by label set, so that a gallery
     /// deleted since loses its series.
     private let storeGauges = Mutex<[String: CoreMetrics.Gauge]>([:])
@@ -64,29 +64,16 @@ public final class ServerMetrics: Sendable {
         }
     }
 
-    /// Counts an answered request in its gallery.
-    func countRequest(operation: String, gallery: String) {
-        let counter = self.galleryRequests.withLock { requests -> CoreMetrics.Counter in
-            if requests.galleries.count < Self.maximumGalleryLabels { requests.galleries.insert(gallery) }
-            let label = requests.galleries.contains(gallery) ? gallery : "(other)"
-            let key = GalleryRequests.Key(gallery: label, operation: operation)
-            if let known = requests.counters[key] { return known }
-            let created = CoreMetrics.Counter(
-                label: "registryd_gallery_requests_total", dimensions: [("gallery", label), ("operation", operation)], factory: self.factory)
-            requests.counters[key] = created
-            return created
+    /// The label a gallery's requests are counted under: its name for the first
+    /// ``maximumGalleryLabels`` galleries seen, `(other)` after them. Asked only when an operation
+    /// meets a gallery for the first time.
+    func galleryLabel(_ gallery: String) -> String {
+        self.labelledGalleries.withLock { galleries in
+            if galleries.contains(gallery) { return gallery }
+            guard galleries.count < Self.maximumGalleryLabels else { return "(other)" }
+            galleries.insert(gallery)
+            return gallery
         }
-        counter.increment()
-    }
-
-    private struct GalleryRequests {
-        struct Key: Hashable {
-            var gallery: String
-            var operation: String
-        }
-        /// The galleries with labels of their own.
-        var galleries: Set<String> = []
-        var counters: [Key: CoreMetrics.Counter] = [:]
     }
 
     /// The Prometheus text of every metric, after setting those read from the store and the
@@ -143,6 +130,8 @@ final class OperationMetrics: Sendable {
     let refused: CoreMetrics.Counter
     /// From the decoded frame to the encoded reply.
     let duration: CoreMetrics.Timer
+    /// Answered requests by gallery label (`registryd_gallery_requests_total`).
+    private let galleries = Mutex<[String: CoreMetrics.Counter]>([:])
 
     init(name: String, decidesMatches: Bool, factory: any MetricsFactory) {
         self.name = name
@@ -165,6 +154,21 @@ final class OperationMetrics: Sendable {
         default: self.ok?.increment()
         }
         self.duration.record(duration: ContinuousClock.now - start)
+    }
+
+    /// Counts an answered request in `gallery` (it exists: the request was answered). The counters
+    /// are keyed by label, so there are never more than the labels.
+    func answered(inGallery gallery: String, labels metrics: ServerMetrics) {
+        let counter = self.galleries.withLock { counters -> CoreMetrics.Counter in
+            if let known = counters[gallery] { return known }
+            let label = metrics.galleryLabel(gallery)
+            if let known = counters[label] { return known }
+            let created = CoreMetrics.Counter(
+                label: "registryd_gallery_requests_total", dimensions: [("gallery", label), ("operation", self.name)], factory: self.factory)
+            counters[label] = created
+            return created
+        }
+        counter.increment()
     }
 
     /// Counts a refused request, by its error code (a fixed set: the factory keeps one counter each).

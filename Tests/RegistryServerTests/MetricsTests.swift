@@ -130,8 +130,9 @@ import Testing
 
     @Test func galleryLabelsAreBoundedWhateverTheNames() {
         defer { self.cleanUp() }
-        for index in 0..<100 { self.metrics.countRequest(operation: "identify", gallery: "g\(index)") }
-        self.metrics.countRequest(operation: "identify", gallery: "g0")
+        let identify = self.metrics.operation("identify", decidesMatches: true)
+        for index in 0..<100 { identify.answered(inGallery: "g\(index)", labels: self.metrics) }
+        identify.answered(inGallery: "g0", labels: self.metrics)
         let lines = self.metrics.registry.emitToString().split(separator: "\n").filter { $0.hasPrefix("registryd_gallery_requests_total{") }
         #expect(lines.count == ServerMetrics.maximumGalleryLabels + 1)
         #expect(lines.contains(#"registryd_gallery_requests_total{gallery="(other)",operation="identify"} 36"#))
