@@ -79,6 +79,17 @@ import Testing
         }
     }
 
+    /// Seen in the bit-flip trial: a flipped page number in the free list makes the opening
+    /// transaction's commit write far beyond the file, and the kernel answers EFBIG. The operator
+    /// must read damage and the recovery, not only "File too large".
+    @Test func aCommitAtOpenFailingWithFileTooLargeIsReportedAsProbableDamage() {
+        let error = RegistryError.opening("/var/lib/registryd", LMDBError(code: EFBIG, operation: "mdb_txn_commit"))
+        let message = (error as? RegistryError)?.message ?? "\(error)"
+        #expect(message.contains("cannot open the store in /var/lib/registryd"))
+        #expect(message.contains("File too large") && message.contains("damaged") && message.contains("ulimit -f"))
+        #expect(message.contains(RegistryError.restoreAdvice))
+    }
+
     @Test func aDamagedTemplateRecordRefusesTheStoreNamingTheTemplateAndTheRecovery() async throws {
         let (error, ids) = try await Self.reopenAfter { engine, _ in try Self.flipBit(engine, in: \.templates, entry: 2, byte: 9) }
         #expect(error?.message.contains("template \(ids[2])") == true, "\(String(describing: error))")

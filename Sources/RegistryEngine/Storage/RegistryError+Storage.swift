@@ -34,6 +34,13 @@ extension RegistryError {
         case let error as LMDBError where error.isDamaged || error.isNotWritable || error.isDiskFull:
             let mapped = RegistryError.storage(error)
             return RegistryError(mapped.code, "cannot open the store in \(path): \(mapped.message)")
+        case let error as LMDBError where error.code == EFBIG:
+            // What a damaged free list or page number does to the opening transaction's commit: a
+            // write far beyond any real file. A file size limit below the store's size says the same.
+            return RegistryError(
+                .internal,
+                "cannot open the store in \(path): writing it failed (\(error)): the store is probably damaged (a page "
+                    + "number far beyond the file), unless a file size limit (ulimit -f) is below its size. \(RegistryError.restoreAdvice)")
         case let error as LMDBError where error.code == ENOENT && error.detail != nil:
             return RegistryError(.internal, "cannot open the store in \(path): \(error)")
         default:
