@@ -8,7 +8,7 @@ import Synchronization
 /// The daemon's metrics: recorded through swift-metrics, kept in a Prometheus registry, and read
 /// as the Prometheus text format through `stats` (`registryctl metrics`): the daemon is sandboxed
 /// without network, so there is no HTTP endpoint to scrape; node_exporter's textfile collector takes
-/// the text instead (`docs/operations.md`, Metrics).
+/// the text instead (`docs/metrics.md`).
 ///
 /// Label values are bounded whatever clients send: operation names and error codes come from fixed
 /// sets, and galleries from the store (at most ``maximumGalleryLabels`` of them; beyond, `(other)`).

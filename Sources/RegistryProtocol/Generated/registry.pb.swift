@@ -2231,7 +2231,7 @@ public nonisolated struct Registry_V1_StatsResult: Sendable {
   /// Every metric in the Prometheus text exposition format (version 0.0.4): requests by operation
   /// and outcome, their latency histograms, errors by code, requests by gallery, templates and
   /// identifiers per gallery, the writer's queue depth and commit latency. Names and labels:
-  /// docs/operations.md, Metrics. Never an identifier or a template.
+  /// docs/metrics.md. Never an identifier or a template.
   public var metrics: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()

@@ -4383,7 +4383,7 @@ type StatsResult struct {
 	// Every metric in the Prometheus text exposition format (version 0.0.4): requests by operation
 	// and outcome, their latency histograms, errors by code, requests by gallery, templates and
 	// identifiers per gallery, the writer's queue depth and commit latency. Names and labels:
-	// docs/operations.md, Metrics. Never an identifier or a template.
+	// docs/metrics.md. Never an identifier or a template.
 	Metrics string `protobuf:"bytes,12,opt,name=metrics,proto3" json:"metrics,omitempty"`
 }
 
