@@ -126,6 +126,11 @@ public struct EngineConfiguration: Sendable {
     /// The key of templates at rest (32 bytes, or 64 hex characters): required to open an encrypted
     /// store, refused for an unencrypted store that holds templates (encrypt it with ``Engine/setEncryptionKey(_:)``).
     public var encryptionKey: [UInt8]?
+    /// The fewest templates for which closing writes an index snapshot (`index.snapshot` in the data
+    /// directory), which the next open maps instead of loading every payload. Below it a full load
+    /// takes a fraction of a second, and every start reads and checks every payload. For tests and
+    /// library users; the daemon keeps the default.
+    public var snapshotMinimumTemplates: Int = 100_000
 
     public init(
         algorithms: [Algorithm] = [],

@@ -32,7 +32,12 @@ public struct RegistryDaemon: Sendable {
         }
         let metrics = ServerMetrics()
         let engine = try Engine(path: self.configuration.dataDirectory, configuration: engineConfiguration, metrics: metrics.factory)
-        defer { engine.close() }
+        defer {
+            // Closing writes the index snapshot the next start maps (see docs/storage.md).
+            engine.close()
+            if let report = engine.snapshotReport { self.logger.info("\(report)") }
+            self.logger.info("store closed; bye")
+        }
         try await engine.defineGalleries(galleries)
         let info = engine.galleries()
         self.logger.info(
@@ -42,6 +47,7 @@ public struct RegistryDaemon: Sendable {
                 "galleries": "\(info.count)",
                 "templates": "\(info.reduce(0) { $0 + $1.registries.reduce(0) { $0 + $1.templateCount } })",
                 "scan-kernels": "\(Engine.scanKernels)",
+                "index": "\(engine.indexLoad)",
             ])
 
         let policy = try AccessPolicy(self.configuration.access)
@@ -86,7 +92,6 @@ public struct RegistryDaemon: Sendable {
             }
             try await tasks.waitForAll()
         }
-        self.logger.info("store closed; bye")
     }
 }
 

@@ -8,7 +8,13 @@ extension Engine {
     /// Builds the index from the store: galleries first, then the template records and the payloads in
     /// id (registration) order, on two threads in lockstep; payloads are copied straight from LMDB's
     /// memory map into the registries' row buffers, with no per-template intermediate objects.
-    func load() throws {
+    ///
+    /// With a `snapshot` (``IndexSnapshot``), its rows, codes and terms are mapped in place instead
+    /// and checked on the second thread while the record pass runs; they are used only if they check
+    /// out and hold exactly the templates the records placed, else the payloads are loaded as above.
+    func load(snapshot: IndexSnapshot.Opened? = nil, unusable: String? = nil) throws -> IndexLoad {
+        var reason = unusable
+        var adopted = false
         try self.store.environment.read { txn in
             var registries: [UInt32: (GalleryIndex, RegistryIndex)] = [:]
             for (name, record) in try self.store.storedGalleries(txn) {
@@ -55,7 +61,17 @@ extension Engine {
             defer { placements.deallocate() }
             let progress = LoadProgress()
             let loader = PayloadLoader(store: self.store, registries: list, placements: placements, progress: progress)
-            try runAlongside({ loader.run() }) {
+            let mapped: SnapshotLoad? = snapshot.flatMap { snapshot in
+                do throws(IndexSnapshot.Unusable) {
+                    return try SnapshotLoad(snapshot, registries: list, total: total)
+                } catch {
+                    reason = error.description
+                    return nil
+                }
+            }
+            try runAlongside({
+                if let mapped { mapped.check(placements: loader.placements, progress: loader.progress) } else { loader.run() }
+            }) {
                 var placed = 0
                 do {
                     try txn.forEach(self.store.templates) { key, value in
@@ -73,20 +89,32 @@ extension Engine {
                         return .continue
                     }
                     progress.finish(placed)
-                    loader.helpFaultIn()
+                    if mapped == nil { loader.helpFaultIn() }
                 } catch {
                     progress.fail()
                     throw error
                 }
             }
+            if let mapped {
+                if mapped.failure == nil && mapped.matchesPlacedRows() {
+                    mapped.adopt()
+                    adopted = true
+                    return
+                }
+                reason = mapped.failure ?? "its templates are not the ones the store holds"
+                mapped.discard()
+                // The record pass is done: the payload pass runs alone, on this thread.
+                loader.run()
+            }
             if let error = loader.error { throw error }
             for (registry, row, mask) in loader.masks { list[registry].setMask(mask, row: row) }
         }
+        return IndexLoad(fromSnapshot: adopted, reason: reason)
     }
 }
 
 /// Where a template's row goes: its registry (by position in the load's list) and row.
-private struct Placement {
+struct Placement {
     var id: UInt64
     var registry: Int
     var row: Int
@@ -95,7 +123,7 @@ private struct Placement {
 }
 
 /// How far the record pass has placed templates, for the payload pass following it.
-private final class LoadProgress: @unchecked Sendable {
+final class LoadProgress: @unchecked Sendable {
     private let placed = Atomic<Int>(0)
     /// −1 while the record pass runs; then the final count, or −2 when it failed.
     private let final = Atomic<Int>(-1)

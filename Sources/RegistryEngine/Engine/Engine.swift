@@ -24,6 +24,14 @@ public final class Engine: @unchecked Sendable {
     public let catalog: AlgorithmCatalog
 
     let store: Store
+    /// The data directory (where the index snapshot is written at close).
+    let path: String
+    /// How the index was built at open.
+    public private(set) var indexLoad = IndexLoad(fromSnapshot: false, reason: nil)
+    /// What ``close()`` did about the index snapshot (nil until it ran), for the daemon's log.
+    public private(set) var snapshotReport: String?
+    private let closed = Atomic<Bool>(false)
+    let snapshotMinimumTemplates: Int
     let indexLock = ReadWriteLock()
     private let commits = Atomic<Int>(0)
     private let committedOperations = Atomic<Int>(0)
@@ -49,6 +57,8 @@ public final class Engine: @unchecked Sendable {
         self.catalog = try AlgorithmCatalog(configured: configuration.algorithms)
         self.metrics = EngineMetrics(factory: metrics)
         self.auditRetention = configuration.auditRetention
+        self.path = path
+        self.snapshotMinimumTemplates = configuration.snapshotMinimumTemplates
         // What liblmdb cannot check (wild page pointers in a damaged file) faults; say what it means.
         let fault = "the store in \(path) is probably damaged: reading it at start-up faulted. \(RegistryError.restoreAdvice)"
         do {
@@ -60,7 +70,10 @@ public final class Engine: @unchecked Sendable {
             try FaultReport.during(fault) {
                 // An upgrade rewrites records in place: a copy of the store as it was comes first.
                 try self.store.backupBeforeMigration(path: path)
+                var token: [UInt8]?
                 try self.store.environment.write { txn in
+                    // Taken in the open's first commit: a snapshot is good for this open only.
+                    token = try self.store.takeSnapshotToken(txn)
                     try self.store.prepareSchema(txn)
                     try self.checkEncryption(txn, key: configuration.encryptionKey)
                     try self.reconcileAlgorithms(txn)
@@ -68,7 +81,14 @@ public final class Engine: @unchecked Sendable {
                         _ = try self.writeGallery(txn, configuration.defaultGallery, existing: nil)
                     }
                 }
-                try self.load()
+                var snapshot: IndexSnapshot.Opened?
+                var unusable: String?
+                do throws(IndexSnapshot.Unusable) {
+                    snapshot = try IndexSnapshot.take(from: path, token: token)
+                } catch {
+                    unusable = error.description
+                }
+                self.indexLoad = try self.load(snapshot: snapshot, unusable: unusable)
             }
             // Identification never reads LMDB: the pages the load walked need not stay mapped.
             self.store.environment.releaseResidentPages()
@@ -85,10 +105,15 @@ public final class Engine: @unchecked Sendable {
         self.close()
     }
 
-    /// Finishes the writes already queued, stops the writer and closes the store. Later writes fail
-    /// with `SHUTTING_DOWN`. Idempotent.
+    /// Finishes the writes already queued, stops the writer, writes the index snapshot for the next
+    /// open (``snapshotReport`` says how that went) and closes the store. Later writes fail with
+    /// `SHUTTING_DOWN`. Idempotent.
     public func close() {
-        self.writer?.stop()
+        guard !self.closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        if let writer = self.writer {
+            writer.stop()
+            self.snapshotReport = self.saveSnapshot()
+        }
         self.store.close()
     }
 

@@ -21,6 +21,8 @@ enum Keys {
     static let nextGalleryId = Array("next_gallery_id".utf8)
     /// The key check of an encrypted store: a known plaintext sealed with the key (absent: not encrypted).
     static let encryptionCheck = Array("encryption_check".utf8)
+    /// The token of the index snapshot written at the last clean close (absent: none may be used).
+    static let snapshotToken = Array("snapshot_token".utf8)
 
     static func template(_ id: UInt64) -> [UInt8] { [UInt8](bigEndian: id) }
 

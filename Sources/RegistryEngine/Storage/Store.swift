@@ -183,6 +183,13 @@ final class Store: @unchecked Sendable {
         return UInt64(littleEndian: value.loadUnaligned(as: UInt64.self))
     }
 
+    /// Reads and deletes the index snapshot's token (nil: none).
+    func takeSnapshotToken(_ txn: borrowing Transaction) throws -> [UInt8]? {
+        guard let value = try txn.get(self.meta, key: Keys.snapshotToken).map({ Array($0) }) else { return nil }
+        _ = try txn.delete(self.meta, key: Keys.snapshotToken)
+        return value
+    }
+
     func writeInteger<T: FixedWidthInteger>(_ txn: borrowing Transaction, _ key: [UInt8], _ value: T) throws {
         var writer = ByteWriter()
         writer.append(value)

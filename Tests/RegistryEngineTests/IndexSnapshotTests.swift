@@ -1,0 +1,246 @@
+import Glibc
+import LMDB
+import TestSupport
+import Testing
+
+@testable import RegistryEngine
+@testable import RegistryModel
+
+/// The index snapshot: written at a clean close, mapped by the next open instead of loading every
+/// payload, and used only when it is exactly what the store holds; anything else is a full load with
+/// the same results.
+@Suite struct IndexSnapshotTests {
+    static let gallery = "snap"
+
+    static func configuration(minimum: Int = 0) -> EngineConfiguration {
+        var configuration = EngineConfiguration()
+        configuration.snapshotMinimumTemplates = minimum
+        return configuration
+    }
+
+    static func randomVector(_ random: inout SeededGenerator, dimension: Int = 128) -> [Float] {
+        (0..<dimension).map { _ in Float(random.normal()) }
+    }
+
+    /// A store of 3,000 arcface templates of 1,000 people (enough for the prefilter's codes to be
+    /// used) and 40 landmark templates, with some deleted so that rows are no longer in id order.
+    static func populate(_ engine: Engine) async throws -> [[Float]] {
+        _ = try await engine.defineGallery(
+            GalleryConfiguration(
+                name: Self.gallery,
+                registries: [
+                    RegistryConfiguration(
+                        algorithm: Algorithm.arcface.version, thresholds: Thresholds(authentication: 0.45, identification: 0.45, autoEnrolment: 1)),
+                    RegistryConfiguration(
+                        algorithm: Algorithm.landmarks.version, thresholds: Thresholds(authentication: 0.1, identification: 0.1, autoEnrolment: 1)),
+                ]))
+        var random = SeededGenerator(seed: 31)
+        let vectors = (0..<3000).map { _ in Self.randomVector(&random) }
+        let items = vectors.enumerated().map { index, vector in
+            ImportItem(identifier: "p\(index % 1000)", template: FaceTemplate(algorithm: Algorithm.arcface.version, vector: vector))
+        }
+        let ids = try await engine.importTemplates(gallery: Self.gallery, items)
+        let landmarks = (0..<40).map { ImportItem(identifier: "p\($0)", template: landmarkFace(seed: $0, jitter: Float($0 % 7))) }
+        _ = try await engine.importTemplates(gallery: Self.gallery, landmarks)
+        for id in ids.prefix(500) where id % 7 == 0 { #expect(try await engine.deleteTemplate(gallery: Self.gallery, id: id)) }
+        return vectors
+    }
+
+    /// What identification answers for a set of queries: noisy copies of stored vectors, strangers,
+    /// and landmark faces.
+    static func answers(_ engine: Engine, _ vectors: [[Float]]) async throws -> [[IdentifyMatch]] {
+        var random = SeededGenerator(seed: 77)
+        var faces: [FaceTemplate] = []
+        for index in stride(from: 0, to: vectors.count, by: 97) {
+            let noisy = zip(vectors[index], Self.randomVector(&random)).map { $0 + 0.6 * $1 }
+            faces.append(FaceTemplate(algorithm: Algorithm.arcface.version, vector: noisy))
+        }
+        faces += (0..<5).map { _ in FaceTemplate(algorithm: Algorithm.arcface.version, vector: Self.randomVector(&random)) }
+        faces += (0..<5).map { landmarkFace(seed: $0 * 3, jitter: 2) }
+        var result: [[IdentifyMatch]] = []
+        for face in faces {
+            result.append(try await engine.identify(gallery: Self.gallery, face: Face(face), safe: false, autoEnrol: false, limit: 10).matches)
+        }
+        return result
+    }
+
+    /// A populated store, closed (so with a snapshot), and its answers before the close.
+    static func closedStore(_ directory: TemporaryDirectory) async throws -> ([[Float]], [[IdentifyMatch]]) {
+        let engine = try Engine(path: directory.path, configuration: Self.configuration())
+        defer { engine.close() }
+        let vectors = try await Self.populate(engine)
+        return (vectors, try await Self.answers(engine, vectors))
+    }
+
+    static func snapshotExists(_ directory: TemporaryDirectory) -> Bool {
+        access(IndexSnapshot.path(in: directory.path), F_OK) == 0
+    }
+
+    static func hasToken(_ engine: Engine) throws -> Bool {
+        try engine.store.environment.read { txn in try txn.get(engine.store.meta, key: Keys.snapshotToken) != nil }
+    }
+
+    @Test func aCleanCloseWritesASnapshotThatTheNextOpenMapsWithTheSameAnswers() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let vectors: [[Float]]
+        let before: [[IdentifyMatch]]
+        let stored: StoreSnapshot
+        do {
+            let engine = try Engine(path: directory.path, configuration: Self.configuration())
+            #expect(!engine.indexLoad.fromSnapshot)
+            vectors = try await Self.populate(engine)
+            before = try await Self.answers(engine, vectors)
+            stored = try StoreSnapshot(engine)
+            engine.close()
+            #expect(engine.snapshotReport?.hasPrefix("index snapshot written: 2969 rows") == true, "\(engine.snapshotReport ?? "nil")")
+        }
+        #expect(before.filter { !$0.isEmpty }.count >= 30 && before.contains { $0.isEmpty })
+        #expect(Self.snapshotExists(directory))
+        do {
+            let engine = try Engine(path: directory.path, configuration: Self.configuration())
+            #expect(engine.indexLoad.fromSnapshot, "\(engine.indexLoad)")
+            // Good for this open only: the file is gone and the token consumed before anything is served.
+            #expect(!Self.snapshotExists(directory))
+            #expect(try !Self.hasToken(engine))
+            #expect(try await Self.answers(engine, vectors) == before)
+            #expect(try StoreSnapshot(engine) == stored)
+            #expect(try await engine.verify().problems.isEmpty)
+            // The mapped rows take writes (appends, and removals moving the last row into a hole).
+            var random = SeededGenerator(seed: 5)
+            let added = try await engine.register(
+                gallery: Self.gallery, identifier: "newcomer",
+                face: Face(FaceTemplate(algorithm: Algorithm.arcface.version, vector: Self.randomVector(&random))))
+            #expect(added.stored.count == 1)
+            let first = try #require(try engine.templates(gallery: Self.gallery, identifier: "p1", includeData: false).first)
+            #expect(try await engine.deleteTemplate(gallery: Self.gallery, id: first.id))
+            let changed = try await Self.answers(engine, vectors)
+            engine.close()
+            // Reopened in full (no snapshot) and from the new snapshot, the changed store answers alike.
+            let full = try Engine(path: directory.path, configuration: Self.configuration(minimum: .max))
+            #expect(full.indexLoad.fromSnapshot)
+            #expect(try await Self.answers(full, vectors) == changed)
+            full.close()
+            #expect(full.snapshotReport?.contains("load in full quickly") == true)
+            let again = try Engine(path: directory.path, configuration: Self.configuration())
+            defer { again.close() }
+            #expect(!again.indexLoad.fromSnapshot && again.indexLoad.reason == nil, "\(again.indexLoad)")
+            #expect(try await Self.answers(again, vectors) == changed)
+        }
+    }
+
+    /// A snapshot of another state of the store (kept from an earlier stop) is refused by its token,
+    /// and the open loads in full.
+    @Test func aSnapshotFromAnEarlierStopIsNotUsed() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let vectors: [[Float]]
+        let old = directory.path + "/old.snapshot"
+        do {
+            let engine = try Engine(path: directory.path, configuration: Self.configuration())
+            vectors = try await Self.populate(engine)
+            engine.close()
+            #expect(link(IndexSnapshot.path(in: directory.path), old) == 0)
+        }
+        let expected: [[IdentifyMatch]]
+        do {
+            let engine = try Engine(path: directory.path, configuration: Self.configuration())
+            #expect(engine.indexLoad.fromSnapshot)
+            var random = SeededGenerator(seed: 9)
+            _ = try await engine.register(
+                gallery: Self.gallery, identifier: "later",
+                face: Face(FaceTemplate(algorithm: Algorithm.arcface.version, vector: Self.randomVector(&random))))
+            expected = try await Self.answers(engine, vectors)
+            engine.close()
+        }
+        #expect(rename(old, IndexSnapshot.path(in: directory.path)) == 0)
+        let engine = try Engine(path: directory.path, configuration: Self.configuration())
+        defer { engine.close() }
+        #expect(!engine.indexLoad.fromSnapshot)
+        #expect(engine.indexLoad.reason?.contains("token") == true, "\(engine.indexLoad)")
+        #expect(!Self.snapshotExists(directory))
+        #expect(try await Self.answers(engine, vectors) == expected)
+    }
+
+    /// An open that consumed the snapshot and then stopped without closing (a crash) leaves neither
+    /// file nor token: the next open is a full load. Simulated by putting the file back without the
+    /// token, as a crash after the open's first commit would leave things.
+    @Test func aSnapshotWithoutItsTokenIsNotUsed() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let (vectors, expected) = try await Self.closedStore(directory)
+        try Engine.removeSnapshotToken(directory.path)
+        let engine = try Engine(path: directory.path, configuration: Self.configuration())
+        defer { engine.close() }
+        #expect(!engine.indexLoad.fromSnapshot)
+        #expect(engine.indexLoad.reason?.contains("no token") == true, "\(engine.indexLoad)")
+        #expect(!Self.snapshotExists(directory))
+        #expect(try await Self.answers(engine, vectors) == expected)
+    }
+
+    /// Damage to the file is found before anything is served, and the open loads in full.
+    @Test(arguments: ["row", "codes", "header", "truncated"])
+    func aDamagedSnapshotIsNotUsed(damage: String) async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let (vectors, expected) = try await Self.closedStore(directory)
+        let path = IndexSnapshot.path(in: directory.path)
+        var bytes = try #require(readFileBytes(path))
+        let header = try bytes.withUnsafeBytes { try IndexSnapshot(decoding: $0, fileSize: bytes.count) }
+        let arcface = try #require(header.registries.first { $0.algorithm == Algorithm.arcface.version && $0.count > 0 })
+        switch damage {
+        case "row": bytes[arcface[.rows].offset + 4 * 128 * 1234 + 77] ^= 0x04
+        case "codes": bytes[arcface[.codes].offset + 999] ^= 0x01
+        case "header": bytes[40] ^= 0x80
+        default: bytes.removeLast(bytes.count - arcface[.rows].offset - 4096)
+        }
+        let file = open(path, O_WRONLY | O_TRUNC)
+        #expect(bytes.withUnsafeBytes { write(file, $0.baseAddress!, $0.count) } == bytes.count)
+        close(file)
+        let engine = try Engine(path: directory.path, configuration: Self.configuration())
+        defer { engine.close() }
+        #expect(!engine.indexLoad.fromSnapshot)
+        let reason = engine.indexLoad.reason ?? ""
+        switch damage {
+        case "row": #expect(reason.contains("does not match the template's payload checksum"), "\(reason)")
+        case "codes": #expect(reason.contains("codes section") && reason.contains("checksum"), "\(reason)")
+        case "header": #expect(reason.contains("header"), "\(reason)")
+        default: #expect(reason.contains("outside the file"), "\(reason)")
+        }
+        #expect(try await Self.answers(engine, vectors) == expected)
+        #expect(try await engine.verify().problems.isEmpty)
+    }
+
+    @Test func anEncryptedStoreWritesNoSnapshot() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var configuration = Self.configuration()
+        configuration.encryptionKey = [UInt8](repeating: 3, count: 32)
+        let engine = try Engine(path: directory.path, configuration: configuration)
+        _ = try await engine.register(identifier: "a", face: Face(arcface([1])))
+        engine.close()
+        #expect(engine.snapshotReport == "no index snapshot: the store is encrypted")
+        #expect(!Self.snapshotExists(directory))
+    }
+
+    /// Small stores load in full at every start (each payload read and checked): no snapshot.
+    @Test func aSmallStoreWritesNoSnapshotByDefault() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let engine = try Engine(path: directory.path)
+        _ = try await engine.register(identifier: "a", face: Face(arcface([1])))
+        engine.close()
+        #expect(engine.snapshotReport?.contains("1 templates load in full quickly") == true, "\(engine.snapshotReport ?? "nil")")
+        #expect(!Self.snapshotExists(directory))
+    }
+}
+
+extension Engine {
+    /// Deletes the snapshot token from a closed store, as an open that crashed after its first commit
+    /// would have left it.
+    static func removeSnapshotToken(_ path: String) throws {
+        let store = try Store(path: path, configuration: EngineConfiguration())
+        defer { store.close() }
+        try store.environment.write { txn in _ = try store.takeSnapshotToken(txn) }
+    }
+}
