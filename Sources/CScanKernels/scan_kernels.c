@@ -232,6 +232,8 @@ int rk_has_crc32c(void) {
 #endif
 }
 
+void rk_prefetch(const void *address) { __builtin_prefetch(address); }
+
 uint32_t rk_crc32c_update(uint32_t state, const void *bytes, size_t count) {
 #if defined(__x86_64__)
     return rk_x86_crc32c_update(state, bytes, count);

@@ -108,6 +108,9 @@ int rk_has_crc32c(void);
 /// result) over `count` bytes with the crc32 instruction. Only where rk_has_crc32c() says so.
 uint32_t rk_crc32c_update(uint32_t state, const void *bytes, size_t count);
 
+/// Asks the CPU to start fetching the cache line at `address` (a hint: never faults).
+void rk_prefetch(const void *address);
+
 #ifdef __cplusplus
 }
 #endif

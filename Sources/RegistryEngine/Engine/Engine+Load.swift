@@ -73,21 +73,37 @@ extension Engine {
                 if let mapped { mapped.check(placements: loader.placements, progress: loader.progress) } else { loader.run() }
             }) {
                 var placed = 0
+                // Records are placed in batches: the identifier-table slots of a whole batch are
+                // fetched before the first is probed, so their cache misses overlap.
+                var batch: [(id: UInt64, record: TemplateRecord, gallery: GalleryIndex, registry: RegistryIndex, hash: Int)] = []
+                batch.reserveCapacity(Self.loadBatch)
+                func place() {
+                    for entry in batch { entry.gallery.prefetchIdentifier(hash: entry.hash) }
+                    for (id, record, gallery, registry, hash) in batch {
+                        placements[placed] = Placement(
+                            id: id, registry: position[registry.id]!, row: registry.count, checksum: record.payloadChecksum)
+                        gallery.add(to: registry, templateId: id, identifier: record.identifier, hash: hash, mask: 0, encodes: false) {
+                            _ in
+                        }
+                        placed += 1
+                        // In steps: every store would pull the line from the core following it.
+                        if placed & 63 == 0 { progress.publish(placed) }
+                    }
+                    batch.removeAll(keepingCapacity: true)
+                }
                 do {
                     try txn.forEach(self.store.templates) { key, value in
                         let id = try Store.templateId(key)
                         let record = try TemplateRecord(decoding: value, id: id)
-                        guard placed < total else { throw StoreCorruption("more template records than the database counts") }
+                        guard placed + batch.count < total else { throw StoreCorruption("more template records than the database counts") }
                         guard let (gallery, registry) = registries[record.registryId], gallery.id == record.galleryId else {
                             throw StoreCorruption("template \(id) belongs to registry \(record.registryId), which no gallery has")
                         }
-                        placements[placed] = Placement(
-                            id: id, registry: position[registry.id]!, row: registry.count, checksum: record.payloadChecksum)
-                        gallery.add(to: registry, templateId: id, identifier: record.identifier, mask: 0, encodes: false) { _ in }
-                        placed += 1
-                        progress.publish(placed)
+                        batch.append((id, record, gallery, registry, OrdinalTable.hash(record.identifier)))
+                        if batch.count == Self.loadBatch { place() }
                         return .continue
                     }
+                    place()
                     progress.finish(placed)
                     if mapped == nil { loader.helpFaultIn() }
                 } catch {
@@ -113,6 +129,11 @@ extension Engine {
     }
 }
 
+extension Engine {
+    /// Template records the load's record pass places at a time (see its batch).
+    static let loadBatch = 32
+}
+
 /// Where a template's row goes: its registry (by position in the load's list) and row.
 struct Placement {
     var id: UInt64
@@ -129,7 +150,10 @@ final class LoadProgress: @unchecked Sendable {
     private let final = Atomic<Int>(-1)
 
     func publish(_ count: Int) { self.placed.store(count, ordering: .releasing) }
-    func finish(_ count: Int) { self.final.store(count, ordering: .releasing) }
+    func finish(_ count: Int) {
+        self.publish(count)
+        self.final.store(count, ordering: .releasing)
+    }
     func fail() { self.final.store(-2, ordering: .releasing) }
 
     /// Waits until template `index` is placed. Returns false when there will be no such template.

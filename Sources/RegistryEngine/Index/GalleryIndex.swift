@@ -60,25 +60,32 @@ final class GalleryIndex {
     }
 
     /// Interns an identifier, returning its ordinal.
-    func intern(_ identifier: String) -> UInt32 {
-        if let ordinal = self.ordinals.find(identifier, in: self.names) { return ordinal }
+    /// - Parameter hash: the identifier's ``OrdinalTable/hash(_:)``, when the caller has it already.
+    func intern(_ identifier: String, hash: Int? = nil) -> UInt32 {
+        let hash = hash ?? OrdinalTable.hash(identifier)
+        if let ordinal = self.ordinals.find(identifier, hash: hash, in: self.names) { return ordinal }
         let ordinal = UInt32(self.names.count)
         self.names.append(identifier)
         self.templateCounts.append(0)
-        self.ordinals.insert(ordinal, names: self.names)
+        self.ordinals.insert(ordinal, hash: hash, names: self.names)
         return ordinal
     }
 
+    /// Starts fetching what interning an identifier of this ``OrdinalTable/hash(_:)`` reads first.
+    func prefetchIdentifier(hash: Int) { self.ordinals.prefetch(hash: hash) }
+
     /// Adds a template row to a registry, counting it for its identifier.
+    /// - Parameter hash: the identifier's ``OrdinalTable/hash(_:)``, when the caller has it already.
     func add(
         to registry: RegistryIndex,
         templateId: UInt64,
         identifier: String,
+        hash: Int? = nil,
         mask: UInt32,
         encodes: Bool = true,
         fill: (UnsafeMutablePointer<Float>) -> Void
     ) {
-        let ordinal = self.intern(identifier)
+        let ordinal = self.intern(identifier, hash: hash)
         registry.append(templateId: templateId, ordinal: ordinal, mask: mask, encodes: encodes, fill: fill)
         if self.templateCounts[Int(ordinal)] == 0 { self.identifierCount += 1 }
         self.templateCounts[Int(ordinal)] += 1

@@ -1,3 +1,4 @@
+import CScanKernels
 import RegistryModel
 
 /// An identifier compared and hashed by its UTF-8 bytes, as the store's keys are.
@@ -41,9 +42,14 @@ struct OrdinalTable {
     private(set) var count = 0
 
     func find(_ identifier: String, in names: [String]) -> UInt32? {
+        self.find(identifier, hash: Self.hash(identifier), in: names)
+    }
+
+    /// ``find(_:in:)`` with the identifier's ``hash(_:)`` already computed.
+    func find(_ identifier: String, hash: Int, in names: [String]) -> UInt32? {
         guard !self.slots.isEmpty else { return nil }
         let mask = self.slots.count - 1
-        var index = Self.hash(identifier) & mask
+        var index = hash & mask
         while true {
             let slot = self.slots[index]
             if slot == 0 { return nil }
@@ -52,11 +58,19 @@ struct OrdinalTable {
         }
     }
 
-    /// Adds an ordinal whose name (`names[ordinal]`) is not in the table yet.
-    mutating func insert(_ ordinal: UInt32, names: [String]) {
+    /// Adds an ordinal whose name (`names[ordinal]`, of ``hash(_:)`` `hash`) is not in the table yet.
+    mutating func insert(_ ordinal: UInt32, hash: Int, names: [String]) {
         if 2 * (self.count + 1) > self.slots.count { self.rebuild(capacity: 2 * (self.count + 1), names: names) }
-        self.place(ordinal, names[Int(ordinal)])
+        self.place(ordinal, hash: hash)
         self.count += 1
+    }
+
+    /// Starts fetching the slot where a lookup of ``hash(_:)`` `hash` begins: a load that interns many
+    /// identifiers asks for several slots before probing the first (each probe is a cache miss in a
+    /// table of a million identifiers, most of the load's time when taken one at a time).
+    func prefetch(hash: Int) {
+        guard !self.slots.isEmpty else { return }
+        self.slots.withUnsafeBufferPointer { rk_prefetch($0.baseAddress! + (hash & ($0.count - 1))) }
     }
 
     /// Makes room for `count` identifiers in all.
@@ -64,9 +78,9 @@ struct OrdinalTable {
         if 2 * count > self.slots.count { self.rebuild(capacity: 2 * count, names: names) }
     }
 
-    private mutating func place(_ ordinal: UInt32, _ name: String) {
+    private mutating func place(_ ordinal: UInt32, hash: Int) {
         let mask = self.slots.count - 1
-        var index = Self.hash(name) & mask
+        var index = hash & mask
         while self.slots[index] != 0 { index = (index + 1) & mask }
         self.slots[index] = ordinal + 1
     }
@@ -77,10 +91,10 @@ struct OrdinalTable {
         while size < capacity { size <<= 1 }
         let ordinals = self.slots.filter { $0 != 0 }
         self.slots = [UInt32](repeating: 0, count: size)
-        for slot in ordinals { self.place(slot - 1, names[Int(slot - 1)]) }
+        for slot in ordinals { self.place(slot - 1, hash: Self.hash(names[Int(slot - 1)])) }
     }
 
-    private static func hash(_ identifier: String) -> Int {
+    static func hash(_ identifier: String) -> Int {
         var hasher = Hasher()
         var identifier = identifier
         // One bulk combine over the UTF-8 bytes (see ``IdentifierKey/hash(into:)``).
