@@ -62,6 +62,7 @@ enum StoreBench {
         let startup = now() - start
         defer { engine.close() }
         let memory = residentMemory()
+        let snapshotMemory = snapshotResidentMemory()
         var times: [Double] = []
         var tops: [JSON] = []
         var scores: [JSON] = []
@@ -78,6 +79,7 @@ enum StoreBench {
             JSON.object([
                 ("startup_ms", .number(startup * 1000)), ("rss_bytes", .integer(memory.total)),
                 ("rss_anon_bytes", .integer(memory.anonymous)), ("rss_file_bytes", .integer(memory.file)),
+                ("rss_snapshot_bytes", .integer(snapshotMemory)), ("index_load", .string("\(engine.indexLoad)")),
                 ("identify_ms", .array(times.map { .number($0 * 1000) })), ("top", .array(tops)), ("scores", .array(scores)),
                 ("kernels", .string(Engine.scanKernels)), ("rescored_fraction", Self.rescoredFraction(since: before)),
             ]).text)

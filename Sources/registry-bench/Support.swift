@@ -84,3 +84,19 @@ func residentMemory() -> (total: Int, anonymous: Int, file: Int) {
     }
     return (fields["VmRSS"] ?? 0, fields["RssAnon"] ?? 0, fields["RssFile"] ?? 0)
 }
+
+/// Resident bytes of this process's mappings of the index snapshot (rows, codes and terms an open
+/// took from it live there instead of in anonymous memory), from /proc/self/smaps.
+func snapshotResidentMemory() -> Int {
+    guard let bytes = try? readFile("/proc/self/smaps") else { return 0 }
+    var total = 0
+    var inSnapshot = false
+    for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+        if let first = line.first, first.isHexDigit, line.contains("-") && !line.hasSuffix(":") && line.split(separator: " ").count >= 5 {
+            inSnapshot = line.contains("/index.snapshot")
+        } else if inSnapshot && line.hasPrefix("Rss:") {
+            total += (Int(line.split(whereSeparator: { $0 == " " })[1]) ?? 0) * 1024
+        }
+    }
+    return total
+}
