@@ -211,6 +211,23 @@ import Testing
         #expect(try await engine.verify().problems.isEmpty)
     }
 
+    /// An open that fails (here: a schema newer than this code) still takes the file out of the
+    /// directory first, so its disk space comes back even when a full disk is what failed the open.
+    @Test func aFailedOpenLeavesNoSnapshotBehind() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        _ = try await Self.closedStore(directory)
+        #expect(Self.snapshotExists(directory))
+        do {
+            let store = try Store(path: directory.path, configuration: EngineConfiguration())
+            defer { store.close() }
+            try store.environment.write { txn in try store.writeInteger(txn, Keys.schemaVersion, UInt32(99)) }
+        }
+        let error = await expectRegistryError(.internal) { _ = try Engine(path: directory.path, configuration: Self.configuration()) }
+        #expect(error?.message.contains("newer") == true, "\(String(describing: error))")
+        #expect(!Self.snapshotExists(directory))
+    }
+
     @Test func anEncryptedStoreWritesNoSnapshot() async throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }

@@ -35,6 +35,17 @@ extension Engine {
         guard templates >= self.snapshotMinimumTemplates else {
             return "no index snapshot: \(templates) templates load in full quickly"
         }
+        // Leave the store room to grow: a snapshot is worth less than the next registrations.
+        let needed = registries.reduce(IndexSnapshot.headerSpace(registries: registries.count)) { total, registry in
+            total + 5 * IndexSnapshot.alignment + registry.count * (4 * registry.stride + registry.codeStride + 16 + 8 + 4)
+        }
+        var disk = statvfs()
+        if statvfs(self.path, &disk) == 0 {
+            let free = Int(disk.f_bavail) * Int(disk.f_frsize)
+            guard free >= needed + Self.snapshotDiskReserve else {
+                return "no index snapshot: it needs \(needed >> 20) MiB and \(Self.snapshotDiskReserve >> 20) MiB must stay free, but the disk has \(free >> 20) MiB"
+            }
+        }
         do {
             var generator = SystemRandomNumberGenerator()
             let token = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
@@ -57,6 +68,9 @@ extension Engine {
             return "no index snapshot (the next start loads every template): \(error)"
         }
     }
+
+    /// Free space a snapshot must leave on the store's file system.
+    static let snapshotDiskReserve = 256 << 20
 
     private static func syncDirectory(_ directory: String) throws(IndexSnapshot.Unusable) {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)

@@ -70,6 +70,7 @@ public final class Engine: @unchecked Sendable {
             try FaultReport.during(fault) {
                 // An upgrade rewrites records in place: a copy of the store as it was comes first.
                 try self.store.backupBeforeMigration(path: path)
+                let taken = IndexSnapshot.take(from: path)
                 var token: [UInt8]?
                 try self.store.environment.write { txn in
                     // Taken in the open's first commit: a snapshot is good for this open only.
@@ -84,7 +85,7 @@ public final class Engine: @unchecked Sendable {
                 var snapshot: IndexSnapshot.Opened?
                 var unusable: String?
                 do throws(IndexSnapshot.Unusable) {
-                    snapshot = try IndexSnapshot.take(from: path, token: token)
+                    snapshot = try taken?.open(token: token)
                 } catch {
                     unusable = error.description
                 }

@@ -252,29 +252,49 @@ extension IndexSnapshot {
         deinit { close(self.fd) }
     }
 
-    /// Opens and unlinks the snapshot in `directory`. Returns nil when there is none; throws when
-    /// there is one but it cannot be used with `token` (the token the store held, nil: none).
-    static func take(from directory: String, token: [UInt8]?) throws(Unusable) -> Opened? {
+    /// A snapshot file taken out of the data directory: opened, then unlinked, before the open's
+    /// first write transaction, so that its disk space comes back whatever happens to the open (a
+    /// full disk failing that transaction included). ``open(token:)`` then decides whether it is used.
+    final class Taken {
+        private var fd: Int32
+        private let path: String
+        private let failure: String?
+
+        fileprivate init(fd: Int32, path: String, failure: String?) {
+            self.fd = fd
+            self.path = path
+            self.failure = failure
+        }
+
+        deinit { if self.fd >= 0 { close(self.fd) } }
+
+        /// The snapshot, if it decodes and carries `token` (the token the store held; nil: none).
+        func open(token: [UInt8]?) throws(Unusable) -> Opened {
+            if let failure { throw Unusable(failure) }
+            guard let token else { throw Unusable("the store holds no token for it (the last stop did not write it, or the store changed since)") }
+            var status = stat()
+            guard fstat(self.fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { throw Unusable("\(self.path) is not a regular file") }
+            let size = Int(status.st_size)
+            var header = [UInt8](repeating: 0, count: min(size, 1 << 20))
+            let read = header.withUnsafeMutableBytes { pread(self.fd, $0.baseAddress!, $0.count, 0) }
+            guard read == header.count else { throw Unusable("cannot read \(self.path)") }
+            let decoded = try header.withUnsafeBytes { bytes in Result { () throws(Unusable) in try IndexSnapshot(decoding: bytes, fileSize: size) } }
+                .get()
+            guard decoded.token == token else { throw Unusable("its token is not the store's (a snapshot of another state)") }
+            defer { self.fd = -1 }
+            return Opened(header: decoded, fd: self.fd, size: size)
+        }
+    }
+
+    /// Opens and unlinks the snapshot in `directory` (and any half-written one). Nil when there is none.
+    static func take(from directory: String) -> Taken? {
         let path = Self.path(in: directory)
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        let failure = fd < 0 ? "cannot open \(path): \(String(cString: strerror(errno)))" : nil
+        unlink(path + ".tmp")
         if fd < 0 && errno == ENOENT { return nil }
         // Whatever follows, the file is used at most by this open.
         unlink(path)
-        unlink(path + ".tmp")
-        guard fd >= 0 else { throw Unusable("cannot open \(path): \(String(cString: strerror(errno)))") }
-        var keep = false
-        defer { if !keep { close(fd) } }
-        guard let token else { throw Unusable("the store holds no token for it (the last stop did not write it, or the store changed since)") }
-        var status = stat()
-        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { throw Unusable("\(path) is not a regular file") }
-        let size = Int(status.st_size)
-        var header = [UInt8](repeating: 0, count: min(size, 1 << 20))
-        let read = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, 0) }
-        guard read == header.count else { throw Unusable("cannot read \(path)") }
-        let decoded = try header.withUnsafeBytes { bytes in Result { () throws(Unusable) in try IndexSnapshot(decoding: bytes, fileSize: size) } }
-            .get()
-        guard decoded.token == token else { throw Unusable("its token is not the store's (a snapshot of another state)") }
-        keep = true
-        return Opened(header: decoded, fd: fd, size: size)
+        return Taken(fd: fd, path: path, failure: failure)
     }
 }
