@@ -43,7 +43,8 @@ extension Engine {
         if statvfs(self.path, &disk) == 0 {
             let free = Int(disk.f_bavail) * Int(disk.f_frsize)
             guard free >= needed + Self.snapshotDiskReserve else {
-                return "no index snapshot: it needs \(needed >> 20) MiB and \(Self.snapshotDiskReserve >> 20) MiB must stay free, but the disk has \(free >> 20) MiB"
+                let reserve = Self.snapshotDiskReserve >> 20
+                return "no index snapshot: it needs \(needed >> 20) MiB and \(reserve) MiB must stay free, but the disk has \(free >> 20) MiB"
             }
         }
         do {
