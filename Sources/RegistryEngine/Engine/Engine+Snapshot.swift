@@ -93,7 +93,7 @@ final class SnapshotLoad: @unchecked Sendable {
     /// The whole file, read-only (for the ids and masks sections).
     private let file: UnsafeRawPointer
     private var mapped: [(address: UnsafeMutableRawPointer, length: Int)] = []
-    /// Set by ``check()``: why the sections cannot be used (nil: they check out).
+    /// Set by ``check(placements:progress:)``: why the sections cannot be used (nil: they check out).
     private(set) var failure: String?
 
     private static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
@@ -123,13 +123,15 @@ final class SnapshotLoad: @unchecked Sendable {
         for (registry, entry) in zip(registries, entries) {
             for (kind, target) in registry.snapshotTargets(entry) where entry[kind].length > 0 {
                 let length = Self.pages(entry[kind].length)
+                // Recorded first: a MAP_FIXED that fails may already have unmapped the range, which
+                // discard() then maps afresh with the others.
+                self.mapped.append((target, length))
                 let address = mmap(target, length, PROT_READ, MAP_PRIVATE | MAP_FIXED, opened.fd, off_t(entry[kind].offset))
                 guard address == target else {
                     let reason = String(cString: strerror(errno))
                     self.discard()
                     throw IndexSnapshot.Unusable("cannot map it where the index lives: \(reason)")
                 }
-                self.mapped.append((target, length))
             }
         }
     }
