@@ -149,12 +149,14 @@ extension Scan {
                                     var memos = [Prefilter.DotCutoff](repeating: Prefilter.DotCutoff(), count: count)
                                     var rescored = 0
                                     var start = range.lowerBound
+                                    let survivors = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: Prefilter.blockRows)
+                                    defer { survivors.deallocate() }
                                     while start < range.upperBound {
                                         let block = start..<min(range.upperBound, start + Prefilter.blockRows)
                                         for q in 0..<count {
                                             rescored += Self.scoreSurvivors(
                                                 registry, block, query: queries + q * dimension, coded: coded[q], level: level,
-                                                cached: true, memo: &memos[q], cutoff: { cutoffs[q] }
+                                                cached: true, memo: &memos[q], survivors: survivors, cutoff: { cutoffs[q] }
                                             ) { row, score in consider(q, score, row) }
                                         }
                                         start = block.upperBound

@@ -237,12 +237,36 @@ enum Scan {
         cutoff: () -> Float,
         _ visit: (Int, Float) -> Void
     ) -> Int {
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: Prefilter.blockRows) { survivors in
+            Self.scoreSurvivors(
+                registry, range, query: query, coded: coded, level: level, cached: cached, memo: &memo, survivors: survivors,
+                cutoff: cutoff, visit)
+        }
+    }
+
+    /// ``scoreSurvivors(_:_:query:coded:level:cached:memo:cutoff:_:)`` with the caller's buffer for
+    /// the survivors (at least ``Prefilter/blockRows``): the batched check calls it once per block and
+    /// query, and its 2 KiB of temporary allocation came from the heap every time.
+    @inline(__always)
+    static func scoreSurvivors(
+        _ registry: RegistryIndex,
+        _ range: Range<Int>,
+        query: UnsafePointer<Float>,
+        coded: Prefilter.Query,
+        level: Int32,
+        cached: Bool = false,
+        memo: inout Prefilter.DotCutoff,
+        survivors: UnsafeMutableBufferPointer<UInt32>,
+        cutoff: () -> Float,
+        _ visit: (Int, Float) -> Void
+    ) -> Int {
+        precondition(survivors.count >= Prefilter.blockRows)
         guard case .vector(let dimension) = registry.algorithm.kind else { preconditionFailure("the prefilter is for vector registries") }
         let function = registry.algorithm.scoreFunction
         let rows = UnsafePointer(registry.rows)
         var rescored = 0
         var start = range.lowerBound
-        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: Prefilter.blockRows) { survivors in
+        do {
             // With the row length a constant (common lengths), the kernel unrolls.
             @inline(__always)
             func scan(_ dimension: Int) {
