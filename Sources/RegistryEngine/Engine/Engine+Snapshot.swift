@@ -50,11 +50,10 @@ extension Engine {
         do {
             var generator = SystemRandomNumberGenerator()
             let token = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
-            let nextId = try self.store.environment.read { txn in try self.store.readUInt64(txn, Keys.nextTemplateId) ?? 1 }
             let writer = try IndexSnapshot.Writer(path: temporary, registries: registries.count)
             var entries: [IndexSnapshot.Registry] = []
             for registry in registries { entries.append(try registry.writeSnapshot(to: writer)) }
-            try writer.finish(IndexSnapshot(token: token, nextTemplateId: nextId, registries: entries))
+            try writer.finish(IndexSnapshot(token: token, registries: entries))
             guard rename(temporary, path) == 0 else {
                 throw IndexSnapshot.Unusable("cannot rename it into place: \(String(cString: strerror(errno)))")
             }
@@ -149,16 +148,17 @@ final class SnapshotLoad: @unchecked Sendable {
     func check(placements: UnsafeMutableBufferPointer<Placement>, progress: LoadProgress) {
         var vectorRows: [UnsafeRawPointer?] = []
         for (registry, entry) in zip(self.registries, self.entries) {
-            var rows: UnsafeRawPointer?
-            for (kind, target) in registry.snapshotTargets(entry) where entry[kind].length > 0 {
+            let targets = registry.snapshotTargets(entry)
+            for (kind, target) in targets where entry[kind].length > 0 {
                 // MADV_POPULATE_READ (Linux 5.14): maps the pages in bulk instead of a fault at a time.
                 _ = madvise(target, Self.pages(entry[kind].length), 22)
-                if kind == .rows && !registry.isLandmarks { rows = UnsafeRawPointer(target) }
             }
+            // Vector rows are checked one by one against their records below; everything else here.
+            let rows = registry.isLandmarks ? nil : targets.first { $0.0 == .rows }.map { UnsafeRawPointer($0.1) }
             vectorRows.append(rows)
             for kind in IndexSnapshot.Kind.allCases where entry[kind].length > 0 && !(kind == .rows && rows != nil) {
                 let section = entry[kind]
-                let bytes = registry.snapshotTargets(entry).first { $0.0 == kind }.map { UnsafeRawPointer($0.1) } ?? self.file + section.offset
+                let bytes = targets.first { $0.0 == kind }.map { UnsafeRawPointer($0.1) } ?? self.file + section.offset
                 guard CRC32C.checksum(UnsafeRawBufferPointer(start: bytes, count: section.length)) == section.checksum else {
                     self.failure = "its \(kind) section of registry \(registry.id) fails its checksum"
                     return

@@ -22,7 +22,7 @@ import RegistryModel
 /// template ids (u64, ascending), rows (`stride` f32 each, in the same order), and, where the registry
 /// has them, prefilter codes, bound terms and landmark masks (u32).
 ///
-/// Header: magic `RGSNAP01` (8); format u32 (1); token (16); next template id u64; registry count u32;
+/// Header: magic `RGSNAP01` (8); format u32 (1); token (16); registry count u32;
 /// per registry: id u32, algorithm version u32, row bytes u32, code bytes u32, count u64, then five
 /// sections (ids, rows, codes, terms, masks), each offset u64, length u64, CRC-32C u32 (offset 0 and
 /// length 0 when absent); then the CRC-32C of everything before it.
@@ -58,7 +58,6 @@ struct IndexSnapshot {
     }
 
     var token: [UInt8]
-    var nextTemplateId: UInt64
     var registries: [Registry]
 
     /// Why a snapshot was not used (for the start-up log; never names template data).
@@ -75,7 +74,6 @@ struct IndexSnapshot {
         writer.append(bytes: Self.magic)
         writer.append(Self.format)
         writer.append(bytes: self.token)
-        writer.append(self.nextTemplateId)
         writer.append(UInt32(self.registries.count))
         for registry in self.registries {
             writer.append(registry.id)
@@ -103,7 +101,6 @@ struct IndexSnapshot {
             let format: UInt32 = try reader.read()
             guard format == Self.format else { throw Unusable("snapshot format \(format), not \(Self.format)") }
             self.token = Array(try reader.readBytes(16))
-            self.nextTemplateId = try reader.read()
             let count: UInt32 = try reader.read()
             guard count <= 1 << 16 else { throw Unusable("the header claims \(count) registries") }
             self.registries = []
@@ -137,15 +134,14 @@ struct IndexSnapshot {
         }
     }
 
-    init(token: [UInt8], nextTemplateId: UInt64, registries: [Registry]) {
+    init(token: [UInt8], registries: [Registry]) {
         self.token = token
-        self.nextTemplateId = nextTemplateId
         self.registries = registries
     }
 
     /// Bytes the header takes, rounded up to a section boundary (where the first section starts).
     static func headerSpace(registries: Int) -> Int {
-        let bytes = 8 + 4 + 16 + 8 + 4 + registries * (4 + 4 + 4 + 4 + 8 + Kind.allCases.count * 20) + 4
+        let bytes = 8 + 4 + 16 + 4 + registries * (4 + 4 + 4 + 4 + 8 + Kind.allCases.count * 20) + 4
         return Self.aligned(bytes)
     }
 
