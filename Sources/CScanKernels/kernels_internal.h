@@ -7,8 +7,6 @@
 #include <math.h>
 #include <stdint.h>
 
-/// Rows per block: the block's integer dot products stay in L1 between the two passes.
-#define RK_BLOCK 256
 
 /// The upper bound of the float32 kernel's dot product for one row (derivation in scan_kernels.c).
 /// Always inlined, so that each kernel level compiles it with its own instruction set.
@@ -27,26 +25,36 @@ static inline __attribute__((always_inline)) double rk_bound(const rk_query *que
 /// computation), so a row whose integer B is below K = (cut-off − E) / (t·S) cannot reach the
 /// cut-off: one integer comparison rejects almost every row, and only the rest get their own bound.
 /// The rows kept are exactly those whose rk_bound reaches the cut-off.
-static inline __attribute__((always_inline)) size_t rk_select(const rk_query *query, const rk_row_terms *terms, const int32_t *dots,
-                                                              size_t rows, double dot_cutoff, uint32_t first, uint32_t *survivors) {
-#pragma clang fp contract(off)
+static inline __attribute__((always_inline)) void rk_largest_terms(const rk_row_terms *terms, size_t rows, float largest[3]) {
     float largest_scale = 0, largest_norm = 0, largest_slack = 0;
     for (size_t r = 0; r < rows; r++) {
         largest_scale = terms[r].scale > largest_scale ? terms[r].scale : largest_scale;
         largest_norm = terms[r].code_norm > largest_norm ? terms[r].code_norm : largest_norm;
         largest_slack = terms[r].slack > largest_slack ? terms[r].slack : largest_slack;
     }
-    double error = (query->residual * (double)largest_norm + query->norm * (double)largest_slack) * (1 + 1e-6) + 1e-29;
+    largest[0] = largest_scale;
+    largest[1] = largest_norm;
+    largest[2] = largest_slack;
+}
+
+/// The least integer B a row of a group with these largest terms (scale, code_norm, slack) needs
+/// for its bound to reach the cut-off (see rk_select).
+static inline __attribute__((always_inline)) int64_t rk_least_dot(const rk_query *query, const float largest[3], double dot_cutoff) {
+#pragma clang fp contract(off)
+    double error = (query->residual * (double)largest[1] + query->norm * (double)largest[2]) * (1 + 1e-6) + 1e-29;
     double room = dot_cutoff - error;  // what t·S·B must reach (−∞ and +∞ cut-offs stay infinite)
-    double step = query->scale * (double)largest_scale * (1 + 1e-6);
-    int64_t least;  // rows with B < least cannot reach the cut-off
-    if (!(room > 0)) {
-        least = INT64_MIN;  // even B ≤ 0 may reach it (or the cut-off is −∞): every row gets its bound
-    } else if (!(step > 0) || room / step > 4e9) {
-        least = INT64_MAX;  // no integer B can reach it
-    } else {
-        least = (int64_t)ceil(room / step);
-    }
+    double step = query->scale * (double)largest[0] * (1 + 1e-6);
+    if (!(room > 0)) return INT64_MIN;  // even B ≤ 0 may reach it (or the cut-off is −∞): every row gets its bound
+    if (!(step > 0) || room / step > 4e9) return INT64_MAX;  // no integer B can reach it
+    return (int64_t)ceil(room / step);
+}
+
+static inline __attribute__((always_inline)) size_t rk_select(const rk_query *query, const rk_row_terms *terms, const int32_t *dots,
+                                                              size_t rows, double dot_cutoff, uint32_t first, uint32_t *survivors) {
+#pragma clang fp contract(off)
+    float largest[3];
+    rk_largest_terms(terms, rows, largest);
+    int64_t least = rk_least_dot(query, largest, dot_cutoff);  // rows with B < least cannot reach the cut-off
     size_t count = 0;
     for (size_t r = 0; r < rows; r++) {
         if ((int64_t)dots[r] >= least && rk_bound(query, terms + r, dots[r]) >= dot_cutoff) survivors[count++] = first + (uint32_t)r;
@@ -74,6 +82,10 @@ static inline __attribute__((always_inline)) size_t rk_prefilter_blocks(rk_dots_
     return count;
 }
 
+#if defined(__x86_64__)
+size_t rk_prefilter_block_avx512_vnni(const rk_query *query, const rk_block *block, const int8_t *codes, const rk_row_terms *terms,
+                                      size_t code_stride, double dot_cutoff, uint32_t *survivors);
+#endif
 void rk_finish_row(size_t dimension, double residual, double coded, double norm, int32_t sum, float scale, rk_row_terms *terms);
 void rk_encode_row_scalar(const float *row, size_t dimension, size_t code_stride, int8_t *codes, rk_row_terms *terms);
 void rk_dots_scalar(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,

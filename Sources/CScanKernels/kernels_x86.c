@@ -126,22 +126,23 @@ AVX2 void rk_landmark_moments_avx2(const double *lanes, const float *rows, size_
 
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 
+/// Σ (b + 128)·c over one row's `code_stride` bytes: b·c + 128·Σc.
+AVX512 static inline int32_t biased_dot(const rk_query *query, const int8_t *row, size_t code_stride) {
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0;
+    size_t i = 0;
+    for (; i + 128 <= code_stride; i += 128) {
+        a0 = _mm512_dpbusd_epi32(a0, _mm512_loadu_si512((const void *)(query->biased + i)), _mm512_loadu_si512((const void *)(row + i)));
+        a1 = _mm512_dpbusd_epi32(a1, _mm512_loadu_si512((const void *)(query->biased + i + 64)), _mm512_loadu_si512((const void *)(row + i + 64)));
+    }
+    if (i < code_stride) {
+        a0 = _mm512_dpbusd_epi32(a0, _mm512_loadu_si512((const void *)(query->biased + i)), _mm512_loadu_si512((const void *)(row + i)));
+    }
+    return _mm512_reduce_add_epi32(_mm512_add_epi32(a0, a1));
+}
+
 AVX512 void rk_dots_avx512_vnni(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
                                 size_t rows, int32_t *dots) {
-    for (size_t r = 0; r < rows; r++) {
-        const int8_t *row = codes + r * code_stride;
-        __m512i a0 = _mm512_setzero_si512(), a1 = a0;
-        size_t i = 0;
-        for (; i + 128 <= code_stride; i += 128) {
-            a0 = _mm512_dpbusd_epi32(a0, _mm512_loadu_si512((const void *)(query->biased + i)), _mm512_loadu_si512((const void *)(row + i)));
-            a1 = _mm512_dpbusd_epi32(a1, _mm512_loadu_si512((const void *)(query->biased + i + 64)),
-                                     _mm512_loadu_si512((const void *)(row + i + 64)));
-        }
-        if (i < code_stride) {
-            a0 = _mm512_dpbusd_epi32(a0, _mm512_loadu_si512((const void *)(query->biased + i)), _mm512_loadu_si512((const void *)(row + i)));
-        }
-        dots[r] = _mm512_reduce_add_epi32(_mm512_add_epi32(a0, a1)) - 128 * terms[r].code_sum;
-    }
+    for (size_t r = 0; r < rows; r++) dots[r] = biased_dot(query, codes + r * code_stride, code_stride) - 128 * terms[r].code_sum;
 }
 
 /// The sums of sixteen accumulators, lane k holding accumulator k's total: pairs interleaved and
@@ -164,21 +165,57 @@ AVX512 static inline __m512i sum16(const __m512i a[16]) {
 /// queries over one block): the query is loaded once per step for sixteen rows, and the sixteen
 /// totals come out of one transposition instead of sixteen reductions. Not for streaming from
 /// memory: interleaved rows defeat the prefetcher (see above).
+/// biased_dot of sixteen consecutive rows, lane k holding row k's.
+AVX512 static inline __m512i biased_dots16(const rk_query *query, const int8_t *rows, size_t code_stride) {
+    __m512i a[16];
+    for (int k = 0; k < 16; k++) a[k] = _mm512_setzero_si512();
+    for (size_t i = 0; i < code_stride; i += 64) {
+        __m512i b = _mm512_loadu_si512((const void *)(query->biased + i));
+        for (int k = 0; k < 16; k++) a[k] = _mm512_dpbusd_epi32(a[k], b, _mm512_loadu_si512((const void *)(rows + k * code_stride + i)));
+    }
+    return sum16(a);
+}
+
 AVX512 static void dots_avx512_vnni_cached(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
                                            size_t rows, int32_t *dots) {
     size_t r = 0;
     for (; r + 16 <= rows; r += 16) {
-        const int8_t *row = codes + r * code_stride;
-        __m512i a[16];
-        for (int k = 0; k < 16; k++) a[k] = _mm512_setzero_si512();
-        for (size_t i = 0; i < code_stride; i += 64) {
-            __m512i b = _mm512_loadu_si512((const void *)(query->biased + i));
-            for (int k = 0; k < 16; k++) a[k] = _mm512_dpbusd_epi32(a[k], b, _mm512_loadu_si512((const void *)(row + k * code_stride + i)));
-        }
-        _mm512_storeu_si512((void *)(dots + r), sum16(a));
+        _mm512_storeu_si512((void *)(dots + r), biased_dots16(query, codes + r * code_stride, code_stride));
         for (int k = 0; k < 16; k++) dots[r + k] -= 128 * terms[r + k].code_sum;
     }
     if (r < rows) rk_dots_avx512_vnni(query, codes + r * code_stride, terms + r, code_stride, rows - r, dots + r);
+}
+
+/// rk_prefilter_cached for a prepared block: per group the integer test's least B from the block's
+/// largest terms, then sixteen rows at a time their dot products, corrected with the block's code
+/// sums and compared with it at once; only the few rows at or above it get their own bound.
+AVX512 size_t rk_prefilter_block_avx512_vnni(const rk_query *query, const rk_block *block, const int8_t *codes, const rk_row_terms *terms,
+                                             size_t code_stride, double dot_cutoff, uint32_t *survivors) {
+    size_t count = 0;
+    int32_t dots[16];
+    for (size_t start = 0, group = 0; start < block->rows; start += RK_BLOCK, group++) {
+        size_t end = block->rows - start < RK_BLOCK ? block->rows : start + RK_BLOCK;
+        int64_t least = rk_least_dot(query, block->largest[group], dot_cutoff);
+        if (least > INT32_MAX) continue;  // no row of the group can reach the cut-off
+        const __m512i threshold = _mm512_set1_epi32(least < INT32_MIN ? INT32_MIN : (int32_t)least);
+        size_t r = start;
+        for (; r + 16 <= end; r += 16) {
+            __m512i exact = _mm512_sub_epi32(biased_dots16(query, codes + r * code_stride, code_stride),
+                                             _mm512_slli_epi32(_mm512_loadu_si512((const void *)(block->code_sum + r)), 7));
+            __mmask16 passing = _mm512_cmpge_epi32_mask(exact, threshold);
+            if (passing == 0) continue;
+            _mm512_storeu_si512((void *)dots, exact);
+            for (; passing != 0; passing &= passing - 1) {
+                unsigned k = (unsigned)__builtin_ctz(passing);
+                if (rk_bound(query, terms + r + k, dots[k]) >= dot_cutoff) survivors[count++] = (uint32_t)(r + k);
+            }
+        }
+        for (; r < end; r++) {
+            int32_t dot = biased_dot(query, codes + r * code_stride, code_stride) - 128 * block->code_sum[r];
+            if ((int64_t)dot >= least && rk_bound(query, terms + r, dot) >= dot_cutoff) survivors[count++] = (uint32_t)r;
+        }
+    }
+    return count;
 }
 
 AVX512 size_t rk_prefilter_cached_avx512_vnni(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,

@@ -224,6 +224,22 @@ size_t rk_prefilter_cached(int level, const rk_query *query, const int8_t *codes
     return rk_prefilter(level, query, codes, terms, code_stride, rows, dot_cutoff, survivors);
 }
 
+void rk_prepare_block(const rk_row_terms *terms, size_t rows, rk_block *block) {
+    block->rows = rows;
+    for (size_t r = 0; r < rows; r++) block->code_sum[r] = terms[r].code_sum;
+    for (size_t start = 0, group = 0; start < rows; start += RK_BLOCK, group++) {
+        rk_largest_terms(terms + start, rows - start < RK_BLOCK ? rows - start : RK_BLOCK, block->largest[group]);
+    }
+}
+
+size_t rk_prefilter_block(int level, const rk_query *query, const rk_block *block, const int8_t *codes, const rk_row_terms *terms,
+                          size_t code_stride, double dot_cutoff, uint32_t *survivors) {
+#if defined(__x86_64__)
+    if (level == RK_LEVEL_AVX512_VNNI) return rk_prefilter_block_avx512_vnni(query, block, codes, terms, code_stride, dot_cutoff, survivors);
+#endif
+    return rk_prefilter_cached(level, query, codes, terms, code_stride, block->rows, dot_cutoff, survivors);
+}
+
 int rk_has_crc32c(void) {
 #if defined(__x86_64__)
     return rk_x86_has_crc32c();

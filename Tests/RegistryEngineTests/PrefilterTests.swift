@@ -57,6 +57,28 @@ import Testing
             return Array(survivors.prefix(found))
         }
 
+        /// The survivors of prepared blocks (the batched check's way), block by block.
+        func blockSurvivors(_ query: Prefilter.Query, level: Int32, dotCutoff: Double) -> [UInt32] {
+            var all: [UInt32] = []
+            var survivors = [UInt32](repeating: 0, count: Prefilter.blockRows)
+            let block = Prefilter.Block()
+            withUnsafePointer(to: query.encoded) { encoded in
+                self.terms.withUnsafeBufferPointer { terms in
+                    self.codes.withUnsafeBufferPointer { codes in
+                        for start in stride(from: 0, to: self.count, by: Prefilter.blockRows) {
+                            let rows = min(Prefilter.blockRows, self.count - start)
+                            rk_prepare_block(terms.baseAddress! + start, rows, block.prepared)
+                            let found = rk_prefilter_block(
+                                level, encoded, block.prepared, codes.baseAddress! + start * self.codeStride, terms.baseAddress! + start,
+                                self.codeStride, dotCutoff, &survivors)
+                            all += survivors.prefix(found).map { $0 + UInt32(start) }
+                        }
+                    }
+                }
+            }
+            return all
+        }
+
         /// What the float32 kernel returns for row `r`.
         func kernelDot(_ query: [Float], row r: Int) -> Float {
             query.withUnsafeBufferPointer { q in
@@ -135,9 +157,9 @@ import Testing
     }
 
     /// Survivors are exactly the rows whose bound reaches the cut-off, at every level, in order.
-    @Test func everyLevelKeepsTheRowsWhoseBoundReachesTheCutoff() {
+    @Test(arguments: [128, 512])
+    func everyLevelKeepsTheRowsWhoseBoundReachesTheCutoff(dimension: Int) {
         var random = SeededGenerator(seed: 7)
-        let dimension = 128
         let rows = (0..<3_001).flatMap { _ in Self.unit((0..<dimension).map { _ in Float(random.normal()) }) }
         let coded = Coded(dimension: dimension, rows: rows)
         let values = Array(rows[(5 * dimension)..<(6 * dimension)])
@@ -158,6 +180,9 @@ import Testing
                 // The kernel for rows in cache (sixteen interleaved at the AVX-512 level) keeps the same.
                 let cached = coded.survivors(query, level: level, dotCutoff: cutoff, cached: true) == expected
                 #expect(cached, "cached, level \(Prefilter.name(of: level)), cut-off \(cutoff)")
+                // So do prepared blocks (sixteen rows tested at once at the AVX-512 level).
+                let blocked = coded.blockSurvivors(query, level: level, dotCutoff: cutoff) == expected
+                #expect(blocked, "prepared blocks, level \(Prefilter.name(of: level)), cut-off \(cutoff)")
             }
         }
         // Row 5 is the query itself: it survives a cut-off at its own float32 score.

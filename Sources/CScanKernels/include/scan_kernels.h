@@ -89,6 +89,29 @@ size_t rk_prefilter(int level, const rk_query *query, const int8_t *codes, const
 size_t rk_prefilter_cached(int level, const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
                            size_t rows, double dot_cutoff, uint32_t *survivors);
 
+/// Rows the prefilter takes together: their integer dot products stay in L1 between its two
+/// passes, and its integer test uses their largest terms.
+#define RK_BLOCK 256
+/// Rows of a prepared block (rk_prepare_block).
+#define RK_BLOCK_ROWS 512
+
+/// What every query passing over a block of rows shares (the batched registration check): the rows'
+/// code sums side by side, and per RK_BLOCK rows the largest scale, code_norm and slack, which
+/// rk_prefilter would otherwise gather again for each query.
+typedef struct {
+    size_t rows;
+    int32_t code_sum[RK_BLOCK_ROWS];
+    float largest[RK_BLOCK_ROWS / RK_BLOCK][3];
+} rk_block;
+
+/// Fills `block` from the terms of `rows` (at most RK_BLOCK_ROWS) consecutive rows.
+void rk_prepare_block(const rk_row_terms *terms, size_t rows, rk_block *block);
+
+/// rk_prefilter_cached over the rows of a prepared block: the same survivors (the same integer test
+/// and bound, with the block's largest terms), by a kernel that tests sixteen rows at once.
+size_t rk_prefilter_block(int level, const rk_query *query, const rk_block *block, const int8_t *codes, const rk_row_terms *terms,
+                          size_t code_stride, double dot_cutoff, uint32_t *survivors);
+
 /// The upper bound the prefilter uses for one row, given its exact integer dot product.
 double rk_upper_bound(const rk_query *query, const rk_row_terms *terms, int32_t dot);
 

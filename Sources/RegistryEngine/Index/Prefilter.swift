@@ -29,7 +29,7 @@ enum Prefilter {
     static let minimumRows = 2048
 
     /// Rows handed to the kernel at once; between blocks the scan takes up a raised cut-off.
-    static let blockRows = 512
+    static let blockRows = Int(RK_BLOCK_ROWS)
 
     /// Once this fraction of a chunk's rows has survived the bound (low thresholds, near-duplicate
     /// galleries), the rest of the chunk is scanned in float32 alone: rescoring most rows costs
@@ -84,18 +84,43 @@ enum Prefilter {
         /// `range.lowerBound`, written to `survivors`; returns how many.
         /// - Parameter cached: the rows are in cache (a block many queries pass over): a kernel that
         ///   interleaves rows is faster then, slower when they stream from memory.
+        /// - Parameter block: `range` prepared for the queries passing over it (implies `cached`).
         @inline(__always)
         func survivors(
             _ registry: RegistryIndex, _ range: Range<Int>, dotCutoff: Double, into survivors: UnsafeMutablePointer<UInt32>,
-            level: Int32 = Prefilter.level, cached: Bool = false
+            level: Int32 = Prefilter.level, cached: Bool = false, block: Block? = nil
         ) -> Int {
             withUnsafePointer(to: &self.encoded) { encoded in
                 let codes = registry.codes! + range.lowerBound * registry.codeStride
                 let terms = registry.terms! + range.lowerBound
+                if let block {
+                    precondition(block.prepared.pointee.rows == range.count)
+                    return rk_prefilter_block(level, encoded, block.prepared, codes, terms, registry.codeStride, dotCutoff, survivors)
+                }
                 return cached
                     ? rk_prefilter_cached(level, encoded, codes, terms, registry.codeStride, range.count, dotCutoff, survivors)
                     : rk_prefilter(level, encoded, codes, terms, registry.codeStride, range.count, dotCutoff, survivors)
             }
+        }
+    }
+
+    /// A block of rows prepared once for the many queries that pass over it (the batched registration
+    /// check): its code sums side by side and its largest bound terms (scan_kernels.h), which the
+    /// prefilter otherwise gathers again for every query. Reused block after block.
+    final class Block {
+        let prepared: UnsafeMutablePointer<rk_block>
+
+        init() {
+            self.prepared = .allocate(capacity: 1)
+            self.prepared.initialize(to: rk_block())
+        }
+
+        deinit { self.prepared.deallocate() }
+
+        /// Prepares the rows of `range` of `registry` (at most ``Prefilter/blockRows``).
+        func prepare(_ registry: RegistryIndex, _ range: Range<Int>) {
+            precondition(range.count <= Prefilter.blockRows)
+            rk_prepare_block(registry.terms! + range.lowerBound, range.count, self.prepared)
         }
     }
 

@@ -151,12 +151,14 @@ extension Scan {
                                     var start = range.lowerBound
                                     let survivors = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: Prefilter.blockRows)
                                     defer { survivors.deallocate() }
+                                    let prepared = Prefilter.Block()
                                     while start < range.upperBound {
                                         let block = start..<min(range.upperBound, start + Prefilter.blockRows)
+                                        prepared.prepare(registry, block)
                                         for q in 0..<count {
                                             rescored += Self.scoreSurvivors(
                                                 registry, block, query: queries + q * dimension, coded: coded[q], level: level,
-                                                cached: true, memo: &memos[q], survivors: survivors, cutoff: { cutoffs[q] }
+                                                cached: true, memo: &memos[q], survivors: survivors, block: prepared, cutoff: { cutoffs[q] }
                                             ) { row, score in consider(q, score, row) }
                                         }
                                         start = block.upperBound

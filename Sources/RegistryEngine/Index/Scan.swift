@@ -228,6 +228,7 @@ enum Scan {
     /// - Parameter survivors: a buffer of at least ``Prefilter/blockRows`` for the kernel's output. A
     ///   caller that calls once per block and query (the batched check) passes one: 2 KiB of temporary
     ///   allocation a call came from the heap. Nil: a temporary one.
+    /// - Parameter block: `range`, a single block, prepared for the queries that pass over it.
     @inline(__always)
     static func scoreSurvivors(
         _ registry: RegistryIndex,
@@ -238,6 +239,7 @@ enum Scan {
         cached: Bool = false,
         memo: inout Prefilter.DotCutoff,
         survivors buffer: UnsafeMutableBufferPointer<UInt32>? = nil,
+        block prepared: Prefilter.Block? = nil,
         cutoff: () -> Float,
         _ visit: (Int, Float) -> Void
     ) -> Int {
@@ -245,7 +247,7 @@ enum Scan {
             return withUnsafeTemporaryAllocation(of: UInt32.self, capacity: Prefilter.blockRows) { survivors in
                 Self.scoreSurvivors(
                     registry, range, query: query, coded: coded, level: level, cached: cached, memo: &memo, survivors: survivors,
-                    cutoff: cutoff, visit)
+                    block: prepared, cutoff: cutoff, visit)
             }
         }
         precondition(survivors.count >= Prefilter.blockRows)
@@ -268,7 +270,8 @@ enum Scan {
                 }
                 let dotCutoff = memo.value(function, score: cutoff())
                 let block = start..<min(range.upperBound, start + Prefilter.blockRows)
-                let count = coded.survivors(registry, block, dotCutoff: dotCutoff, into: survivors.baseAddress!, level: level, cached: cached)
+                let count = coded.survivors(
+                    registry, block, dotCutoff: dotCutoff, into: survivors.baseAddress!, level: level, cached: cached, block: prepared)
                 rescored += count
                 for offset in survivors[0..<count] {
                     let index = start + Int(offset)
