@@ -83,8 +83,8 @@ static inline __attribute__((always_inline)) size_t rk_prefilter_blocks(rk_dots_
 }
 
 #if defined(__x86_64__)
-size_t rk_prefilter_block_avx512_vnni(const rk_query *query, const rk_block *block, const int8_t *codes, const rk_row_terms *terms,
-                                      size_t code_stride, double dot_cutoff, uint32_t *survivors);
+void rk_prefilter_block_avx512_vnni(const rk_query *queries, size_t query_count, const double *dot_cutoffs, const rk_block *block,
+                                    const int8_t *codes, const rk_row_terms *terms, size_t code_stride, uint32_t *survivors, size_t *counts);
 #endif
 void rk_finish_row(size_t dimension, double residual, double coded, double norm, int32_t sum, float scale, rk_row_terms *terms);
 void rk_encode_row_scalar(const float *row, size_t dimension, size_t code_stride, int8_t *codes, rk_row_terms *terms);

@@ -186,36 +186,73 @@ AVX512 static void dots_avx512_vnni_cached(const rk_query *query, const int8_t *
     if (r < rows) rk_dots_avx512_vnni(query, codes + r * code_stride, terms + r, code_stride, rows - r, dots + r);
 }
 
-/// rk_prefilter_cached for a prepared block: per group the integer test's least B from the block's
-/// largest terms, then sixteen rows at a time their dot products, corrected with the block's code
-/// sums and compared with it at once; only the few rows at or above it get their own bound.
-AVX512 size_t rk_prefilter_block_avx512_vnni(const rk_query *query, const rk_block *block, const int8_t *codes, const rk_row_terms *terms,
-                                             size_t code_stride, double dot_cutoff, uint32_t *survivors) {
-    size_t count = 0;
+/// What rk_prefilter_block needs of one query over one block.
+typedef struct {
+    const rk_query *query;
+    double dot_cutoff;
+    /// Per group, the integer test's least B (INT64_MAX: no row can pass).
+    int64_t least[RK_BLOCK_ROWS / RK_BLOCK];
+    uint32_t *survivors;
+    size_t count;
+} block_query;
+
+/// Tests rows [from, to) of one group for one query, appending the survivors: sixteen rows at a time
+/// their exact integer dot products (corrected with the block's code sums) compared with the group's
+/// least B at once; only the few rows at or above it get their own bound.
+AVX512 static inline void test_rows(block_query *q, const rk_block *block, const int8_t *codes, const rk_row_terms *terms,
+                                    size_t code_stride, size_t from, size_t to, int64_t least) {
     int32_t dots[16];
-    for (size_t start = 0, group = 0; start < block->rows; start += RK_BLOCK, group++) {
-        size_t end = block->rows - start < RK_BLOCK ? block->rows : start + RK_BLOCK;
-        int64_t least = rk_least_dot(query, block->largest[group], dot_cutoff);
-        if (least > INT32_MAX) continue;  // no row of the group can reach the cut-off
-        const __m512i threshold = _mm512_set1_epi32(least < INT32_MIN ? INT32_MIN : (int32_t)least);
-        size_t r = start;
-        for (; r + 16 <= end; r += 16) {
-            __m512i exact = _mm512_sub_epi32(biased_dots16(query, codes + r * code_stride, code_stride),
-                                             _mm512_slli_epi32(_mm512_loadu_si512((const void *)(block->code_sum + r)), 7));
-            __mmask16 passing = _mm512_cmpge_epi32_mask(exact, threshold);
-            if (passing == 0) continue;
-            _mm512_storeu_si512((void *)dots, exact);
-            for (; passing != 0; passing &= passing - 1) {
-                unsigned k = (unsigned)__builtin_ctz(passing);
-                if (rk_bound(query, terms + r + k, dots[k]) >= dot_cutoff) survivors[count++] = (uint32_t)(r + k);
-            }
-        }
-        for (; r < end; r++) {
-            int32_t dot = biased_dot(query, codes + r * code_stride, code_stride) - 128 * block->code_sum[r];
-            if ((int64_t)dot >= least && rk_bound(query, terms + r, dot) >= dot_cutoff) survivors[count++] = (uint32_t)r;
+    const __m512i threshold = _mm512_set1_epi32(least < INT32_MIN ? INT32_MIN : (int32_t)least);
+    size_t r = from;
+    for (; r + 16 <= to; r += 16) {
+        __m512i exact = _mm512_sub_epi32(biased_dots16(q->query, codes + r * code_stride, code_stride),
+                                         _mm512_slli_epi32(_mm512_loadu_si512((const void *)(block->code_sum + r)), 7));
+        __mmask16 passing = _mm512_cmpge_epi32_mask(exact, threshold);
+        if (passing == 0) continue;
+        _mm512_storeu_si512((void *)dots, exact);
+        for (; passing != 0; passing &= passing - 1) {
+            unsigned k = (unsigned)__builtin_ctz(passing);
+            if (rk_bound(q->query, terms + r + k, dots[k]) >= q->dot_cutoff) q->survivors[q->count++] = (uint32_t)(r + k);
         }
     }
-    return count;
+    for (; r < to; r++) {
+        int32_t dot = biased_dot(q->query, codes + r * code_stride, code_stride) - 128 * block->code_sum[r];
+        if ((int64_t)dot >= least && rk_bound(q->query, terms + r, dot) >= q->dot_cutoff) q->survivors[q->count++] = (uint32_t)r;
+    }
+}
+
+/// Rows per step of rk_prefilter_block: every query passes over them while they are in L1 (16 KiB
+/// of codes at 128 floats).
+#define SUB_BLOCK 128
+
+/// rk_prefilter_block at the AVX-512 VNNI level: per query the integer test's least B of each group
+/// from the block's largest terms, then SUB_BLOCK rows at a time, every query over them.
+AVX512 void rk_prefilter_block_avx512_vnni(const rk_query *queries, size_t query_count, const double *dot_cutoffs, const rk_block *block,
+                                           const int8_t *codes, const rk_row_terms *terms, size_t code_stride, uint32_t *survivors,
+                                           size_t *counts) {
+    for (size_t first = 0; first < query_count; first += 32) {  // 32 queries at a time: their state on the stack
+        size_t n = query_count - first < 32 ? query_count - first : 32;
+        block_query state[32];
+        for (size_t i = 0; i < n; i++) {
+            block_query *q = &state[i];
+            q->query = &queries[first + i];
+            q->dot_cutoff = dot_cutoffs[first + i];
+            for (size_t start = 0, group = 0; start < block->rows; start += RK_BLOCK, group++) {
+                q->least[group] = rk_least_dot(q->query, block->largest[group], q->dot_cutoff);
+            }
+            q->survivors = survivors + (first + i) * RK_BLOCK_ROWS;
+            q->count = 0;
+        }
+        for (size_t start = 0; start < block->rows; start += SUB_BLOCK) {
+            size_t end = block->rows - start < SUB_BLOCK ? block->rows : start + SUB_BLOCK;
+            for (size_t i = 0; i < n; i++) {
+                int64_t least = state[i].least[start / RK_BLOCK];
+                if (least > INT32_MAX) continue;  // no row of the group can reach the cut-off
+                test_rows(&state[i], block, codes, terms, code_stride, start, end, least);
+            }
+        }
+        for (size_t i = 0; i < n; i++) counts[first + i] = state[i].count;
+    }
 }
 
 AVX512 size_t rk_prefilter_cached_avx512_vnni(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,

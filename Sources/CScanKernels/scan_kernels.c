@@ -232,12 +232,18 @@ void rk_prepare_block(const rk_row_terms *terms, size_t rows, rk_block *block) {
     }
 }
 
-size_t rk_prefilter_block(int level, const rk_query *query, const rk_block *block, const int8_t *codes, const rk_row_terms *terms,
-                          size_t code_stride, double dot_cutoff, uint32_t *survivors) {
+void rk_prefilter_block(int level, const rk_query *queries, size_t query_count, const double *dot_cutoffs, const rk_block *block,
+                        const int8_t *codes, const rk_row_terms *terms, size_t code_stride, uint32_t *survivors, size_t *counts) {
 #if defined(__x86_64__)
-    if (level == RK_LEVEL_AVX512_VNNI) return rk_prefilter_block_avx512_vnni(query, block, codes, terms, code_stride, dot_cutoff, survivors);
+    if (level == RK_LEVEL_AVX512_VNNI) {
+        rk_prefilter_block_avx512_vnni(queries, query_count, dot_cutoffs, block, codes, terms, code_stride, survivors, counts);
+        return;
+    }
 #endif
-    return rk_prefilter_cached(level, query, codes, terms, code_stride, block->rows, dot_cutoff, survivors);
+    for (size_t q = 0; q < query_count; q++) {
+        counts[q] = rk_prefilter_cached(level, &queries[q], codes, terms, code_stride, block->rows, dot_cutoffs[q],
+                                        survivors + q * RK_BLOCK_ROWS);
+    }
 }
 
 int rk_has_crc32c(void) {

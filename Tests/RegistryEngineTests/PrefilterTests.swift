@@ -57,21 +57,25 @@ import Testing
             return Array(survivors.prefix(found))
         }
 
-        /// The survivors of prepared blocks (the batched check's way), block by block.
-        func blockSurvivors(_ query: Prefilter.Query, level: Int32, dotCutoff: Double) -> [UInt32] {
-            var all: [UInt32] = []
-            var survivors = [UInt32](repeating: 0, count: Prefilter.blockRows)
-            let block = Prefilter.Block()
-            withUnsafePointer(to: query.encoded) { encoded in
-                self.terms.withUnsafeBufferPointer { terms in
-                    self.codes.withUnsafeBufferPointer { codes in
-                        for start in stride(from: 0, to: self.count, by: Prefilter.blockRows) {
-                            let rows = min(Prefilter.blockRows, self.count - start)
-                            rk_prepare_block(terms.baseAddress! + start, rows, block.prepared)
-                            let found = rk_prefilter_block(
-                                level, encoded, block.prepared, codes.baseAddress! + start * self.codeStride, terms.baseAddress! + start,
-                                self.codeStride, dotCutoff, &survivors)
-                            all += survivors.prefix(found).map { $0 + UInt32(start) }
+        /// The survivors of prepared blocks (the batched check's way), block by block, of several
+        /// queries at once (query q with cut-off `dotCutoffs[q]`).
+        func blockSurvivors(_ queries: [Prefilter.Query], level: Int32, dotCutoffs: [Double]) -> [[UInt32]] {
+            var all = [[UInt32]](repeating: [], count: queries.count)
+            var survivors = [UInt32](repeating: 0, count: queries.count * Prefilter.blockRows)
+            var counts = [Int](repeating: 0, count: queries.count)
+            let encoded = queries.map(\.encoded)
+            let block = UnsafeMutablePointer<rk_block>.allocate(capacity: 1)
+            defer { block.deallocate() }
+            self.terms.withUnsafeBufferPointer { terms in
+                self.codes.withUnsafeBufferPointer { codes in
+                    for start in stride(from: 0, to: self.count, by: Prefilter.blockRows) {
+                        let rows = min(Prefilter.blockRows, self.count - start)
+                        rk_prepare_block(terms.baseAddress! + start, rows, block)
+                        rk_prefilter_block(
+                            level, encoded, queries.count, dotCutoffs, block, codes.baseAddress! + start * self.codeStride,
+                            terms.baseAddress! + start, self.codeStride, &survivors, &counts)
+                        for q in queries.indices {
+                            all[q] += survivors[(q * Prefilter.blockRows)..<(q * Prefilter.blockRows + counts[q])].map { $0 + UInt32(start) }
                         }
                     }
                 }
@@ -180,9 +184,12 @@ import Testing
                 // The kernel for rows in cache (sixteen interleaved at the AVX-512 level) keeps the same.
                 let cached = coded.survivors(query, level: level, dotCutoff: cutoff, cached: true) == expected
                 #expect(cached, "cached, level \(Prefilter.name(of: level)), cut-off \(cutoff)")
-                // So do prepared blocks (sixteen rows tested at once at the AVX-512 level).
-                let blocked = coded.blockSurvivors(query, level: level, dotCutoff: cutoff) == expected
-                #expect(blocked, "prepared blocks, level \(Prefilter.name(of: level)), cut-off \(cutoff)")
+                // So do prepared blocks (sixteen rows tested at once at the AVX-512 level), for several
+                // queries at once (each its own cut-off: here the same query again, keeping every row).
+                let blocked = coded.blockSurvivors([query, query], level: level, dotCutoffs: [cutoff, -.infinity])
+                #expect(
+                    blocked == [expected, (0..<coded.count).map(UInt32.init)],
+                    "prepared blocks, level \(Prefilter.name(of: level)), cut-off \(cutoff)")
             }
         }
         // Row 5 is the query itself: it survives a cut-off at its own float32 score.

@@ -107,10 +107,13 @@ typedef struct {
 /// Fills `block` from the terms of `rows` (at most RK_BLOCK_ROWS) consecutive rows.
 void rk_prepare_block(const rk_row_terms *terms, size_t rows, rk_block *block);
 
-/// rk_prefilter_cached over the rows of a prepared block: the same survivors (the same integer test
-/// and bound, with the block's largest terms), by a kernel that tests sixteen rows at once.
-size_t rk_prefilter_block(int level, const rk_query *query, const rk_block *block, const int8_t *codes, const rk_row_terms *terms,
-                          size_t code_stride, double dot_cutoff, uint32_t *survivors);
+/// rk_prefilter_cached over the rows of a prepared block for each of `query_count` queries, query q
+/// with cut-off dot_cutoffs[q], its survivors written to survivors + q·RK_BLOCK_ROWS and their number
+/// to counts[q]: the same survivors (the same integer test and bound, with the block's largest terms),
+/// by a kernel that tests sixteen rows at once and passes every query over a part of the block while
+/// it is in L1.
+void rk_prefilter_block(int level, const rk_query *queries, size_t query_count, const double *dot_cutoffs, const rk_block *block,
+                        const int8_t *codes, const rk_row_terms *terms, size_t code_stride, uint32_t *survivors, size_t *counts);
 
 /// The upper bound the prefilter uses for one row, given its exact integer dot product.
 double rk_upper_bound(const rk_query *query, const rk_row_terms *terms, int32_t dot);

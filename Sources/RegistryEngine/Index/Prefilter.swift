@@ -82,45 +82,59 @@ enum Prefilter {
 
         /// The rows of `range` (of `registry`) whose bound reaches `dotCutoff`, as offsets from
         /// `range.lowerBound`, written to `survivors`; returns how many.
-        /// - Parameter cached: the rows are in cache (a block many queries pass over): a kernel that
-        ///   interleaves rows is faster then, slower when they stream from memory.
-        /// - Parameter block: `range` prepared for the queries passing over it (implies `cached`).
         @inline(__always)
         func survivors(
             _ registry: RegistryIndex, _ range: Range<Int>, dotCutoff: Double, into survivors: UnsafeMutablePointer<UInt32>,
-            level: Int32 = Prefilter.level, cached: Bool = false, block: Block? = nil
+            level: Int32 = Prefilter.level
         ) -> Int {
             withUnsafePointer(to: &self.encoded) { encoded in
                 let codes = registry.codes! + range.lowerBound * registry.codeStride
                 let terms = registry.terms! + range.lowerBound
-                if let block {
-                    precondition(block.prepared.pointee.rows == range.count)
-                    return rk_prefilter_block(level, encoded, block.prepared, codes, terms, registry.codeStride, dotCutoff, survivors)
-                }
-                return cached
-                    ? rk_prefilter_cached(level, encoded, codes, terms, registry.codeStride, range.count, dotCutoff, survivors)
-                    : rk_prefilter(level, encoded, codes, terms, registry.codeStride, range.count, dotCutoff, survivors)
+                return rk_prefilter(level, encoded, codes, terms, registry.codeStride, range.count, dotCutoff, survivors)
             }
         }
     }
 
     /// A block of rows prepared once for the many queries that pass over it (the batched registration
     /// check): its code sums side by side and its largest bound terms (scan_kernels.h), which the
-    /// prefilter otherwise gathers again for every query. Reused block after block.
+    /// prefilter otherwise gathers again for every query; and every query's survivors. Reused block
+    /// after block.
     final class Block {
         let prepared: UnsafeMutablePointer<rk_block>
+        /// Per query, ``blockRows`` slots for its survivors, and their number.
+        let survivors: UnsafeMutableBufferPointer<UInt32>
+        let counts: UnsafeMutableBufferPointer<Int>
+        private let queries: [rk_query]
 
-        init() {
+        /// - Parameter queries: the queries that will pass over each block (kept alive by the caller).
+        init(queries: [Query]) {
             self.prepared = .allocate(capacity: 1)
             self.prepared.initialize(to: rk_block())
+            self.queries = queries.map(\.encoded)
+            self.survivors = .allocate(capacity: max(1, queries.count) * Prefilter.blockRows)
+            self.counts = .allocate(capacity: max(1, queries.count))
         }
 
-        deinit { self.prepared.deallocate() }
+        deinit {
+            self.prepared.deallocate()
+            self.survivors.deallocate()
+            self.counts.deallocate()
+        }
 
         /// Prepares the rows of `range` of `registry` (at most ``Prefilter/blockRows``).
         func prepare(_ registry: RegistryIndex, _ range: Range<Int>) {
             precondition(range.count <= Prefilter.blockRows)
             rk_prepare_block(registry.terms! + range.lowerBound, range.count, self.prepared)
+        }
+
+        /// Finds every query's survivors among the prepared rows of `range` (query q's cut-off
+        /// `dotCutoffs[q]`): query q's are `survivors[q · blockRows ..< q · blockRows + counts[q]]`,
+        /// offsets from `range.lowerBound`.
+        func filter(_ registry: RegistryIndex, _ range: Range<Int>, dotCutoffs: UnsafePointer<Double>, level: Int32 = Prefilter.level) {
+            precondition(self.prepared.pointee.rows == range.count)
+            rk_prefilter_block(
+                level, self.queries, self.queries.count, dotCutoffs, self.prepared, registry.codes! + range.lowerBound * registry.codeStride,
+                registry.terms! + range.lowerBound, registry.codeStride, self.survivors.baseAddress!, self.counts.baseAddress!)
         }
     }
 

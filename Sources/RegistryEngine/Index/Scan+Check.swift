@@ -144,22 +144,27 @@ extension Scan {
                                     }
                                 }
                                 if let coded {
-                                    // Block by block: a block's codes stay in cache while every query
-                                    // passes over them.
+                                    // Block by block: a block is prepared once (scan_kernels.h, rk_block),
+                                    // then every query passes over it while its codes are in cache.
                                     var memos = [Prefilter.DotCutoff](repeating: Prefilter.DotCutoff(), count: count)
+                                    var dotCutoffs = [Double](repeating: 0, count: count)
                                     var rescored = 0
                                     var start = range.lowerBound
-                                    let survivors = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: Prefilter.blockRows)
-                                    defer { survivors.deallocate() }
-                                    let prepared = Prefilter.Block()
+                                    let prepared = Prefilter.Block(queries: coded)
+                                    let rows = UnsafePointer(registry.rows)
                                     while start < range.upperBound {
                                         let block = start..<min(range.upperBound, start + Prefilter.blockRows)
                                         prepared.prepare(registry, block)
+                                        for q in 0..<count { dotCutoffs[q] = memos[q].value(function, score: cutoffs[q]) }
+                                        prepared.filter(registry, block, dotCutoffs: dotCutoffs, level: level)
                                         for q in 0..<count {
-                                            rescored += Self.scoreSurvivors(
-                                                registry, block, query: queries + q * dimension, coded: coded[q], level: level,
-                                                cached: true, memo: &memos[q], survivors: survivors, block: prepared, cutoff: { cutoffs[q] }
-                                            ) { row, score in consider(q, score, row) }
+                                            let found = prepared.counts[q]
+                                            rescored += found
+                                            for offset in prepared.survivors[(q * Prefilter.blockRows)..<(q * Prefilter.blockRows + found)] {
+                                                let row = start + Int(offset)
+                                                let dot = Kernels.dot(queries + q * dimension, rows + row * dimension, count: dimension)
+                                                consider(q, function.score(dot: dot), row)
+                                            }
                                         }
                                         start = block.upperBound
                                     }

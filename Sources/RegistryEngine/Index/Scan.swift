@@ -225,10 +225,6 @@ enum Scan {
     /// scan would show it. Once too many rows survive, the rest of the range is scored plainly.
     /// Returns how many rows the float32 kernel scored (the caller counts them, once per chunk:
     /// ``Prefilter/count(considered:rescored:)``).
-    /// - Parameter survivors: a buffer of at least ``Prefilter/blockRows`` for the kernel's output. A
-    ///   caller that calls once per block and query (the batched check) passes one: 2 KiB of temporary
-    ///   allocation a call came from the heap. Nil: a temporary one.
-    /// - Parameter block: `range`, a single block, prepared for the queries that pass over it.
     @inline(__always)
     static func scoreSurvivors(
         _ registry: RegistryIndex,
@@ -236,54 +232,44 @@ enum Scan {
         query: UnsafePointer<Float>,
         coded: Prefilter.Query,
         level: Int32,
-        cached: Bool = false,
         memo: inout Prefilter.DotCutoff,
-        survivors buffer: UnsafeMutableBufferPointer<UInt32>? = nil,
-        block prepared: Prefilter.Block? = nil,
         cutoff: () -> Float,
         _ visit: (Int, Float) -> Void
     ) -> Int {
-        guard let survivors = buffer else {
-            return withUnsafeTemporaryAllocation(of: UInt32.self, capacity: Prefilter.blockRows) { survivors in
-                Self.scoreSurvivors(
-                    registry, range, query: query, coded: coded, level: level, cached: cached, memo: &memo, survivors: survivors,
-                    block: prepared, cutoff: cutoff, visit)
-            }
-        }
-        precondition(survivors.count >= Prefilter.blockRows)
         guard case .vector(let dimension) = registry.algorithm.kind else { preconditionFailure("the prefilter is for vector registries") }
         let function = registry.algorithm.scoreFunction
         let rows = UnsafePointer(registry.rows)
         var rescored = 0
         var start = range.lowerBound
-        // With the row length a constant (common lengths), the kernel unrolls.
-        @inline(__always)
-        func scan(_ dimension: Int) {
-            while start < range.upperBound {
-                let done = start - range.lowerBound
-                if done >= 2 * Prefilter.blockRows && Double(rescored) > Prefilter.fallbackFraction * Double(done) {
-                    for index in start..<range.upperBound {
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: Prefilter.blockRows) { survivors in
+            // With the row length a constant (common lengths), the kernel unrolls.
+            @inline(__always)
+            func scan(_ dimension: Int) {
+                while start < range.upperBound {
+                    let done = start - range.lowerBound
+                    if done >= 2 * Prefilter.blockRows && Double(rescored) > Prefilter.fallbackFraction * Double(done) {
+                        for index in start..<range.upperBound {
+                            visit(index, function.score(dot: Kernels.dot(query, rows + index * dimension, count: dimension)))
+                        }
+                        rescored += range.upperBound - start
+                        return
+                    }
+                    let dotCutoff = memo.value(function, score: cutoff())
+                    let block = start..<min(range.upperBound, start + Prefilter.blockRows)
+                    let count = coded.survivors(registry, block, dotCutoff: dotCutoff, into: survivors.baseAddress!, level: level)
+                    rescored += count
+                    for offset in survivors[0..<count] {
+                        let index = start + Int(offset)
                         visit(index, function.score(dot: Kernels.dot(query, rows + index * dimension, count: dimension)))
                     }
-                    rescored += range.upperBound - start
-                    return
+                    start = block.upperBound
                 }
-                let dotCutoff = memo.value(function, score: cutoff())
-                let block = start..<min(range.upperBound, start + Prefilter.blockRows)
-                let count = coded.survivors(
-                    registry, block, dotCutoff: dotCutoff, into: survivors.baseAddress!, level: level, cached: cached, block: prepared)
-                rescored += count
-                for offset in survivors[0..<count] {
-                    let index = start + Int(offset)
-                    visit(index, function.score(dot: Kernels.dot(query, rows + index * dimension, count: dimension)))
-                }
-                start = block.upperBound
             }
-        }
-        switch dimension {
-        case 128: scan(128)
-        case 512: scan(512)
-        default: scan(dimension)
+            switch dimension {
+            case 128: scan(128)
+            case 512: scan(512)
+            default: scan(dimension)
+            }
         }
         return rescored
     }
