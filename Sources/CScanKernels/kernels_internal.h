@@ -107,8 +107,6 @@ size_t rk_prefilter_avx2(const rk_query *query, const int8_t *codes, const rk_ro
                          double dot_cutoff, uint32_t *survivors);
 void rk_dots_avx512_vnni(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
                          int32_t *dots);
-size_t rk_prefilter_cached_avx512_vnni(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
-                                       size_t rows, double dot_cutoff, uint32_t *survivors);
 size_t rk_prefilter_avx512_vnni(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
                                 size_t rows, double dot_cutoff, uint32_t *survivors);
 #endif

@@ -164,8 +164,7 @@ AVX512 static inline __m512i sum16(const __m512i a[16]) {
 /// Sixteen rows at a time, for rows already in cache (the batched register check passes many
 /// queries over one block): the query is loaded once per step for sixteen rows, and the sixteen
 /// totals come out of one transposition instead of sixteen reductions. Not for streaming from
-/// memory: interleaved rows defeat the prefetcher (see above).
-/// biased_dot of sixteen consecutive rows, lane k holding row k's.
+/// memory: interleaved rows defeat the prefetcher (see above). Lane k holds row k's biased_dot.
 AVX512 static inline __m512i biased_dots16(const rk_query *query, const int8_t *rows, size_t code_stride) {
     __m512i a[16];
     for (int k = 0; k < 16; k++) a[k] = _mm512_setzero_si512();
@@ -174,16 +173,6 @@ AVX512 static inline __m512i biased_dots16(const rk_query *query, const int8_t *
         for (int k = 0; k < 16; k++) a[k] = _mm512_dpbusd_epi32(a[k], b, _mm512_loadu_si512((const void *)(rows + k * code_stride + i)));
     }
     return sum16(a);
-}
-
-AVX512 static void dots_avx512_vnni_cached(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
-                                           size_t rows, int32_t *dots) {
-    size_t r = 0;
-    for (; r + 16 <= rows; r += 16) {
-        _mm512_storeu_si512((void *)(dots + r), biased_dots16(query, codes + r * code_stride, code_stride));
-        for (int k = 0; k < 16; k++) dots[r + k] -= 128 * terms[r + k].code_sum;
-    }
-    if (r < rows) rk_dots_avx512_vnni(query, codes + r * code_stride, terms + r, code_stride, rows - r, dots + r);
 }
 
 /// What rk_prefilter_block needs of one query over one block.
@@ -253,11 +242,6 @@ AVX512 void rk_prefilter_block_avx512_vnni(const rk_query *queries, size_t query
         }
         for (size_t i = 0; i < n; i++) counts[first + i] = state[i].count;
     }
-}
-
-AVX512 size_t rk_prefilter_cached_avx512_vnni(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
-                                              size_t rows, double dot_cutoff, uint32_t *survivors) {
-    return rk_prefilter_blocks(dots_avx512_vnni_cached, query, codes, terms, code_stride, rows, dot_cutoff, survivors);
 }
 
 AVX512 size_t rk_prefilter_avx512_vnni(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,

@@ -214,16 +214,6 @@ size_t rk_prefilter(int level, const rk_query *query, const int8_t *codes, const
     }
 }
 
-size_t rk_prefilter_cached(int level, const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
-                           size_t rows, double dot_cutoff, uint32_t *survivors) {
-#if defined(__x86_64__)
-    if (level == RK_LEVEL_AVX512_VNNI) {
-        return rk_prefilter_cached_avx512_vnni(query, codes, terms, code_stride, rows, dot_cutoff, survivors);
-    }
-#endif
-    return rk_prefilter(level, query, codes, terms, code_stride, rows, dot_cutoff, survivors);
-}
-
 void rk_prepare_block(const rk_row_terms *terms, size_t rows, rk_block *block) {
     block->rows = rows;
     for (size_t r = 0; r < rows; r++) block->code_sum[r] = terms[r].code_sum;
@@ -241,8 +231,7 @@ void rk_prefilter_block(int level, const rk_query *queries, size_t query_count, 
     }
 #endif
     for (size_t q = 0; q < query_count; q++) {
-        counts[q] = rk_prefilter_cached(level, &queries[q], codes, terms, code_stride, block->rows, dot_cutoffs[q],
-                                        survivors + q * RK_BLOCK_ROWS);
+        counts[q] = rk_prefilter(level, &queries[q], codes, terms, code_stride, block->rows, dot_cutoffs[q], survivors + q * RK_BLOCK_ROWS);
     }
 }
 

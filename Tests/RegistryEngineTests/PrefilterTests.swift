@@ -47,12 +47,10 @@ import Testing
             return dots
         }
 
-        func survivors(_ query: Prefilter.Query, level: Int32, dotCutoff: Double, cached: Bool = false) -> [UInt32] {
+        func survivors(_ query: Prefilter.Query, level: Int32, dotCutoff: Double) -> [UInt32] {
             var survivors = [UInt32](repeating: 0, count: self.count)
             let found = withUnsafePointer(to: query.encoded) { encoded in
-                cached
-                    ? rk_prefilter_cached(level, encoded, self.codes, self.terms, self.codeStride, self.count, dotCutoff, &survivors)
-                    : rk_prefilter(level, encoded, self.codes, self.terms, self.codeStride, self.count, dotCutoff, &survivors)
+                rk_prefilter(level, encoded, self.codes, self.terms, self.codeStride, self.count, dotCutoff, &survivors)
             }
             return Array(survivors.prefix(found))
         }
@@ -181,11 +179,9 @@ import Testing
                 // (Compared as Bools: a failure should name the level, not print 3,000 numbers.)
                 let streamed = coded.survivors(query, level: level, dotCutoff: cutoff) == expected
                 #expect(streamed, "level \(Prefilter.name(of: level)), cut-off \(cutoff)")
-                // The kernel for rows in cache (sixteen interleaved at the AVX-512 level) keeps the same.
-                let cached = coded.survivors(query, level: level, dotCutoff: cutoff, cached: true) == expected
-                #expect(cached, "cached, level \(Prefilter.name(of: level)), cut-off \(cutoff)")
-                // So do prepared blocks (sixteen rows tested at once at the AVX-512 level), for several
-                // queries at once (each its own cut-off: here the same query again, keeping every row).
+                // Prepared blocks keep the same (sixteen rows interleaved and tested at once at the
+                // AVX-512 level), for several queries at once (each its own cut-off: here the same query
+                // again, keeping every row).
                 let blocked = coded.blockSurvivors([query, query], level: level, dotCutoffs: [cutoff, -.infinity])
                 #expect(
                     blocked == [expected, (0..<coded.count).map(UInt32.init)],

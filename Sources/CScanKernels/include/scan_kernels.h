@@ -84,11 +84,6 @@ void rk_int8_dots(int level, const rk_query *query, const int8_t *codes, const r
 size_t rk_prefilter(int level, const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
                     size_t rows, double dot_cutoff, uint32_t *survivors);
 
-/// rk_prefilter for rows already in cache (a block that many queries pass over): the same
-/// survivors, by a kernel that interleaves rows (slower when streaming from memory).
-size_t rk_prefilter_cached(int level, const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
-                           size_t rows, double dot_cutoff, uint32_t *survivors);
-
 /// Rows the prefilter takes together: their integer dot products stay in L1 between its two
 /// passes, and its integer test uses their largest terms.
 #define RK_BLOCK 256
@@ -107,7 +102,7 @@ typedef struct {
 /// Fills `block` from the terms of `rows` (at most RK_BLOCK_ROWS) consecutive rows.
 void rk_prepare_block(const rk_row_terms *terms, size_t rows, rk_block *block);
 
-/// rk_prefilter_cached over the rows of a prepared block for each of `query_count` queries, query q
+/// rk_prefilter over the rows of a prepared block for each of `query_count` queries, query q
 /// with cut-off dot_cutoffs[q], its survivors written to survivors + q·RK_BLOCK_ROWS and their number
 /// to counts[q]: the same survivors (the same integer test and bound, with the block's largest terms),
 /// by a kernel that tests sixteen rows at once and passes every query over a part of the block while
