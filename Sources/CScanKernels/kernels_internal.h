@@ -7,7 +7,6 @@
 #include <math.h>
 #include <stdint.h>
 
-
 /// The upper bound of the float32 kernel's dot product for one row (derivation in scan_kernels.c).
 /// Always inlined, so that each kernel level compiles it with its own instruction set.
 static inline __attribute__((always_inline)) double rk_bound(const rk_query *query, const rk_row_terms *terms, int32_t dot) {
@@ -19,12 +18,7 @@ static inline __attribute__((always_inline)) double rk_bound(const rk_query *que
     return estimate + error + 1e-9 * (fabs(estimate) + error) + 1e-30;
 }
 
-/// Appends to `survivors` the rows of a block whose bound reaches the cut-off (ascending); returns
-/// how many. Two levels: with the block's largest scale S and largest error term E (over its rows),
-/// every row's bound is at most t·S·max(B, 0) + E (with margins far above the rounding of either
-/// computation), so a row whose integer B is below K = (cut-off − E) / (t·S) cannot reach the
-/// cut-off: one integer comparison rejects almost every row, and only the rest get their own bound.
-/// The rows kept are exactly those whose rk_bound reaches the cut-off.
+/// The largest scale, code_norm and slack of `rows` rows (rk_select's S and the parts of its E).
 static inline __attribute__((always_inline)) void rk_largest_terms(const rk_row_terms *terms, size_t rows, float largest[3]) {
     float largest_scale = 0, largest_norm = 0, largest_slack = 0;
     for (size_t r = 0; r < rows; r++) {
@@ -49,6 +43,12 @@ static inline __attribute__((always_inline)) int64_t rk_least_dot(const rk_query
     return (int64_t)ceil(room / step);
 }
 
+/// Appends to `survivors` the rows of a block whose bound reaches the cut-off (ascending); returns
+/// how many. Two levels: with the block's largest scale S and largest error term E (over its rows),
+/// every row's bound is at most t·S·max(B, 0) + E (with margins far above the rounding of either
+/// computation), so a row whose integer B is below K = (cut-off − E) / (t·S) cannot reach the
+/// cut-off: one integer comparison rejects almost every row, and only the rest get their own bound.
+/// The rows kept are exactly those whose rk_bound reaches the cut-off.
 static inline __attribute__((always_inline)) size_t rk_select(const rk_query *query, const rk_row_terms *terms, const int32_t *dots,
                                                               size_t rows, double dot_cutoff, uint32_t first, uint32_t *survivors) {
 #pragma clang fp contract(off)
