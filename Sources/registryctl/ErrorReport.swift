@@ -2,6 +2,18 @@ import RegistryClient
 import RegistryCtlInput
 import RegistryModel
 
+/// The error codes registryctl reports of its own, besides the daemon's (PROTOCOL.md §5).
+enum OwnErrorCode: String, CaseIterable {
+    case unreachable = "UNREACHABLE"
+    case connectionClosed = "CONNECTION_CLOSED"
+    case connectionLost = "CONNECTION_LOST"
+    case unexpectedResponse = "UNEXPECTED_RESPONSE"
+    case badInput = "BAD_INPUT"
+    case outputFailed = "OUTPUT_FAILED"
+    case templateNotFound = "TEMPLATE_NOT_FOUND"
+    case profileNotFound = "PROFILE_NOT_FOUND"
+}
+
 /// An error as `registryctl` reports it: a stable code, a message and the daemon's details.
 struct ErrorReport: Encodable {
     struct Body: Encodable {
@@ -26,10 +38,7 @@ struct ErrorReport: Encodable {
 
     /// The codes registryctl reports besides the daemon's own (PROTOCOL.md §5), as listed in the
     /// README for scripts using `--json`.
-    static let ownCodes = [
-        "UNREACHABLE", "CONNECTION_CLOSED", "CONNECTION_LOST", "UNEXPECTED_RESPONSE", "BAD_INPUT", "OUTPUT_FAILED",
-        "TEMPLATE_NOT_FOUND", "PROFILE_NOT_FOUND",
-    ]
+    static let ownCodes = OwnErrorCode.allCases.map(\.rawValue)
 
     /// The error's details for text output, after the `registryctl: CODE: message` line.
     private(set) var detailLines: (AlgorithmNames) -> [String] = { _ in [] }
@@ -66,19 +75,20 @@ struct ErrorReport: Encodable {
         case let error as RegistryClientError:
             let code =
                 switch error {
-                case .unreachable: "UNREACHABLE"
-                case .connectionClosed: "CONNECTION_CLOSED"
-                case .unexpectedResponse: "UNEXPECTED_RESPONSE"
+                case .unreachable: OwnErrorCode.unreachable
+                case .connectionClosed: OwnErrorCode.connectionClosed
+                case .unexpectedResponse: OwnErrorCode.unexpectedResponse
                 }
-            self.error = Body(code: code, message: error.description, exitStatus: status.rawValue)
+            self.error = Body(code: code.rawValue, message: error.description, exitStatus: status.rawValue)
         case let error as InputFileError:
-            self.error = Body(code: "BAD_INPUT", message: error.description, file: error.file, exitStatus: status.rawValue)
+            self.error = Body(code: OwnErrorCode.badInput.rawValue, message: error.description, file: error.file, exitStatus: status.rawValue)
         case let error as OutputFileError:
-            self.error = Body(code: "OUTPUT_FAILED", message: error.description, file: error.file, exitStatus: status.rawValue)
+            self.error = Body(code: OwnErrorCode.outputFailed.rawValue, message: error.description, file: error.file, exitStatus: status.rawValue)
         case let error as CommandFailure:
-            self.error = Body(code: error.code, message: error.message, exitStatus: status.rawValue)
+            self.error = Body(code: error.code.rawValue, message: error.message, exitStatus: status.rawValue)
         default:
-            self.error = Body(code: "CONNECTION_LOST", message: "the connection to registryd failed: \(error)", exitStatus: status.rawValue)
+            self.error = Body(
+                code: OwnErrorCode.connectionLost.rawValue, message: "the connection to registryd failed: \(error)", exitStatus: status.rawValue)
         }
     }
 

@@ -67,18 +67,18 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
 
 /// A failure detected by `registryctl` itself, with a stable code for `--json` and the exit status.
 struct CommandFailure: Error, CustomStringConvertible {
-    var code: String
+    var code: OwnErrorCode
     var message: String
     var status: ExitStatus
 
-    var description: String { "\(self.code): \(self.message)" }
+    var description: String { "\(self.code.rawValue): \(self.message)" }
 
     static func templateNotFound(_ id: UInt64, gallery: String) -> CommandFailure {
-        CommandFailure(code: "TEMPLATE_NOT_FOUND", message: "template \(id) does not exist in gallery '\(gallery)'", status: .notRegistered)
+        CommandFailure(code: .templateNotFound, message: "template \(id) does not exist in gallery '\(gallery)'", status: .notRegistered)
     }
 
     static func profileNotFound(_ identifier: String, gallery: String) -> CommandFailure {
         CommandFailure(
-            code: "PROFILE_NOT_FOUND", message: "'\(identifier)' has no liveness profile in gallery '\(gallery)'", status: .notRegistered)
+            code: .profileNotFound, message: "'\(identifier)' has no liveness profile in gallery '\(gallery)'", status: .notRegistered)
     }
 }
