@@ -154,12 +154,20 @@ import Testing
             engine.close()
         }
         #expect(rename(old, IndexSnapshot.path(in: directory.path)) == 0)
+        try await Self.expectFullLoad(directory, reason: "token", vectors: vectors, answers: expected)
+    }
+
+    /// Opens the store, which must load in full, saying why (`reason` in it), take the file out of
+    /// the directory all the same, and answer as `answers`.
+    static func expectFullLoad(
+        _ directory: TemporaryDirectory, reason: String, vectors: [[Float]], answers: [[IdentifyMatch]]
+    ) async throws {
         let engine = try Engine(path: directory.path, configuration: Self.configuration())
         defer { engine.close() }
         #expect(!engine.indexLoad.fromSnapshot)
-        #expect(engine.indexLoad.reason?.contains("token") == true, "\(engine.indexLoad)")
+        #expect(engine.indexLoad.reason?.contains(reason) == true, "\(engine.indexLoad)")
         #expect(!Self.snapshotExists(directory))
-        #expect(try await Self.answers(engine, vectors) == expected)
+        #expect(try await Self.answers(engine, vectors) == answers)
     }
 
     /// An open that consumed the snapshot and then stopped without closing (a crash) leaves neither
@@ -170,12 +178,7 @@ import Testing
         defer { directory.remove() }
         let (vectors, expected) = try await Self.closedStore(directory)
         try Engine.removeSnapshotToken(directory.path)
-        let engine = try Engine(path: directory.path, configuration: Self.configuration())
-        defer { engine.close() }
-        #expect(!engine.indexLoad.fromSnapshot)
-        #expect(engine.indexLoad.reason?.contains("no token") == true, "\(engine.indexLoad)")
-        #expect(!Self.snapshotExists(directory))
-        #expect(try await Self.answers(engine, vectors) == expected)
+        try await Self.expectFullLoad(directory, reason: "no token", vectors: vectors, answers: expected)
     }
 
     /// Damage to the file is found before anything is served, and the open loads in full.

@@ -37,7 +37,7 @@ extension Engine {
         }
         // Leave the store room to grow: a snapshot is worth less than the next registrations.
         let needed = registries.reduce(IndexSnapshot.headerSpace(registries: registries.count)) { total, registry in
-            total + 5 * IndexSnapshot.alignment + registry.count * (4 * registry.stride + registry.codeStride + 16 + 8 + 4)
+            IndexSnapshot.Kind.allCases.reduce(total) { $0 + IndexSnapshot.aligned(registry.snapshotLength($1, rows: registry.count)) }
         }
         var disk = statvfs()
         if statvfs(self.path, &disk) == 0 {
@@ -59,9 +59,8 @@ extension Engine {
             }
             try Self.syncDirectory(self.path)
             try self.store.environment.write { txn in try txn.put(self.store.meta, key: Keys.snapshotToken, value: token) }
-            let seconds = (ContinuousClock.now - started).components
-            let elapsed = Double(seconds.seconds) + Double(seconds.attoseconds) * 1e-18
-            return "index snapshot written: \(templates) rows, \(writer.offset >> 20) MiB in \(Int(elapsed * 1000)) ms"
+            let milliseconds = Int((ContinuousClock.now - started) / .milliseconds(1))
+            return "index snapshot written: \(templates) rows, \(writer.offset >> 20) MiB in \(milliseconds) ms"
         } catch {
             unlink(temporary)
             unlink(path)

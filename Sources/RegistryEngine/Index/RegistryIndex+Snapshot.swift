@@ -47,16 +47,23 @@ extension RegistryIndex {
         return entry
     }
 
+    /// Bytes of a section of this registry's snapshot for `rows` rows (0: the registry has none).
+    func snapshotLength(_ kind: IndexSnapshot.Kind, rows: Int) -> Int {
+        switch kind {
+        case .ids: rows * 8
+        case .rows: rows * 4 * self.stride
+        case .codes: self.codes == nil ? 0 : rows * self.codeStride
+        case .terms: self.terms == nil ? 0 : rows * MemoryLayout<rk_row_terms>.stride
+        case .masks: self.isLandmarks ? rows * 4 : 0
+        }
+    }
+
     /// Whether `entry` describes rows of this registry as the load placed them (same id, algorithm
     /// and layout; the count the record pass reached is checked after it).
     func fits(_ entry: IndexSnapshot.Registry) -> Bool {
         entry.id == self.id && entry.algorithm == self.algorithm.version && entry.rowBytes == 4 * self.stride
             && entry.codeBytes == self.codeStride && entry.count <= self.capacity
-            && entry[.rows].length == entry.count * 4 * self.stride
-            && entry[.codes].length == (self.codes == nil ? 0 : entry.count * self.codeStride)
-            && entry[.terms].length == (self.terms == nil ? 0 : entry.count * MemoryLayout<rk_row_terms>.stride)
-            && entry[.masks].length == (self.isLandmarks ? entry.count * 4 : 0)
-            && entry[.ids].length == entry.count * 8
+            && IndexSnapshot.Kind.allCases.allSatisfy { entry[$0].length == self.snapshotLength($0, rows: entry.count) }
     }
 
     /// The places the rows, codes and terms sections map to (read-only until adopted).
