@@ -70,4 +70,39 @@ extension ByteBuffer {
         let bytes: [UInt8] = try message.serializedBytes()
         self = allocator.buffer(bytes: bytes)
     }
+
+    /// Serialises `message` as one whole frame, length prefix included, straight into the buffer
+    /// that is written: no intermediate array, no copy, no encoder handler (the daemon's replies).
+    public init(frameOf message: some SwiftProtobuf.Message) throws {
+        let framed: FramedBytes = try message.serializedBytes()
+        self = framed.buffer
+    }
+}
+
+/// A frame being serialised: SwiftProtobuf sizes the message first and asks for that many bytes,
+/// which go after a 4-byte slot that then receives the length.
+struct FramedBytes: SwiftProtobufContiguousBytes {
+    private(set) var buffer: ByteBuffer
+
+    init(repeating byte: UInt8, count: Int) {
+        self.buffer = ByteBufferAllocator().buffer(capacity: 4 + count)
+        self.buffer.writeInteger(UInt32(truncatingIfNeeded: count), endianness: .big)
+        self.buffer.writeRepeatingByte(byte, count: count)
+    }
+
+    init<S: Sequence>(_ sequence: S) where S.Element == UInt8 {
+        let bytes = Array(sequence)
+        self.init(repeating: 0, count: bytes.count)
+        self.withUnsafeMutableBytes { $0.copyBytes(from: bytes) }
+    }
+
+    var count: Int { self.buffer.readableBytes - 4 }
+
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try self.buffer.withUnsafeReadableBytes { try body(UnsafeRawBufferPointer(rebasing: $0.dropFirst(4))) }
+    }
+
+    mutating func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
+        try self.buffer.withUnsafeMutableReadableBytes { try body(UnsafeMutableRawBufferPointer(rebasing: $0.dropFirst(4))) }
+    }
 }

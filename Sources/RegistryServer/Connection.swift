@@ -91,7 +91,7 @@ final class Connection: Sendable {
             self.account.releaseAll()
         }
         try? await connection.executeThenClose { _, outbound in
-            try await outbound.write(self.dispatcher.reply(id: 0, error: error).frame)
+            try await outbound.write(self.dispatcher.reply(id: 0, error: error).framed)
         }
     }
 
@@ -136,7 +136,7 @@ final class Connection: Sendable {
                 }
                 switch start {
                 case .reply(let reply):
-                    self.account.charge(reply.frame.readableBytes)
+                    self.account.charge(reply.framed.readableBytes)
                     queue.yield(.ready(reply, requestBytes: bytes))
                     // Nothing after a reply that closes the connection may run.
                     if reply.closeConnection { return }
@@ -144,7 +144,7 @@ final class Connection: Sendable {
                     let reply = dispatcher.refuse(
                         pending, with: RegistryError(.shuttingDown, "the daemon is shutting down; the request was not carried out"),
                         from: peer)
-                    self.account.charge(reply.frame.readableBytes)
+                    self.account.charge(reply.framed.readableBytes)
                     queue.yield(.ready(reply, requestBytes: bytes))
                 case .pending(let pending):
                     let promise = self.channel.eventLoop.makePromise(of: RequestDispatcher.Reply.self)
@@ -152,15 +152,15 @@ final class Connection: Sendable {
                     let account = self.account
                     group.addTask {
                         let reply = await dispatcher.finish(pending, from: peer)
-                        account.charge(reply.frame.readableBytes)
+                        account.charge(reply.framed.readableBytes)
                         promise.succeed(reply)
                     }
                 }
             }
         } catch let error as FrameTooLargeError {
             let reply = dispatcher.reply(id: 0, error: RegistryError(.frameTooLarge, error.description))
-            self.account.charge(reply.frame.readableBytes)
-            queue.yield(.ready(RequestDispatcher.Reply(frame: reply.frame, closeConnection: true), requestBytes: 0))
+            self.account.charge(reply.framed.readableBytes)
+            queue.yield(.ready(RequestDispatcher.Reply(framed: reply.framed, closeConnection: true), requestBytes: 0))
         } catch {
             self.logger.debug("connection read ended", metadata: ["error": "\(error)"])
         }
@@ -182,18 +182,18 @@ final class Connection: Sendable {
                 (reply, requestBytes) = (ready, bytes)
             case .awaited(let future, let bytes):
                 // Only ever succeeded, by a child task of this connection.
-                reply = (try? await future.get()) ?? RequestDispatcher.Reply(frame: ByteBuffer(), closeConnection: true)
+                reply = (try? await future.get()) ?? RequestDispatcher.Reply(framed: ByteBuffer(), closeConnection: true)
                 requestBytes = bytes
             }
             if !peerGone {
                 do {
-                    try await outbound.write(reply.frame)
+                    try await outbound.write(reply.framed)
                 } catch {
                     peerGone = true
                     self.logger.debug("reply not written: the peer is gone", metadata: ["error": "\(error)"])
                 }
             }
-            self.account.release(requestBytes + reply.frame.readableBytes)
+            self.account.release(requestBytes + reply.framed.readableBytes)
             slots.release()
             if reply.closeConnection { return }
         }

@@ -75,10 +75,10 @@ final class FastPathHandler: ChannelDuplexHandler {
         case .reply(let reply):
             if reply.closeConnection {
                 self.closing = true
-                context.writeAndFlush(self.wrapOutboundOut(reply.frame)).whenComplete { _ in context.close(promise: nil) }
+                context.writeAndFlush(self.wrapOutboundOut(reply.framed)).whenComplete { _ in context.close(promise: nil) }
             } else {
                 // Flushed at the end of the read burst, so pipelined requests share a write.
-                context.write(self.wrapOutboundOut(reply.frame), promise: nil)
+                context.write(self.wrapOutboundOut(reply.framed), promise: nil)
             }
         case .pending(let pending):
             self.unanswered += 1

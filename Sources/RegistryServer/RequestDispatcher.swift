@@ -40,8 +40,14 @@ public final class RequestDispatcher: Sendable {
 
     /// What to send back, and whether to close the connection after it.
     public struct Reply: Sendable {
-        public var frame: ByteBuffer
+        /// The reply as written: its length prefix, then the response.
+        public var framed: ByteBuffer
         public var closeConnection: Bool
+
+        /// The response's bytes, without the length prefix.
+        public var frame: ByteBuffer {
+            self.framed.getSlice(at: self.framed.readerIndex + 4, length: max(0, self.framed.readableBytes - 4)) ?? ByteBuffer()
+        }
     }
 
     /// Replaces the access policy (SIGHUP).
@@ -84,11 +90,11 @@ public final class RequestDispatcher: Sendable {
             return .reply(self.reply(id: 0, error: RegistryError(.malformedRequest, "the frame is not a valid registry.v1.Request")))
         }
         self.counters.requestsServed.add(1, ordering: .relaxed)
-        guard let operation = request.operation?.operation else {
+        guard let operation = request.operation else {
             self.metrics.operation(Self.undecodedOperation).refused(code: .malformedRequest, since: start)
             return .reply(self.reply(id: request.id, error: RegistryError(.malformedRequest, "the request carries no operation")))
         }
-        if let hello = operation as? Registry_V1_Hello {
+        if case .hello(let hello) = operation {
             // Who connects, for debugging a deployment; the name is the client's free text, so it is
             // cut short and kept on one line.
             let name = String(
@@ -100,7 +106,7 @@ public final class RequestDispatcher: Sendable {
                     "protocol": "\(hello.protocolMajor).\(hello.protocolMinor)",
                 ])
         }
-        if let hello = operation as? Registry_V1_Hello, hello.protocolMajor != ProtocolVersion.major {
+        if case .hello(let hello) = operation, hello.protocolMajor != ProtocolVersion.major {
             self.metrics.operation(Registry_V1_Hello.name).refused(code: .unsupportedVersion, since: start)
             var reply = self.reply(
                 id: request.id,
@@ -110,7 +116,19 @@ public final class RequestDispatcher: Sendable {
             reply.closeConnection = true
             return .reply(reply)
         }
-        return self.begin(operation, id: request.id, from: peer, start: start)
+        return operation.accept(Begin(dispatcher: self, id: request.id, peer: peer, start: start))
+    }
+
+    /// ``begin(_:id:from:start:)`` specialised for each kind of request.
+    private struct Begin: OperationVisitor {
+        let dispatcher: RequestDispatcher
+        let id: UInt64
+        let peer: Peer?
+        let start: ContinuousClock.Instant
+
+        func visit<Operation: RegistryOperation>(_ operation: Operation) -> Start {
+            self.dispatcher.begin(operation, id: self.id, from: self.peer, start: self.start)
+        }
     }
 
     /// The operation label of frames that decode to no operation.
@@ -189,7 +207,7 @@ public final class RequestDispatcher: Sendable {
             metrics.answered(inGallery: operation.scope.galleryName, labels: self.metrics)
         }
         metrics.answered(outcome: outcome.outcome, since: start)
-        return Reply(frame: frame, closeConnection: false)
+        return Reply(framed: frame, closeConnection: false)
     }
 
     /// The reply carrying an operation's refusal or failure, logged by code (never with templates) and audited.
@@ -231,12 +249,14 @@ public final class RequestDispatcher: Sendable {
         var response = Registry_V1_Response()
         response.id = id
         response.result = .error(Registry_V1_Error(error))
-        return Reply(frame: Self.encode(response), closeConnection: false)
+        return Reply(framed: Self.encode(response), closeConnection: false)
     }
 
+    /// The whole frame of a response, length prefix included.
     static func encode(_ response: Registry_V1_Response) -> ByteBuffer {
-        // Encoding a message built from valid values cannot fail; fall back to an empty frame if it ever does.
-        (try? ByteBuffer(message: response)) ?? ByteBuffer()
+        // Encoding a message built from valid values cannot fail; fall back to an empty frame (a
+        // zero length) if it ever does.
+        (try? ByteBuffer(frameOf: response)) ?? ByteBuffer(integer: UInt32(0))
     }
 
     /// A template is a vector or landmarks, never both: refuse instead of silently dropping one.

@@ -13,7 +13,8 @@ import Synchronization
 /// frames, answer them through the ``RequestDispatcher`` and write the responses in request order.
 ///
 /// Per connection (see ``Connection`` for the promise it keeps): ``ConnectionGuard`` next to the
-/// socket (back-pressure, frame deadline, idle timeout), the frame decoder and encoder,
+/// socket (back-pressure, frame deadline, idle timeout), the frame decoder (replies come framed,
+/// length prefix included, from the dispatcher: no encoder handler, no copy),
 /// ``FastPathHandler`` (requests answered on the event loop), and the connection's reader and writer
 /// tasks. On graceful shutdown the listener closes and every connection drains: requests already
 /// read are answered (those not yet started with `SHUTTING_DOWN`), then it closes; connections still
@@ -71,9 +72,7 @@ public final class SocketServer: Service, Sendable {
                     ConnectionGuard(
                         account: account, frameDeadline: .seconds(Int64(limits.frameDeadlineSeconds)),
                         idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)), logger: logger))
-                try operations.addHandler(ByteToMessageHandler(FrameDecoder(maximumFrameLength: limits.maximumFrameBytes)))
-                try operations.addHandler(MessageToByteHandler(FrameEncoder()))
-                try operations.addHandler(FastPathHandler(dispatcher: dispatcher, account: account))
+                try Self.addRequestHandlers(to: operations, dispatcher: dispatcher, account: account, maximumFrameBytes: limits.maximumFrameBytes)
                 let async = try NIOAsyncChannel<InboundRequest, ByteBuffer>(wrappingChannelSynchronously: channel)
                 return (async, account)
             }
@@ -175,6 +174,17 @@ public final class SocketServer: Service, Sendable {
         // A connection accepted as shutdown began drains like the others.
         if self.stopping.load(ordering: .acquiring) { connection.drain() }
         await connection.run(async, peer: await Self.peer(of: channel))
+    }
+}
+
+extension SocketServer {
+    /// The handlers between the connection's guard and its async reader and writer: the frame
+    /// decoder, then ``FastPathHandler``. Outbound there is no encoder: replies come framed.
+    static func addRequestHandlers(
+        to operations: ChannelPipeline.SynchronousOperations, dispatcher: RequestDispatcher, account: ConnectionAccount, maximumFrameBytes: Int
+    ) throws {
+        try operations.addHandler(ByteToMessageHandler(FrameDecoder(maximumFrameLength: maximumFrameBytes)))
+        try operations.addHandler(FastPathHandler(dispatcher: dispatcher, account: account))
     }
 }
 

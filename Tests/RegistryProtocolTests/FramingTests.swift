@@ -236,6 +236,30 @@ struct FrameEncoderTests {
         #expect(try channel.readWire() == [0x00, 0x00, 0x00, 0x00])
     }
 
+    @Test("a message framed whole is byte for byte what the encoder writes, the empty message included")
+    func framedWhole() throws {
+        let messages: [Registry_V1_Request] = [
+            Registry_V1_Request(),
+            .with {
+                $0.id = 300
+                $0.listGalleries = .init()
+            },
+            .with {
+                $0.id = 9
+                $0.authenticate = .with {
+                    $0.identifier = "zoë"
+                    $0.face = .with { $0.templates = [.with { $0.vector = (0..<512).map { Float($0) / 512 } }] }
+                }
+            },
+        ]
+        for message in messages {
+            let channel = try encodingChannel()
+            try channel.writeOutbound(ByteBuffer(message: message))
+            let framed = try ByteBuffer(frameOf: message)
+            #expect(Array(framed.readableBytesView) == (try channel.readWire()))
+        }
+    }
+
     @Test("a Request survives encode then decode, also when the wire is cut into odd pieces")
     func roundTrip() throws {
         let requests: [Registry_V1_Request] = [

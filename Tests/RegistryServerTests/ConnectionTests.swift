@@ -36,9 +36,7 @@ import Testing
         let account = ConnectionAccount(budget: BufferBudget(limit: 1 << 30))
         let async = try await channel.testingEventLoop.executeInContext {
             let operations = channel.pipeline.syncOperations
-            try operations.addHandler(ByteToMessageHandler(FrameDecoder(maximumFrameLength: 1 << 20)))
-            try operations.addHandler(MessageToByteHandler(FrameEncoder()))
-            try operations.addHandler(FastPathHandler(dispatcher: self.dispatcher, account: account))
+            try SocketServer.addRequestHandlers(to: operations, dispatcher: self.dispatcher, account: account, maximumFrameBytes: 1 << 20)
             return try NIOAsyncChannel<InboundRequest, ByteBuffer>(wrappingChannelSynchronously: channel)
         }
         let connection = Connection(

@@ -94,33 +94,49 @@ struct OperationContext: Sendable {
     }
 }
 
+/// Something done with a request's operation, generic over its kind: handed to
+/// ``Registry_V1_Request/OneOf_Operation/accept(_:)``, it runs as code specialised for that kind,
+/// where the existential ``Registry_V1_Request/OneOf_Operation/operation`` is opened at run time
+/// (generic metadata looked up, every call unspecialised) on every request.
+protocol OperationVisitor {
+    associatedtype Output
+    func visit<Operation: RegistryOperation>(_ operation: Operation) -> Output
+}
+
 extension Registry_V1_Request.OneOf_Operation {
-    /// The operation this request carries: the one table of request kinds.
-    var operation: any RegistryOperation {
+    /// The operation this request carries, boxed.
+    var operation: any RegistryOperation { self.accept(Boxing()) }
+
+    private struct Boxing: OperationVisitor {
+        func visit<Operation: RegistryOperation>(_ operation: Operation) -> any RegistryOperation { operation }
+    }
+
+    /// Calls `visitor` with the operation this request carries: the one table of request kinds.
+    func accept<Visitor: OperationVisitor>(_ visitor: Visitor) -> Visitor.Output {
         switch self {
-        case .hello(let request): request
-        case .register(let request): request
-        case .identify(let request): request
-        case .authenticate(let request): request
-        case .listGalleries(let request): request
-        case .listAlgorithms(let request): request
-        case .listIdentifiers(let request): request
-        case .getTemplates(let request): request
-        case .deleteTemplate(let request): request
-        case .deleteIdentifier(let request): request
-        case .deleteGallery(let request): request
-        case .defineGallery(let request): request
-        case .migrationStatus(let request): request
-        case .stats(let request): request
-        case .export(let request): request
-        case .import(let request): request
-        case .backup(let request): request
-        case .verify(let request): request
-        case .enrolLivenessProfile(let request): request
-        case .getLivenessProfile(let request): request
-        case .deleteLivenessProfile(let request): request
-        case .audit(let request): request
-        case .setEncryptionKey(let request): request
+        case .hello(let request): visitor.visit(request)
+        case .register(let request): visitor.visit(request)
+        case .identify(let request): visitor.visit(request)
+        case .authenticate(let request): visitor.visit(request)
+        case .listGalleries(let request): visitor.visit(request)
+        case .listAlgorithms(let request): visitor.visit(request)
+        case .listIdentifiers(let request): visitor.visit(request)
+        case .getTemplates(let request): visitor.visit(request)
+        case .deleteTemplate(let request): visitor.visit(request)
+        case .deleteIdentifier(let request): visitor.visit(request)
+        case .deleteGallery(let request): visitor.visit(request)
+        case .defineGallery(let request): visitor.visit(request)
+        case .migrationStatus(let request): visitor.visit(request)
+        case .stats(let request): visitor.visit(request)
+        case .export(let request): visitor.visit(request)
+        case .import(let request): visitor.visit(request)
+        case .backup(let request): visitor.visit(request)
+        case .verify(let request): visitor.visit(request)
+        case .enrolLivenessProfile(let request): visitor.visit(request)
+        case .getLivenessProfile(let request): visitor.visit(request)
+        case .deleteLivenessProfile(let request): visitor.visit(request)
+        case .audit(let request): visitor.visit(request)
+        case .setEncryptionKey(let request): visitor.visit(request)
         }
     }
 }
