@@ -39,6 +39,9 @@ final class FastPathHandler: ChannelDuplexHandler {
     /// Requests passed on whose reply has not been written yet.
     private var unanswered = 0
     private var closing = false
+    /// Whether this read burst passed a request on to the async reader (which then needs the
+    /// read-complete event to take it).
+    private var passedOn = false
 
     init(dispatcher: RequestDispatcher, account: ConnectionAccount) {
         self.dispatcher = dispatcher
@@ -66,6 +69,7 @@ final class FastPathHandler: ChannelDuplexHandler {
         self.account.charge(frame.readableBytes)
         guard self.peerKnown && self.unanswered == 0 else {
             self.unanswered += 1
+            self.passedOn = true
             context.fireChannelRead(self.wrapInboundOut(.frame(frame)))
             return
         }
@@ -82,13 +86,19 @@ final class FastPathHandler: ChannelDuplexHandler {
             }
         case .pending(let pending):
             self.unanswered += 1
+            self.passedOn = true
             context.fireChannelRead(self.wrapInboundOut(.pending(pending, frameBytes: frame.readableBytes)))
         }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
         context.flush()
-        context.fireChannelReadComplete()
+        // A burst answered here entirely gives the async reader nothing to take: skipping the event
+        // saves its handler's work on every fast-path request.
+        if self.passedOn {
+            self.passedOn = false
+            context.fireChannelReadComplete()
+        }
     }
 
     /// A reply from the async side: one fewer request outstanding.
