@@ -13,9 +13,9 @@ import Synchronization
 /// frames, answer them through the ``RequestDispatcher`` and write the responses in request order.
 ///
 /// Per connection (see ``Connection`` for the promise it keeps): ``ConnectionGuard`` next to the
-/// socket (back-pressure, frame deadline, idle timeout), the frame decoder (replies come framed,
-/// length prefix included, from the dispatcher: no encoder handler, no copy),
-/// ``FastPathHandler`` (requests answered on the event loop), and the connection's reader and writer
+/// socket (back-pressure, frame deadline, idle timeout), ``FastPathHandler`` (frames split, requests
+/// answered on the event loop; replies come framed, length prefix included, from the dispatcher: no
+/// encoder handler, no copy), and the connection's reader and writer
 /// tasks. On graceful shutdown the listener closes and every connection drains: requests already
 /// read are answered (those not yet started with `SHUTTING_DOWN`), then it closes; connections still
 /// open at the drain deadline are closed.
@@ -178,13 +178,12 @@ public final class SocketServer: Service, Sendable {
 }
 
 extension SocketServer {
-    /// The handlers between the connection's guard and its async reader and writer: the frame
-    /// decoder, then ``FastPathHandler``. Outbound there is no encoder: replies come framed.
+    /// The handler between the connection's guard and its async reader and writer:
+    /// ``FastPathHandler``, which splits frames itself. Outbound there is no encoder: replies come framed.
     static func addRequestHandlers(
         to operations: ChannelPipeline.SynchronousOperations, dispatcher: RequestDispatcher, account: ConnectionAccount, maximumFrameBytes: Int
     ) throws {
-        try operations.addHandler(ByteToMessageHandler(FrameDecoder(maximumFrameLength: maximumFrameBytes)))
-        try operations.addHandler(FastPathHandler(dispatcher: dispatcher, account: account))
+        try operations.addHandler(FastPathHandler(dispatcher: dispatcher, account: account, maximumFrameBytes: maximumFrameBytes))
     }
 }
 

@@ -123,4 +123,38 @@ import Testing
         await task.value
         #expect(try self.engine.identifiers().identifiers.count == 20)
     }
+
+    @Test func framesCutIntoOddPiecesAreAnsweredInOrderAndAnOversizedOneEndsTheConnection() async throws {
+        defer { self.cleanUp() }
+        let (channel, task) = try await self.serve()
+        var wire = ByteBuffer()
+        for i in 0..<6 { wire.writeImmutableBuffer(try Self.registration(UInt64(i + 1), "q\(i)", axis: i)) }
+        wire.writeImmutableBuffer(try Self.frame(7, .listGalleries(.init())))
+        // Then a length prefix over the 1 MiB maximum, and a request after it that must not run.
+        wire.writeInteger(UInt32(2 << 20))
+        wire.writeImmutableBuffer(try Self.registration(8, "never", axis: 7))
+        // Pieces of 1, 4, 13, … bytes: prefixes and bodies split at every kind of place.
+        var length = 1
+        while wire.readableBytes > 0 {
+            do {
+                try await channel.writeInbound(wire.readSlice(length: min(length, wire.readableBytes))!)
+            } catch is FrameTooLargeError {
+                // The testing channel also hands back the error the connection's reader answers.
+            }
+            length = length * 3 % 97 + 1
+        }
+        for id in 1...7 {
+            let reply = try await Self.reply(channel)
+            #expect(reply.id == UInt64(id))
+            if case .error(let error) = reply.result { Issue.record("request \(id) was refused: \(error.code)") }
+        }
+        let last = try await Self.reply(channel)
+        guard case .error(let error) = last.result else {
+            Issue.record("the oversized frame was not refused")
+            return
+        }
+        #expect(error.code == .frameTooLarge)
+        await task.value
+        #expect(try self.engine.identifiers().identifiers.count == 6)
+    }
 }
