@@ -240,6 +240,11 @@ extension TemplateJSON {
         guard bytes.contains(where: { !Self.isWhitespace($0) }) else {
             throw InputFileError(file: file, message: "is empty")
         }
+        // Checked first: Foundation's decoder traps on some documents nested 513 deep (a crash, not
+        // an error); the checker refuses anything deeper than 512 with its position.
+        guard JSONSyntaxChecker.firstProblem(in: bytes) == nil else {
+            throw InputFileError(file: file, message: Self.syntaxProblem(in: bytes))
+        }
         do {
             return try JSONDecoder().decode(T.self, from: Data(bytes))
         } catch {

@@ -25,15 +25,19 @@ enum ConfigurationCheck {
     /// Every unknown key in `data` (a JSON document), as messages; empty when all are known.
     /// - Throws: ``ConfigurationError`` when `data` is not JSON, or not an object.
     static func unknownKeys(in data: Data, file: String) throws(ConfigurationError) -> [String] {
+        // The checker runs before the decoder: it says where a problem is (the decoder does not, and
+        // the message never quotes the text), and Foundation's decoder traps on some documents
+        // nested 513 deep, which the checker refuses (deeper than 512) before they reach it.
+        let bytes = Array(data)
+        if let problem = JSONSyntaxChecker.firstProblem(in: bytes) {
+            let (line, column) = JSONSyntaxChecker.position(of: problem.offset, in: bytes)
+            throw ConfigurationError("\(file) is not valid JSON: line \(line), column \(column): \(problem.what)")
+        }
         let document: JSONValue
         do {
             document = try JSONDecoder().decode(JSONValue.self, from: data)
         } catch {
-            // The decoder does not say where; the checker does (never quoting the text).
-            let bytes = Array(data)
-            guard let problem = JSONSyntaxChecker.firstProblem(in: bytes) else { throw ConfigurationError("\(file) is not valid JSON") }
-            let (line, column) = JSONSyntaxChecker.position(of: problem.offset, in: bytes)
-            throw ConfigurationError("\(file) is not valid JSON: line \(line), column \(column): \(problem.what)")
+            throw ConfigurationError("\(file) is not valid JSON")
         }
         guard case .object(let top) = document else { throw ConfigurationError("\(file): the configuration must be a JSON object") }
         var problems: [String] = []

@@ -305,6 +305,11 @@ struct TemplateJSONTests {
         #expect(JSONSyntaxChecker.position(of: 5, in: bytes("ab\ncdef")) == (2, 3))
     }
 
+    @Test func aFaceFileNested513DeepIsRefusedNotACrash() {
+        // Foundation's decoder traps on this document; the syntax check refuses it first.
+        #expect(throws: InputFileError.self) { try TemplateJSON.faceFile(from: bytes(String(repeating: "[", count: 513)), file: "deep.json") }
+    }
+
     @Test func filesFormOneFace() throws {
         let directory = TemporaryDirectory("registryctl-tests").path
         try write(#"{"version": 24, "data": [1, 0]}"#, to: directory + "/arcface.json")

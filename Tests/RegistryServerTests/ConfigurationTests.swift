@@ -89,6 +89,9 @@ import Testing
             (#"{"galleries": {"name": "door"}}"#, "test.json: galleries must be a list"),
             (#"{"limits": {"maximumConnections": 3,}"#, "test.json is not valid JSON: line 1, column 37: expected a key in double quotes"),
             ("[1, 2]", "test.json: the configuration must be a JSON object"),
+            // Foundation's decoder traps on this one (a fuzzer found it): refused before it gets there.
+            (String(repeating: "[", count: 513), "test.json is not valid JSON: line 1, column 513: nested too deeply"),
+            (String(repeating: "[", count: 513) + "\r", "test.json is not valid JSON: line 1, column 513: nested too deeply"),
         ]
         for (json, expected) in cases {
             let message = self.refusal(json)

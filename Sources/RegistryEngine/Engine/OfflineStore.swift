@@ -148,6 +148,8 @@ public enum OfflineStore {
             bytes += buffer[0..<count]
         }
         do {
+            // Checked first: Foundation's decoder traps on some documents nested 513 deep.
+            guard JSONSyntaxChecker.firstProblem(in: bytes) == nil else { throw RegistryError(.malformedRequest, "not JSON") }
             return try JSONDecoder().decode(BackupManifest.self, from: Data(bytes))
         } catch {
             throw RegistryError(.malformedRequest, "\(path) is not a backup manifest")
