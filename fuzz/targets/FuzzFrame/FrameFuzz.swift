@@ -8,7 +8,8 @@ import SwiftProtobuf
 /// (as reads from a socket would split it), the rest is the stream. Checked: every frame is exactly
 /// the body its prefix announced, in stream order; the decoder stops only at a length above the
 /// maximum or at an incomplete frame; a decoded request re-encodes to bytes that decode and re-encode
-/// to the same bytes (bytes, not `==`: NaN floats are unequal to themselves).
+/// to the same bytes (bytes, not `==`: NaN floats are unequal to themselves); an authentication read
+/// by `AuthenticateDecoding` encodes to the same bytes as SwiftProtobuf's reading of the frame.
 enum FrameFuzz {
     static let maximums = [0, 64, 4096, 4 << 20]
 
@@ -57,9 +58,20 @@ enum FrameFuzz {
 
     /// Decodes a frame as the dispatcher does and checks that re-encoding is stable.
     static func checkRequest(_ frame: ByteBuffer) {
-        guard let request = try? Registry_V1_Request(serializedBytes: frame.readableBytesSpan) else { return }
         var options = BinaryEncodingOptions()
         options.useDeterministicOrdering = true
+        let reference = try? Registry_V1_Request(serializedBytes: frame.readableBytesSpan)
+        // The daemon's own reading of authentications gives SwiftProtobuf's message or declines.
+        if let (id, authenticate) = AuthenticateDecoding.decode(frame) {
+            var fast = Registry_V1_Request()
+            fast.id = id
+            fast.authenticate = authenticate
+            guard let reference else { preconditionFailure("an authentication read by hand does not decode") }
+            let fastBytes: [UInt8]? = try? fast.serializedBytes(options: options)
+            let referenceBytes: [UInt8]? = try? reference.serializedBytes(options: options)
+            precondition(fastBytes == referenceBytes, "an authentication read by hand differs from SwiftProtobuf's")
+        }
+        guard let request = reference else { return }
         guard let first: [UInt8] = try? request.serializedBytes(options: options) else {
             preconditionFailure("a decoded request cannot be encoded")
         }
