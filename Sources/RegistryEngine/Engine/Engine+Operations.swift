@@ -331,8 +331,7 @@ extension Engine {
         face: Face,
         autoEnrol: Bool = true
     ) async throws -> Authentication {
-        let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: identifier, face: face)
-        let decision = try self.decideAuthentication(gallery: name, galleryId: galleryId, identifier: identifier, face: face, templates: templates)
+        let (galleryId, templates, decision) = try self.decideAuthentication(gallery: name, identifier: identifier, face: face)
         var result = decision.result
         if autoEnrol && result.authenticated {
             result.autoEnrolment = await self.autoEnrol(
@@ -352,8 +351,7 @@ extension Engine {
         face: Face,
         autoEnrol: Bool = true
     ) throws -> Authentication? {
-        let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: identifier, face: face)
-        let decision = try self.decideAuthentication(gallery: name, galleryId: galleryId, identifier: identifier, face: face, templates: templates)
+        let (galleryId, templates, decision) = try self.decideAuthentication(gallery: name, identifier: identifier, face: face)
         var result = decision.result
         if autoEnrol && result.authenticated {
             let plan = self.autoEnrolmentPlan(
@@ -366,17 +364,25 @@ extension Engine {
         return result
     }
 
-    /// The comparison part of authenticate, under the index read lock.
+    /// The face prepared and compared with the identifier's templates: authenticate's work under one
+    /// hold of the index read lock (once per request: authentications are most of the traffic).
     private func decideAuthentication(
         gallery name: String,
-        galleryId: UInt32,
         identifier: String,
-        face: Face,
-        templates: [UInt32: PreparedTemplate]
-    ) throws(RegistryError) -> (result: Authentication, registryId: UInt32, autoEnrolmentThreshold: Float) {
+        face: Face
+    ) throws(RegistryError) -> (
+        galleryId: UInt32, templates: [UInt32: PreparedTemplate],
+        decision: (result: Authentication, registryId: UInt32, autoEnrolmentThreshold: Float)
+    ) {
+        try Names.validateGallery(name)
+        try Names.validateIdentifier(identifier)
         var liveness: LivenessVerdict?
-        let (registry, hit, thresholds) = try self.indexLock.withReadLock { () throws(RegistryError) -> (RegistryIndex, Matching.Hit, Thresholds) in
-            let gallery = try self.currentGallery(name, id: galleryId)
+        typealias Decided = (
+            galleryId: UInt32, templates: [UInt32: PreparedTemplate], registry: RegistryIndex, hit: Matching.Hit, thresholds: Thresholds
+        )
+        let decided = try self.indexLock.withReadLock { () throws(RegistryError) -> Decided in
+            let gallery = try self.gallery(named: name)
+            let templates = try self.prepare(face, for: gallery)
             guard let ordinal = gallery.presentOrdinal(of: identifier) else {
                 throw RegistryError(.identifierNotRegistered, "'\(identifier)' is not registered in gallery '\(name)'")
             }
@@ -387,16 +393,17 @@ extension Engine {
                 guard let template = templates[registry.algorithm.version],
                     let hit = Matching.best(of: ordinal, in: registry, query: template)
                 else { continue }
-                return (registry, hit, registry.thresholds)
+                return (gallery.id, templates, registry, hit, registry.thresholds)
             }
             throw RegistryError(
                 .incompatibleTemplates,
                 "the face carries no template for any registry of gallery '\(name)' that holds '\(identifier)'")
         }
+        let (hit, thresholds) = (decided.hit, decided.thresholds)
         let result = Authentication(
             authenticated: hit.score >= thresholds.authentication, score: hit.score, templateId: hit.templateId,
-            algorithm: registry.algorithm.version, autoEnrolment: [], liveness: liveness)
-        return (result, registry.id, thresholds.autoEnrolment)
+            algorithm: decided.registry.algorithm.version, autoEnrolment: [], liveness: liveness)
+        return (decided.galleryId, decided.templates, (result, decided.registry.id, thresholds.autoEnrolment))
     }
 
     // MARK: Auto-enrolment
