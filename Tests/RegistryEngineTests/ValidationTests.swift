@@ -62,6 +62,14 @@ import Testing
         try await self.expectRefused(Face(FaceTemplate(algorithm: 16, vector: values)), .invalidTemplate, problem: .nonFiniteValue(index: 3))
     }
 
+    @Test func theFirstOfSeveralNonFiniteValuesIsNamed() async throws {
+        var values = signs([])
+        values[90] = .nan
+        values[7] = .infinity
+        values[100] = -.infinity
+        try await self.expectRefused(Face(FaceTemplate(algorithm: 24, vector: values)), .invalidTemplate, problem: .nonFiniteValue(index: 7))
+    }
+
     @Test func anAllZeroVector() async throws {
         try await self.expectRefused(
             Face(FaceTemplate(algorithm: 24, vector: [Float](repeating: 0, count: 128))), .invalidTemplate, problem: .zeroVector)

@@ -79,11 +79,12 @@ struct PreparedTemplate: Sendable {
         scoreFunction: ScoreFunction
     ) throws(TemplateProblem) -> [Float] {
         guard values.count == dimension else { throw .wrongDimension(expected: dimension, actual: values.count) }
+        // Without a test per value in the loop (every authentication and identification pays for it):
+        // squares of finite floats summed in doubles cannot overflow, so the sum is finite exactly
+        // when every value is, and only then is the first offending value looked for.
         var sumOfSquares: Double = 0
-        for (index, value) in values.enumerated() {
-            guard value.isFinite else { throw .nonFiniteValue(index: index) }
-            sumOfSquares += Double(value) * Double(value)
-        }
+        for value in values { sumOfSquares += Double(value) * Double(value) }
+        guard sumOfSquares.isFinite else { throw .nonFiniteValue(index: values.firstIndex { !$0.isFinite } ?? 0) }
         guard sumOfSquares > 0 else { throw .zeroVector }
         let norm = sumOfSquares.squareRoot()
         if scoreFunction.normalisesTemplates {
