@@ -85,28 +85,32 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = self.unwrapInboundIn(data)
         var frameStarted = false
+        // Walked on local copies of the state, written back once: the handler's stored properties,
+        // touched inside the closure, would each cost a dynamic exclusivity check per byte.
+        var (prefix, prefixBytes, bodyRemaining, inProgress) = (self.prefix, self.prefixBytes, self.bodyRemaining, self.inProgress)
         buffer.withUnsafeReadableBytes { bytes in
             var index = 0
             while index < bytes.count {
-                if self.bodyRemaining > 0 {
-                    let take = min(self.bodyRemaining, bytes.count - index)
-                    self.bodyRemaining -= take
+                if bodyRemaining > 0 {
+                    let take = min(bodyRemaining, bytes.count - index)
+                    bodyRemaining -= take
                     index += take
-                    if self.bodyRemaining == 0 { self.inProgress += 1 }
+                    if bodyRemaining == 0 { inProgress += 1 }
                     continue
                 }
-                if self.prefixBytes == 0 { frameStarted = true }
-                self.prefix = self.prefix << 8 | UInt32(bytes[index])
-                self.prefixBytes += 1
+                if prefixBytes == 0 { frameStarted = true }
+                prefix = prefix << 8 | UInt32(bytes[index])
+                prefixBytes += 1
                 index += 1
-                if self.prefixBytes == 4 {
-                    self.bodyRemaining = Int(self.prefix)
-                    self.prefixBytes = 0
-                    self.prefix = 0
-                    if self.bodyRemaining == 0 { self.inProgress += 1 }  // an empty frame is whole at once
+                if prefixBytes == 4 {
+                    bodyRemaining = Int(prefix)
+                    prefixBytes = 0
+                    prefix = 0
+                    if bodyRemaining == 0 { inProgress += 1 }  // an empty frame is whole at once
                 }
             }
         }
+        (self.prefix, self.prefixBytes, self.bodyRemaining, self.inProgress) = (prefix, prefixBytes, bodyRemaining, inProgress)
         if !self.insideFrame {
             self.frameWaited = .zero
             self.waitingSince = nil
