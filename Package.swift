@@ -127,7 +127,7 @@ let package = Package(
         .executableTarget(
             name: "registry-crash-loop", dependencies: ["RegistryProtocol", "RegistryModel", protobuf, argumentParser], swiftSettings: strictSettings),
         // What the test targets share: temporary directories, the products' executables.
-        .target(name: "TestSupport", dependencies: ["RegistryProtocol", protobuf], path: "Tests/TestSupport", swiftSettings: strictSettings),
+        .target(name: "TestSupport", dependencies: ["RegistryProtocol", "SyntheticFaces", protobuf], path: "Tests/TestSupport", swiftSettings: strictSettings),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "CLMDB", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "RegistryEngineTests",
@@ -140,7 +140,7 @@ let package = Package(
         .testTarget(
             name: "RegistryProtocolTests",
             dependencies: [
-                "RegistryProtocol", "RegistryModel", nioCore, protobuf, .product(name: "Crypto", package: "swift-crypto"),
+                "RegistryProtocol", "RegistryModel", "TestSupport", nioCore, protobuf, .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOTestUtils", package: "swift-nio"),
             ],
             swiftSettings: strictSettings),

@@ -124,7 +124,7 @@ public enum SyntheticFaces {
 }
 
 /// SplitMix64: small, fast, and the same numbers on every platform for a seed.
-public struct SeededRandom: Sendable {
+public struct SeededRandom: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
     public init(seed: UInt64) { self.state = seed }

@@ -1,6 +1,7 @@
 import Glibc
 import RegistryClient
 import RegistryModel
+import SyntheticFaces
 import TestSupport
 import Testing
 
@@ -383,18 +384,5 @@ import Testing
     static func unmount(_ point: String) {
         _ = system("umount '\(point)'")
         rmdir(point)
-    }
-}
-
-/// SplitMix64: deterministic noise, the same on every run.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { self.state = seed }
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,4 +1,6 @@
 import Glibc
+import SyntheticFaces
+import TestSupport
 import Testing
 
 @testable import RegistryEngine

@@ -1,4 +1,5 @@
 import MetricsTestKit
+import SyntheticFaces
 import TestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import Glibc
 import LMDB
+import SyntheticFaces
 import TestSupport
 import Testing
 

@@ -1,5 +1,7 @@
 import CScanKernels
 import Glibc
+import SyntheticFaces
+import TestSupport
 import Testing
 
 @testable import RegistryEngine

@@ -1,5 +1,7 @@
 import Glibc
 import Synchronization
+import SyntheticFaces
+import TestSupport
 import Testing
 
 @testable import RegistryEngine

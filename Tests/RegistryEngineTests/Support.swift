@@ -97,25 +97,3 @@ struct StoreSnapshot: Equatable {
         }
     }
 }
-
-/// SplitMix64: deterministic noise, the same on every run and platform.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { self.state = seed }
-
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func uniform() -> Double { Double(self.next() >> 11) / Double(1 << 53) }
-
-    /// A standard normal value (Box-Muller).
-    mutating func normal() -> Double {
-        (-2 * log(max(self.uniform(), 1e-300))).squareRoot() * cos(2 * Double.pi * self.uniform())
-    }
-}

@@ -1,30 +1,20 @@
 import NIOCore
 import RegistryProtocol
 import SwiftProtobuf
+import SyntheticFaces
+import TestSupport
 import Testing
 
 /// The hand-written reading of authentication requests must give exactly SwiftProtobuf's message,
 /// or nothing (then the daemon decodes with SwiftProtobuf): on every shape it takes, on shapes it
 /// leaves alone, and on damaged bytes.
 @Suite struct AuthenticateDecodingTests {
-    /// SplitMix64, so a failure can be replayed.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            self.state &+= 0x9E37_79B9_7F4A_7C15
-            var z = self.state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
-    static func text(_ random: inout Generator) -> String {
+    static func text(_ random: inout SeededGenerator) -> String {
         let pieces = ["", "door", "lobby-2", "zoë", "人脸", "a b", String(repeating: "x", count: 40), "\u{1F600}"]
         return (0..<Int.random(in: 0...2, using: &random)).map { _ in pieces.randomElement(using: &random)! }.joined()
     }
 
-    static func request(_ random: inout Generator) -> Registry_V1_Request {
+    static func request(_ random: inout SeededGenerator) -> Registry_V1_Request {
         var authenticate = Registry_V1_AuthenticateRequest()
         if Bool.random(using: &random) { authenticate.gallery = Self.text(&random) }
         if Bool.random(using: &random) { authenticate.identifier = Self.text(&random) }
@@ -58,7 +48,7 @@ import Testing
     }
 
     @Test func everyUsualShapeIsReadAsSwiftProtobufReadsIt() throws {
-        var random = Generator(state: 13)
+        var random = SeededGenerator(seed: 13)
         for _ in 0..<2_000 {
             let request = Self.request(&random)
             let bytes: [UInt8] = try request.serializedBytes()
@@ -92,7 +82,7 @@ import Testing
     }
 
     @Test func damagedBytesAreReadAsSwiftProtobufReadsThemOrDeclined() throws {
-        var random = Generator(state: 29)
+        var random = SeededGenerator(seed: 29)
         var read = 0
         for _ in 0..<20_000 {
             var bytes: [UInt8] = try Self.request(&random).serializedBytes()

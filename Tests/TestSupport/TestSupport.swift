@@ -1,4 +1,5 @@
 import Glibc
+import SyntheticFaces
 
 /// A fresh directory under /tmp for one test, removed with everything in it by ``remove()``.
 public struct TemporaryDirectory: Sendable {
@@ -52,4 +53,13 @@ public func readFileBytes(_ path: String) -> [UInt8]? {
 /// A whole file as text (empty when it cannot be read).
 public func readFileText(_ path: String) -> String {
     String(decoding: readFileBytes(path) ?? [], as: UTF8.self)
+}
+
+/// The tests' deterministic noise: SyntheticFaces' SplitMix64, the same numbers on every run and
+/// platform, so a failure can be replayed.
+public typealias SeededGenerator = SeededRandom
+
+extension SeededRandom {
+    /// A standard normal value.
+    public mutating func normal() -> Double { self.gaussian() }
 }
