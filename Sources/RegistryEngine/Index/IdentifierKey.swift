@@ -1,4 +1,5 @@
 import CScanKernels
+import Glibc
 import RegistryModel
 
 /// An identifier compared and hashed by its UTF-8 bytes, as the store's keys are.
@@ -14,7 +15,7 @@ struct IdentifierKey: Hashable, Sendable {
     }
 
     static func == (a: IdentifierKey, b: IdentifierKey) -> Bool {
-        a.string.utf8.elementsEqual(b.string.utf8)
+        a.string.sameIdentifier(as: b.string)
     }
 
     func hash(into hasher: inout Hasher) {
@@ -26,9 +27,16 @@ struct IdentifierKey: Hashable, Sendable {
 }
 
 extension String {
-    /// Byte-wise identifier equality (see ``IdentifierKey``).
+    /// Byte-wise identifier equality (see ``IdentifierKey``): the lengths, then one `memcmp` of the
+    /// contiguous bytes (native strings' are). `elementsEqual` walked the views a byte at a time, and
+    /// the writer compares identifiers for every registration of a batch with every other.
     func sameIdentifier(as other: String) -> Bool {
-        self.utf8.elementsEqual(other.utf8)
+        let (mine, theirs) = (self.utf8, other.utf8)
+        guard mine.count == theirs.count else { return false }
+        let equal = mine.withContiguousStorageIfAvailable { a in
+            theirs.withContiguousStorageIfAvailable { b in a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
+        }
+        return (equal ?? nil) ?? mine.elementsEqual(theirs)
     }
 }
 
