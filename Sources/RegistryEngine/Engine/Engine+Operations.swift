@@ -331,12 +331,13 @@ extension Engine {
         face: Face,
         autoEnrol: Bool = true
     ) async throws -> Authentication {
-        let (galleryId, templates, decision) = try self.decideAuthentication(gallery: name, identifier: identifier, face: face)
+        let decision = try self.decideAuthentication(gallery: name, identifier: identifier, face: face)
         var result = decision.result
         if autoEnrol && result.authenticated {
             result.autoEnrolment = await self.autoEnrol(
-                gallery: name, galleryId: galleryId, identifier: identifier, templates: templates, decidedBy: decision.registryId,
-                threshold: decision.autoEnrolmentThreshold, score: result.score, quality: face.capture.flatMap(CaptureQuality.assess)?.score,
+                gallery: name, galleryId: decision.galleryId, identifier: identifier, templates: decision.templates,
+                decidedBy: decision.registryId, threshold: decision.autoEnrolmentThreshold, score: result.score,
+                quality: face.capture.flatMap(CaptureQuality.assess)?.score,
                 live: result.liveness?.live)
         }
         return result
@@ -351,12 +352,13 @@ extension Engine {
         face: Face,
         autoEnrol: Bool = true
     ) throws -> Authentication? {
-        let (galleryId, templates, decision) = try self.decideAuthentication(gallery: name, identifier: identifier, face: face)
+        let decision = try self.decideAuthentication(gallery: name, identifier: identifier, face: face)
         var result = decision.result
         if autoEnrol && result.authenticated {
             let plan = self.autoEnrolmentPlan(
-                gallery: name, galleryId: galleryId, identifier: identifier, templates: templates, decidedBy: decision.registryId,
-                threshold: decision.autoEnrolmentThreshold, score: result.score, quality: face.capture.flatMap(CaptureQuality.assess)?.score,
+                gallery: name, galleryId: decision.galleryId, identifier: identifier, templates: decision.templates,
+                decidedBy: decision.registryId, threshold: decision.autoEnrolmentThreshold, score: result.score,
+                quality: face.capture.flatMap(CaptureQuality.assess)?.score,
                 live: result.liveness?.live)
             guard !plan.contains(where: { $0.outcome == nil }) else { return nil }
             result.autoEnrolment = plan.map { AutoEnrolmentOutcome(algorithm: $0.algorithm, result: $0.outcome!) }
@@ -364,46 +366,46 @@ extension Engine {
         return result
     }
 
+    /// What authenticate decided, and what auto-enrolment goes on with.
+    private struct AuthenticationDecision {
+        var result: Authentication
+        var galleryId: UInt32
+        var templates: [UInt32: PreparedTemplate]
+        /// The registry that decided, and its auto-enrolment threshold.
+        var registryId: UInt32
+        var autoEnrolmentThreshold: Float
+    }
+
     /// The face prepared and compared with the identifier's templates: authenticate's work under one
     /// hold of the index read lock (once per request: authentications are most of the traffic).
-    private func decideAuthentication(
-        gallery name: String,
-        identifier: String,
-        face: Face
-    ) throws(RegistryError) -> (
-        galleryId: UInt32, templates: [UInt32: PreparedTemplate],
-        decision: (result: Authentication, registryId: UInt32, autoEnrolmentThreshold: Float)
-    ) {
+    private func decideAuthentication(gallery name: String, identifier: String, face: Face) throws(RegistryError) -> AuthenticationDecision {
         try Names.validateGallery(name)
         try Names.validateIdentifier(identifier)
-        var liveness: LivenessVerdict?
-        typealias Decided = (
-            galleryId: UInt32, templates: [UInt32: PreparedTemplate], registry: RegistryIndex, hit: Matching.Hit, thresholds: Thresholds
-        )
-        let decided = try self.indexLock.withReadLock { () throws(RegistryError) -> Decided in
+        return try self.indexLock.withReadLock { () throws(RegistryError) -> AuthenticationDecision in
             let gallery = try self.gallery(named: name)
             let templates = try self.prepare(face, for: gallery)
             guard let ordinal = gallery.presentOrdinal(of: identifier) else {
                 throw RegistryError(.identifierNotRegistered, "'\(identifier)' is not registered in gallery '\(name)'")
             }
             // With the identifier's own profile when it enrolled one.
-            liveness = try Self.livenessGate(
+            let liveness = try Self.livenessGate(
                 face, required: gallery.liveness.authenticate, strict: gallery.liveness.strict, profile: gallery.profile(of: identifier))
             for registry in gallery.registries where registry.holds(ordinal) {
                 guard let template = templates[registry.algorithm.version],
                     let hit = Matching.best(of: ordinal, in: registry, query: template)
                 else { continue }
-                return (gallery.id, templates, registry, hit, registry.thresholds)
+                let thresholds = registry.thresholds
+                let result = Authentication(
+                    authenticated: hit.score >= thresholds.authentication, score: hit.score, templateId: hit.templateId,
+                    algorithm: registry.algorithm.version, autoEnrolment: [], liveness: liveness)
+                return AuthenticationDecision(
+                    result: result, galleryId: gallery.id, templates: templates, registryId: registry.id,
+                    autoEnrolmentThreshold: thresholds.autoEnrolment)
             }
             throw RegistryError(
                 .incompatibleTemplates,
                 "the face carries no template for any registry of gallery '\(name)' that holds '\(identifier)'")
         }
-        let (hit, thresholds) = (decided.hit, decided.thresholds)
-        let result = Authentication(
-            authenticated: hit.score >= thresholds.authentication, score: hit.score, templateId: hit.templateId,
-            algorithm: decided.registry.algorithm.version, autoEnrolment: [], liveness: liveness)
-        return (decided.galleryId, decided.templates, (result, decided.registry.id, thresholds.autoEnrolment))
     }
 
     // MARK: Auto-enrolment

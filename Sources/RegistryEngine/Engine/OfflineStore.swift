@@ -147,9 +147,11 @@ public enum OfflineStore {
             if count == 0 { break }
             bytes += buffer[0..<count]
         }
+        // Checked first: Foundation's decoder traps on some documents nested 513 deep.
+        guard JSONSyntaxChecker.firstProblem(in: bytes) == nil else {
+            throw RegistryError(.malformedRequest, "\(path) is not a backup manifest")
+        }
         do {
-            // Checked first: Foundation's decoder traps on some documents nested 513 deep.
-            guard JSONSyntaxChecker.firstProblem(in: bytes) == nil else { throw RegistryError(.malformedRequest, "not JSON") }
             return try JSONDecoder().decode(BackupManifest.self, from: Data(bytes))
         } catch {
             throw RegistryError(.malformedRequest, "\(path) is not a backup manifest")

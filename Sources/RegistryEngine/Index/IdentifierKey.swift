@@ -33,10 +33,11 @@ extension String {
     func sameIdentifier(as other: String) -> Bool {
         let (mine, theirs) = (self.utf8, other.utf8)
         guard mine.count == theirs.count else { return false }
-        let equal = mine.withContiguousStorageIfAvailable { a in
+        let compared = mine.withContiguousStorageIfAvailable { a in
             theirs.withContiguousStorageIfAvailable { b in a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
         }
-        return (equal ?? nil) ?? mine.elementsEqual(theirs)
+        if case .some(.some(let equal)) = compared { return equal }
+        return mine.elementsEqual(theirs)  // a bridged string without contiguous bytes
     }
 }
 
