@@ -50,9 +50,18 @@ final class BatchChanges {
         }
     }
 
-    /// Added templates of one registry.
-    func added(toRegistry registryId: UInt32) -> [PendingTemplate] {
-        self.added.filter { $0.registryId == registryId }
+    /// Calls `body` with each added template of one registry, in order. In place: a registration
+    /// late in a batch of many passes over the others' templates, and a filtered copy of them cost
+    /// an array and two retains a template for each registration (`tools/request-costs`).
+    func forEachAdded(toRegistry registryId: UInt32, _ body: (PendingTemplate) -> Void) {
+        for index in self.added.indices where self.added[index].registryId == registryId {
+            body(self.added[index])
+        }
+    }
+
+    /// Whether an earlier operation of the batch added a template of `identifier` to the registry.
+    func hasAdded(toRegistry registryId: UInt32, identifier: String) -> Bool {
+        self.added.contains { $0.registryId == registryId && $0.identifier.sameIdentifier(as: identifier) }
     }
 }
 

@@ -98,7 +98,7 @@ enum Matching {
             bestOther: committed.other.map { (gallery.name(of: $0.ordinal), Hit(score: $0.score, templateId: $0.templateId)) },
             bestOwn: committed.own.map { Hit(score: $0.score, templateId: $0.templateId) })
         // Templates written earlier in this batch: not in the index until the commit.
-        for pending in batch.added(toRegistry: registry.id) {
+        batch.forEachAdded(toRegistry: registry.id) { pending in
             let score = pending.row.withUnsafeBufferPointer { row in
                 query.row.withUnsafeBufferPointer { q in
                     registry.score(row: row.baseAddress!, rowMask: pending.mask, query: q.baseAddress!, queryMask: query.mask)
@@ -121,7 +121,7 @@ enum Matching {
         identifier: String,
         batch: BatchChanges
     ) -> Bool {
-        if batch.added(toRegistry: registry.id).contains(where: { $0.identifier.sameIdentifier(as: identifier) }) { return true }
+        if batch.hasAdded(toRegistry: registry.id, identifier: identifier) { return true }
         guard let ordinal = gallery.ordinal(of: identifier) else { return false }
         return registry.templateIds(of: ordinal).contains { !batch.removed.contains($0) }
     }
