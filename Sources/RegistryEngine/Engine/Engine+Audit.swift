@@ -55,9 +55,11 @@ extension Engine {
 
     private func writeAudit(_ txn: borrowing Transaction, _ entries: [AuditEntry]) throws {
         for entry in entries {
-            var key = [UInt8](bigEndian: UInt64(bitPattern: entry.time))
-            key += [UInt8](bigEndian: self.auditBuffer.sequence.wrappingAdd(1, ordering: .relaxed).oldValue)
-            try txn.put(self.store.audit, key: key, value: entry.encoded())
+            // Time, then a sequence number: one 12-byte key built in one buffer.
+            var key = ByteWriter(capacity: 12)
+            key.appendBigEndian(UInt64(bitPattern: entry.time))
+            key.appendBigEndian(self.auditBuffer.sequence.wrappingAdd(1, ordering: .relaxed).oldValue)
+            try txn.put(self.store.audit, key: key.bytes, value: entry.encoded())
         }
         // Retention: the oldest entries go first, by count and by age.
         let retention = self.auditRetention

@@ -24,11 +24,13 @@ struct ByteWriter {
         self.bytes.append(contentsOf: bytes)
     }
 
-    /// A string as a 16-bit length and its UTF-8 bytes.
+    /// A string as a 16-bit length and its UTF-8 bytes (read in place: no array per string).
     mutating func append(string: String) {
-        let utf8 = Array(string.utf8)
-        self.append(UInt16(utf8.count))
-        self.bytes.append(contentsOf: utf8)
+        var string = string
+        string.withUTF8 { utf8 in
+            self.append(UInt16(utf8.count))
+            self.bytes.append(contentsOf: utf8)
+        }
     }
 }
 
