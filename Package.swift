@@ -113,7 +113,7 @@ let package = Package(
         // Load tool: N connections driving the daemon, printing requests/s and latency percentiles.
         .executableTarget(
             name: "registry-load",
-            dependencies: ["RegistryClient", "RegistryModel", "RegistryProtocol", nioCore, nioPosix, protobuf, argumentParser],
+            dependencies: ["RegistryClient", "RegistryModel", "RegistryProtocol", "SyntheticFaces", nioCore, nioPosix, protobuf, argumentParser],
             swiftSettings: strictSettings),
         // Synthetic 3-D faces and landmark captures (evaluation, examples, tests).
         .target(name: "SyntheticFaces", dependencies: ["RegistryModel"], swiftSettings: strictSettings),
@@ -125,7 +125,7 @@ let package = Package(
         .executableTarget(name: "registry-crash-probe", dependencies: ["RegistryEngine", "RegistryModel"], swiftSettings: strictSettings),
         // Crash loop (tools/crash-loop): SIGKILL/SIGTERM registryd under pipelined registrations, restart, check.
         .executableTarget(
-            name: "registry-crash-loop", dependencies: ["RegistryProtocol", "RegistryModel", protobuf, argumentParser], swiftSettings: strictSettings),
+            name: "registry-crash-loop", dependencies: ["RegistryProtocol", "RegistryModel", "SyntheticFaces", protobuf, argumentParser], swiftSettings: strictSettings),
         // What the test targets share: temporary directories, the products' executables.
         .target(name: "TestSupport", dependencies: ["RegistryProtocol", "SyntheticFaces", protobuf], path: "Tests/TestSupport", swiftSettings: strictSettings),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "CLMDB", "TestSupport"], swiftSettings: strictSettings),

@@ -140,6 +140,17 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
     /// Uniform in [0, 1).
     public mutating func uniform() -> Double { Double(self.next() >> 11) * 0x1p-53 }
 
+    /// A generator for one item of a run: the seed and the item's coordinates mixed, so any item can
+    /// be made again from its coordinates alone (the crash loop's templates and delays).
+    public static func derived(_ seed: UInt64, _ parts: UInt64...) -> SeededRandom {
+        var mixer = SeededRandom(seed: seed)
+        for part in parts {
+            mixer.state ^= part &* 0xD6E8_FEB8_6659_FD93
+            _ = mixer.next()
+        }
+        return SeededRandom(seed: mixer.next())
+    }
+
     /// Standard normal (Box–Muller; one of the pair is dropped, which keeps the state simple).
     public mutating func gaussian() -> Double {
         let u = max(self.uniform(), 0x1p-53)

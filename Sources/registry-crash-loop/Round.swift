@@ -1,6 +1,7 @@
 import Glibc
 import RegistryProtocol
 import SwiftProtobuf
+import SyntheticFaces
 
 /// What became of one registration sent in a round.
 enum Outcome: Equatable {
@@ -94,7 +95,7 @@ struct CrashRound {
     }
 
     mutating func run() {
-        var random = SplitMix64.derived(self.settings.seed, UInt64(self.number), 0xDE1A_7)
+        var random = SeededRandom.derived(self.settings.seed, UInt64(self.number), 0xDE1A_7)
         self.delayMilliseconds = Int(random.uniform() * Double(self.settings.maximumDelayMilliseconds + 1))
         do {
             let daemon = try self.settings.startDaemon()

@@ -1,44 +1,5 @@
 import Glibc
-
-/// SplitMix64: small, fast and seeded, so a run is replayed exactly from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) {
-        self.state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    mutating func uniform() -> Double {
-        Double(self.next() >> 11) * 0x1.0p-53
-    }
-
-    /// A standard normal value (Box-Muller).
-    mutating func gaussian() -> Double {
-        let u1 = max(self.uniform(), 0x1.0p-60)
-        let u2 = self.uniform()
-        return (-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2)
-    }
-
-    /// A generator for one item of a run: the seed and the item's coordinates mixed, so any
-    /// registration's template can be made again from its identifier alone.
-    static func derived(_ seed: UInt64, _ parts: UInt64...) -> SplitMix64 {
-        var mixer = SplitMix64(seed: seed)
-        for part in parts {
-            mixer.state ^= part &* 0xD6E8_FEB8_6659_FD93
-            _ = mixer.next()
-        }
-        return SplitMix64(seed: mixer.next())
-    }
-}
+import SyntheticFaces
 
 /// The registrations of a run: identifier `r{round}-c{connection}-{sequence}`, each with its own
 /// random arcface template. Random 128-d unit vectors have cosine ≈ 0 (σ ≈ 0.09), far below the 0.6
@@ -77,7 +38,7 @@ struct Registration: Hashable {
 
     /// The template sent for this registration, which is also exactly what the daemon must store.
     func template(seed: UInt64) -> [Float] {
-        var random = SplitMix64.derived(seed, UInt64(self.round), UInt64(self.connection), UInt64(self.sequence))
+        var random = SeededRandom.derived(seed, UInt64(self.round), UInt64(self.connection), UInt64(self.sequence))
         while true {
             var vector = (0..<Self.dimension).map { _ in Float(random.gaussian()) }
             // The daemon stores arcface vectors L2-normalised (PROTOCOL §4), in double, rounded to

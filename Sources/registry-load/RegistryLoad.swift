@@ -10,6 +10,7 @@ import ArgumentParser
 import Glibc
 import RegistryClient
 import RegistryModel
+import SyntheticFaces
 
 @main
 struct RegistryLoad: AsyncParsableCommand {
@@ -54,7 +55,7 @@ enum LoadRun {
         var workers = (0..<options.connections).map { index in
             Worker(
                 index: index, connections: options.connections, operation: options.operation, gallery: options.gallery,
-                run: run, random: SplitMix64(seed: Self.seed(run) &+ UInt64(index) &* 0x9E37_79B9))
+                run: run, random: SeededRandom(seed: Self.seed(run) &+ UInt64(index) &* 0x9E37_79B9))
         }
         do {
             if options.warmup > 0 {

@@ -2,6 +2,7 @@ import NIOCore
 import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
+import SyntheticFaces
 
 /// A probe or result that is not what the seeded data guarantees (counted as an error, like a throw).
 struct UnexpectedResult: Error, CustomStringConvertible {
@@ -34,7 +35,7 @@ struct Worker: Sendable {
     let gallery: String
     /// Distinguishes this run's registrations from earlier runs'.
     let run: String
-    var random: SplitMix64
+    var random: SeededRandom
     /// Requests this worker has sent (warm-up included): its k-th registration is `new-<run>-<k·N + index>`.
     var sent = 0
 
