@@ -51,9 +51,7 @@ final class ScanPool: @unchecked Sendable {
 
     private let lock = ConditionLock()
     private var jobs: [Job] = []
-    /// Jobs published so far: a helper polls it for a moment before sleeping (``awaitNextJob()``).
-    private let published = Atomic<Int>(0)
-    /// How long an idle helper polls before it sleeps on the condition variable.
+    /// How long an idle helper polls for a job before it sleeps on the condition variable.
     static let pollNanoseconds = 200_000
 
     init(helpers: Int) {
@@ -84,7 +82,6 @@ final class ScanPool: @unchecked Sendable {
         withoutActuallyEscaping(body) { body in
             let job = Job(chunks: chunks, body: body)
             self.lock.withLock { self.jobs.append(job) }
-            self.published.add(1, ordering: .releasing)
             self.lock.broadcast()
             job.work()
             self.lock.withLock { self.jobs.removeAll { $0 === job } }
@@ -112,10 +109,9 @@ final class ScanPool: @unchecked Sendable {
     /// requests that scan one after another, each a round trip apart, found the helper taking 11 of
     /// 123 chunks. OpenMP's runtimes, which FAISS uses, spin in the same way.
     private func awaitNextJob() {
-        let seen = self.published.load(ordering: .acquiring)
         var start = timespec()
         clock_gettime(CLOCK_MONOTONIC, &start)
-        while self.published.load(ordering: .acquiring) == seen {
+        while !self.lock.withLock({ self.jobs.contains { !$0.exhausted } }) {
             var now = timespec()
             clock_gettime(CLOCK_MONOTONIC, &now)
             if (now.tv_sec - start.tv_sec) * 1_000_000_000 + (now.tv_nsec - start.tv_nsec) >= Self.pollNanoseconds { return }
