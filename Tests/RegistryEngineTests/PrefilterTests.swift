@@ -197,6 +197,48 @@ import Testing
         #expect(coded.survivors(query, level: Prefilter.level, dotCutoff: 0.3).count < 30)
     }
 
+    /// Many queries over prepared blocks at once (sixteen to a vector at the AVX-512 level, a
+    /// remainder of fewer than eight one by one): each keeps exactly the rows its own prefilter keeps,
+    /// whatever its cut-off — none, all, ordinary ones, and a row's own bound, which an integer dot
+    /// product off by one would move the row across. 1,301 rows: two whole blocks and a partial one
+    /// whose second group is partial too.
+    @Test(arguments: [8, 13, 16, 21, 40])
+    func manyQueriesAtOnceKeepEachQuerysOwnSurvivors(count: Int) {
+        let dimension = 128
+        var random = SeededGenerator(seed: UInt64(count))
+        let rows = (0..<1_301).flatMap { _ in Self.unit((0..<dimension).map { _ in Float(random.normal()) }) }
+        let coded = Coded(dimension: dimension, rows: rows)
+        let queries = (0..<count).map { q in
+            // Every third query is a stored row (its own score at the top), the others new faces.
+            let values =
+                q % 3 == 0 ? Array(rows[(q * dimension)..<((q + 1) * dimension)]) : Self.unit((0..<dimension).map { _ in Float(random.normal()) })
+            return Self.query(values, codeStride: coded.codeStride)
+        }
+        let cutoffs: [Double] = queries.indices.map { q in
+            switch q % 5 {
+            case 0: return -.infinity
+            case 1: return .infinity
+            case 2: return 0.15
+            case 3:
+                let row = (q * 97) % coded.count
+                let dot = coded.dots(queries[q], level: Int32(RK_LEVEL_SCALAR))[row]
+                return withUnsafePointer(to: queries[q].encoded) { rk_upper_bound($0, [coded.terms[row]], dot) }
+            default: return 0.05
+            }
+        }
+        let expected = queries.indices.map { q in coded.survivors(queries[q], level: Int32(RK_LEVEL_SCALAR), dotCutoff: cutoffs[q]) }
+        for level in Prefilter.supportedLevels {
+            let blocked = coded.blockSurvivors(queries, level: level, dotCutoffs: cutoffs)
+            for q in queries.indices {
+                // (Compared as Bools: a failure names the query and level, not a thousand rows.)
+                let same = blocked[q] == expected[q]
+                #expect(same, "query \(q) of \(count), level \(Prefilter.name(of: level))")
+            }
+        }
+        // The cut-offs did select: all rows, none, and some in between.
+        #expect(expected[0].count == coded.count && expected[1].isEmpty && expected[3].count > 0 && expected[3].count < coded.count)
+    }
+
     /// Families of rows and queries chosen to stress the bound: outlier coordinates (most codes round
     /// to zero), norms far from 1 (large, tiny enough for products to underflow), un-normalised r300
     /// rows, rows equal to the query (its score exactly at the cut-off), sparse and constant rows,
