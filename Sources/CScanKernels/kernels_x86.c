@@ -330,10 +330,11 @@ AVX512 void rk_prefilter_block_avx512_vnni(const rk_query *queries, size_t query
                                            size_t *counts) {
     size_t first = 0;
     if (code_stride / 4 <= LANE_QUERIES_MAX_DWORDS) {
-        for (; query_count - first >= 8; first += query_count - first < 16 ? query_count - first : 16) {
+        while (query_count - first >= 8) {
             size_t n = query_count - first < 16 ? query_count - first : 16;
             block_by_lanes(queries + first, n, dot_cutoffs + first, block, codes, terms, code_stride, survivors + first * RK_BLOCK_ROWS,
                            counts + first);
+            first += n;
         }
     }
     if (first < query_count) {

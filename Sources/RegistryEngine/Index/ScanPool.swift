@@ -96,12 +96,15 @@ final class ScanPool: @unchecked Sendable {
             self.awaitNextJob()
             // `exhausted` changes outside the lock (callers take chunks too): the job found by the
             // wait may be used up by the time it is fetched, so look again rather than assume.
-            let job = self.lock.withLock(whenReady: { self.jobs.contains { !$0.exhausted } }) {
+            let job = self.lock.withLock(whenReady: { self.jobWaiting }) {
                 self.jobs.first { !$0.exhausted }
             }
             job?.work()
         }
     }
+
+    /// Whether a published job has chunks left. Holding the lock.
+    private var jobWaiting: Bool { self.jobs.contains { !$0.exhausted } }
 
     /// Polls for the next job for up to ``pollNanoseconds``, yielding the core to any other thread
     /// that wants it, before the helper sleeps on the condition variable. A sleeping helper is woken
@@ -111,7 +114,7 @@ final class ScanPool: @unchecked Sendable {
     private func awaitNextJob() {
         var start = timespec()
         clock_gettime(CLOCK_MONOTONIC, &start)
-        while !self.lock.withLock({ self.jobs.contains { !$0.exhausted } }) {
+        while !self.lock.withLock({ self.jobWaiting }) {
             var now = timespec()
             clock_gettime(CLOCK_MONOTONIC, &now)
             if (now.tv_sec - start.tv_sec) * 1_000_000_000 + (now.tv_nsec - start.tv_nsec) >= Self.pollNanoseconds { return }
