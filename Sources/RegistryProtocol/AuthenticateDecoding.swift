@@ -167,6 +167,10 @@ private struct WireReader {
     /// A string field: valid UTF-8, or nil.
     mutating func string() -> String? {
         guard let range = self.lengthDelimited() else { return nil }
-        return String(validating: UnsafeRawBufferPointer(rebasing: self.bytes[range]), as: UTF8.self)
+        let text = UnsafeRawBufferPointer(rebasing: self.bytes[range])
+        // Names are ASCII in practice: ASCII is valid UTF-8, and decoding it needs no validation (the
+        // generic validating initialiser looks its encoding's metadata up on every call).
+        if text.allSatisfy({ $0 < 0x80 }) { return String(decoding: text, as: UTF8.self) }
+        return String(validating: text, as: UTF8.self)
     }
 }

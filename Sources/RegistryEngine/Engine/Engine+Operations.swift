@@ -8,19 +8,19 @@ extension Engine {
     /// A face's templates validated and prepared against a gallery, keyed by algorithm version.
     /// - Throws: ``RegistryError``: `malformedRequest` (no templates, two of one algorithm),
     ///   `unknownAlgorithm` (unknown, or no registry for it in the gallery), `invalidTemplate`.
-    func prepare(_ face: Face, for gallery: GalleryIndex) throws(RegistryError) -> [UInt32: PreparedTemplate] {
+    func prepare(_ face: Face, for gallery: GalleryIndex) throws(RegistryError) -> PreparedFace {
         guard !face.templates.isEmpty else { throw .malformedRequest("the face carries no templates") }
-        var prepared: [UInt32: PreparedTemplate] = [:]
+        var prepared = PreparedFace(capacity: face.templates.count)
         for template in face.templates {
             let algorithm = try self.catalog.algorithm(version: template.algorithm)
-            guard prepared[algorithm.version] == nil else {
+            guard !prepared.has(algorithm.version) else {
                 throw .malformedRequest("the face carries two \(algorithm) templates; at most one per algorithm")
             }
             guard gallery.registry(algorithm: algorithm.version) != nil else {
                 throw RegistryError(.unknownAlgorithm, "gallery '\(gallery.name)' has no registry for \(algorithm)")
             }
             do {
-                prepared[algorithm.version] = try PreparedTemplate(template, algorithm: algorithm)
+                prepared.append(try PreparedTemplate(template, algorithm: algorithm))
             } catch {
                 throw .invalidTemplate(algorithm, error)
             }
@@ -34,7 +34,7 @@ extension Engine {
         gallery name: String,
         identifier: String?,
         face: Face
-    ) throws(RegistryError) -> (galleryId: UInt32, templates: [UInt32: PreparedTemplate]) {
+    ) throws(RegistryError) -> (galleryId: UInt32, templates: PreparedFace) {
         try Names.validateGallery(name)
         if let identifier { try Names.validateIdentifier(identifier) }
         return try self.indexLock.withReadLock { () throws(RegistryError) in
@@ -75,7 +75,7 @@ extension Engine {
             let gallery = try self.currentGallery(name, id: galleryId)
             let verdict = try Self.livenessGate(
                 face, required: gallery.liveness.register, strict: gallery.liveness.strict, profile: gallery.profile(of: identifier))
-            for registry in gallery.registries where templates[registry.algorithm.version] != nil {
+            for registry in gallery.registries where templates.has(registry.algorithm.version) {
                 guard let minimum = registry.minimumQuality, !(quality.map { $0.score >= minimum } ?? false) else { continue }
                 throw RegistryError.qualityTooLow(
                     registry.algorithm, minimum: minimum, assessment: quality,
@@ -284,7 +284,7 @@ extension Engine {
             let gallery = try self.currentGallery(name, id: galleryId)
             // The person is not known yet, so the fixed thresholds apply.
             liveness = try Self.livenessGate(face, required: gallery.liveness.identify, strict: gallery.liveness.strict, profile: nil)
-            let candidates = gallery.registries.filter { templates[$0.algorithm.version] != nil }
+            let candidates = gallery.registries.filter { templates.has($0.algorithm.version) }
             if safe {
                 guard let registry = candidates.first(where: { $0.identifierCount == gallery.identifierCount }) else {
                     throw RegistryError(
@@ -370,7 +370,7 @@ extension Engine {
     private struct AuthenticationDecision {
         var result: Authentication
         var galleryId: UInt32
-        var templates: [UInt32: PreparedTemplate]
+        var templates: PreparedFace
         /// The registry that decided, and its auto-enrolment threshold.
         var registryId: UInt32
         var autoEnrolmentThreshold: Float
@@ -391,8 +391,9 @@ extension Engine {
             let liveness = try Self.livenessGate(
                 face, required: gallery.liveness.authenticate, strict: gallery.liveness.strict, profile: gallery.profile(of: identifier))
             for registry in gallery.registries where registry.holds(ordinal) {
-                guard let template = templates[registry.algorithm.version],
-                    let hit = Matching.best(of: ordinal, in: registry, query: template)
+                // Compared in place (a copy of the prepared template would retain its parts).
+                guard let index = templates.index(of: registry.algorithm.version),
+                    let hit = Matching.best(of: ordinal, in: registry, query: templates.templates[index])
                 else { continue }
                 let thresholds = registry.thresholds
                 let result = Authentication(
@@ -418,7 +419,7 @@ extension Engine {
         gallery name: String,
         galleryId: UInt32,
         identifier: String,
-        templates: [UInt32: PreparedTemplate],
+        templates: PreparedFace,
         decidedBy deciderId: UInt32,
         threshold: Float,
         score: Float,
@@ -448,7 +449,7 @@ extension Engine {
                     let version = registry.algorithm.version
                     let holds = Matching.holds(registry, in: gallery, identifier: identifier, batch: context.batch)
                     var outcome = Self.autoEnrolmentShortcut(
-                        holds: holds, hasTemplate: templates[version] != nil, score: score, threshold: threshold,
+                        holds: holds, hasTemplate: templates.has(version), score: score, threshold: threshold,
                         quality: quality, minimumQuality: registry.minimumAutoEnrolmentQuality)
                     if outcome == nil && gallery.liveness.register && live != true { outcome = .livenessRequired }
                     if outcome == nil, let template = templates[version] {
@@ -478,7 +479,7 @@ extension Engine {
         gallery name: String,
         galleryId: UInt32,
         identifier: String,
-        templates: [UInt32: PreparedTemplate],
+        templates: PreparedFace,
         decidedBy deciderId: UInt32,
         threshold: Float,
         score: Float,
@@ -493,11 +494,11 @@ extension Engine {
             return gallery.registries.filter { $0.id != deciderId }.map { registry in
                 let holds = ordinal.map { registry.holds($0) } ?? false
                 let version = registry.algorithm.version
-                if !holds && templates[version] != nil && !liveEnough { return (version, .livenessRequired) }
+                if !holds && templates.has(version) && !liveEnough { return (version, .livenessRequired) }
                 return (
                     version,
                     Self.autoEnrolmentShortcut(
-                        holds: holds, hasTemplate: templates[version] != nil, score: score, threshold: threshold,
+                        holds: holds, hasTemplate: templates.has(version), score: score, threshold: threshold,
                         quality: quality, minimumQuality: registry.minimumAutoEnrolmentQuality)
                 )
             }

@@ -70,7 +70,7 @@ struct Precheck: Sendable {
     let gallery: String
     let galleryId: UInt32
     let identifier: String
-    let templates: [UInt32: PreparedTemplate]
+    let templates: PreparedFace
 }
 
 /// What one operation of a batch sees and records: the batch so far (read-only), its own changes,

@@ -104,3 +104,31 @@ struct PreparedTemplate: Sendable {
         return bytes
     }
 }
+
+/// A face's templates prepared for one gallery, at most one per algorithm. A face carries one to a
+/// few templates, so a lookup scans a short array: no hash table is built and hashed per request.
+struct PreparedFace: Sendable {
+    private(set) var templates: [PreparedTemplate] = []
+
+    init(capacity: Int) {
+        self.templates.reserveCapacity(capacity)
+    }
+
+    /// Where the template of algorithm `version` is in ``templates``.
+    func index(of version: UInt32) -> Int? {
+        self.templates.firstIndex { $0.algorithm.version == version }
+    }
+
+    func has(_ version: UInt32) -> Bool {
+        self.index(of: version) != nil
+    }
+
+    /// The template of algorithm `version`, if the face carries one.
+    subscript(version: UInt32) -> PreparedTemplate? {
+        self.index(of: version).map { self.templates[$0] }
+    }
+
+    mutating func append(_ template: PreparedTemplate) {
+        self.templates.append(template)
+    }
+}
