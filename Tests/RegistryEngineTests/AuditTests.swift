@@ -1,3 +1,4 @@
+import LMDB
 import TestSupport
 import Testing
 
@@ -55,5 +56,83 @@ import Testing
         let engine = try Engine(path: directory.path)
         defer { engine.close() }
         #expect(try await engine.auditEntries(AuditQuery()).map(\.outcome) == ["no-match"])
+    }
+
+    /// More entries than a block holds, with retention cutting inside a block: the count bound is
+    /// exact, the oldest go first, and the kept ones read back in order.
+    @Test func retentionByCountCutsInsideABlockAndKeepsTheNewestInOrder() async throws {
+        var configuration = EngineConfiguration()
+        let maximum = 2 * AuditBlock.maximumEntries + 37
+        configuration.auditRetention = AuditRetention(maximumEntries: maximum, maximumAgeSeconds: nil)
+        try await withEngine(configuration) { engine in
+            let total = 3 * AuditBlock.maximumEntries + 5
+            let start = AuditEntry.now()
+            for index in 0..<total { engine.recordAudit(self.entry("identify", ["p\(index)"], time: start + Int64(index))) }
+            try await engine.flushAudit()
+            let kept = try await engine.auditEntries(AuditQuery(limit: 100_000))
+            #expect(kept.count == maximum)
+            #expect(kept.map(\.identifiers) == ((total - maximum)..<total).map { ["p\($0)"] })
+            let counted = try engine.store.environment.read { txn in try engine.store.readUInt64(txn, Keys.auditEntries) }
+            #expect(counted == UInt64(maximum))
+            // Queries by time read inside blocks: exactly the entries of the range.
+            let range = try await engine.auditEntries(AuditQuery(since: start + 700, until: start + 710, limit: 100))
+            #expect(range.map(\.time) == (700..<710).map { start + Int64($0) })
+            #expect(try await engine.auditEntries(AuditQuery(limit: 3)).map(\.identifiers) == ((total - 3)..<total).map { ["p\($0)"] })
+        }
+    }
+
+    /// A schema 3 trail (a record per entry) is gathered into blocks when the store opens: the same
+    /// entries, in order, and counted for the retention.
+    @Test func aSchema3TrailBecomesBlocksWhenTheStoreOpens() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let start = AuditEntry.now()
+        var entries: [AuditEntry] = []
+        for index in 0..<(AuditBlock.maximumEntries + 10) {
+            let operation = index % 2 == 0 ? "identify" : "authenticate"
+            let outcome = index % 3 == 0 ? "match" : "ok"
+            entries.append(self.entry(operation, ["p\(index)"], outcome: outcome, time: start + Int64(index)))
+        }
+        do {
+            let engine = try Engine(path: directory.path)
+            try engine.store.environment.write { txn in
+                for (index, entry) in entries.enumerated() {
+                    var key = ByteWriter(capacity: 12)
+                    key.appendBigEndian(UInt64(bitPattern: entry.time))
+                    key.appendBigEndian(UInt32(index))
+                    try txn.put(engine.store.audit, key: key.bytes, value: entry.encoded())
+                }
+                try engine.store.writeInteger(txn, Keys.schemaVersion, UInt32(3))
+            }
+            engine.close()
+        }
+        let engine = try Engine(path: directory.path)
+        defer { engine.close() }
+        #expect(try engine.store.environment.read { txn in try engine.store.readUInt32(txn, Keys.schemaVersion) } == Store.schemaVersion)
+        #expect(try engine.store.environment.read { txn in try txn.count(engine.store.audit) } == 2)
+        #expect(try engine.store.environment.read { txn in try engine.store.readUInt64(txn, Keys.auditEntries) } == UInt64(entries.count))
+        #expect(try await engine.auditEntries(AuditQuery(limit: 100_000)) == entries)
+        #expect(try await engine.auditEntries(AuditQuery(outcome: "match", limit: 100_000)) == entries.filter { $0.outcome == "match" })
+    }
+
+    /// A block whose frames do not add up is refused as damage, not read past.
+    @Test func aDamagedBlockIsReportedNotReadPast() async throws {
+        try await withEngine { engine in
+            engine.recordAudit(self.entry("identify", ["alice"]))
+            try await engine.flushAudit()
+            try engine.store.environment.write { txn in
+                var keys: [[UInt8]] = []
+                var values: [[UInt8]] = []
+                try txn.forEach(engine.store.audit) { key, value in
+                    keys.append(Array(key))
+                    values.append(Array(value))
+                    return .continue
+                }
+                var value = try #require(values.first)
+                value[AuditBlock.headerSize] &+= 200  // the entry's length now runs past the block
+                try txn.put(engine.store.audit, key: keys[0], value: value)
+            }
+            await #expect(throws: StoreCorruption.self) { try await engine.auditEntries(AuditQuery()) }
+        }
     }
 }

@@ -148,7 +148,7 @@ import Testing
         }
         let engine = try Engine(path: directory.path)
         defer { engine.close() }
-        #expect(try engine.store.environment.read { txn in try engine.store.readUInt32(txn, Keys.schemaVersion) } == 3)
+        #expect(try engine.store.environment.read { txn in try engine.store.readUInt32(txn, Keys.schemaVersion) } == Store.schemaVersion)
         #expect(try StoreSnapshot(engine) == before)
         #expect(try await engine.verify().problems.isEmpty)
         // The migrated checksums are real: damage after the migration is caught.

@@ -2,38 +2,57 @@ import LMDB
 import RegistryModel
 import Synchronization
 
-/// Audit entries waiting for the next group commit.
+/// Audit entries waiting for the next group commit, already encoded (framed, back to back, as a
+/// block holds them): recording one copies a few strings into a buffer, and the entry itself is gone
+/// when the request is answered.
 final class AuditBuffer: Sendable {
-    private let state = Mutex<(entries: [AuditEntry], flushQueued: Bool)>(([], false))
+    /// `spare`: the bytes of an earlier flush, kept with their capacity. A flush takes thousands of
+    /// entries at a high request rate; without it the buffer would grow again by reallocating (and
+    /// faulting fresh pages in) between every two flushes.
+    private let state = Mutex<(pending: ByteWriter, count: Int, flushQueued: Bool, spare: [UInt8])>((ByteWriter(), 0, false, []))
     let sequence = Atomic<UInt32>(0)
 
-    /// Adds an entry; true when the caller must queue a flush (none is queued yet). The entry moves
-    /// into the buffer: no copy of its strings per request.
-    func add(_ entry: consuming AuditEntry) -> Bool {
-        var entry = Optional(entry)
-        return self.state.withLock { state in
-            state.entries.append(entry.take()!)
+    /// Adds an entry; true when the caller must queue a flush (none is queued yet).
+    func add(_ entry: AuditEntry) -> Bool {
+        self.state.withLock { state in
+            AuditBlock.appendFramed(entry, to: &state.pending)
+            state.count += 1
             defer { state.flushQueued = true }
             return !state.flushQueued
         }
     }
 
-    /// Takes every waiting entry; the next `add` queues a new flush.
-    func take() -> [AuditEntry] {
+    /// Takes every waiting entry (framed); the next `add` queues a new flush.
+    func take() -> TakenAudit {
         self.state.withLock { state in
-            defer {
-                state.entries = []
-                state.flushQueued = false
-            }
-            return state.entries
+            let taken = TakenAudit(framed: state.pending.bytes, count: state.count)
+            state.pending = ByteWriter(recycling: state.spare)
+            state.spare = []
+            state.count = 0
+            state.flushQueued = false
+            return taken
         }
     }
+
+    /// Gives back the bytes a flush took, once written, for a later `take` to reuse.
+    func recycle(_ framed: consuming [UInt8]) {
+        var framed = Optional(framed)
+        self.state.withLock { state in
+            if state.spare.capacity < framed!.capacity { state.spare = framed.take()! }
+        }
+    }
+}
+
+/// The entries one flush took: `count` framed entries back to back.
+struct TakenAudit: Sendable {
+    var framed: [UInt8]
+    var count: Int
 }
 
 /// The entries one flush took, kept across re-runs of its batch (a batch re-runs when the map grows).
 private final class TakenEntries: @unchecked Sendable {
     // Only touched by the writer thread.
-    var entries: [AuditEntry]?
+    var taken: TakenAudit?
 }
 
 extension Engine {
@@ -41,42 +60,98 @@ extension Engine {
     /// within 0.1 s when no write comes, without making the caller wait for it (an identification is
     /// not slowed by its own trail, and a stream of reads costs ten audit fsyncs a second, not one per
     /// request).
-    public func recordAudit(_ entry: consuming AuditEntry) {
+    public func recordAudit(_ entry: AuditEntry) {
         guard self.auditBuffer.add(entry) else { return }
         let taken = TakenEntries()
         let request = WriteQueue.Request(
             exclusive: false,
             body: { txn, _ in
-                if taken.entries == nil { taken.entries = self.auditBuffer.take() }
-                try self.writeAudit(txn, taken.entries ?? [])
+                if taken.taken == nil { taken.taken = self.auditBuffer.take() }
+                if let entries = taken.taken { try self.writeAudit(txn, entries) }
                 return ()
             },
-            completion: { _ in })
+            completion: { _ in
+                // On the writer thread, after the commit: the batch does not run again. Taken out,
+                // so that the bytes are uniquely held when they are reused.
+                if let entries = taken.taken.take() { self.auditBuffer.recycle(entries.framed) }
+            })
         _ = self.writerQueue.submitLazily(request)
     }
 
-    private func writeAudit(_ txn: borrowing Transaction, _ entries: [AuditEntry]) throws {
-        // By index: each entry is read in place rather than copied out of the array.
-        for index in entries.indices {
-            // Time, then a sequence number: one 12-byte key built in one buffer.
-            var key = ByteWriter(capacity: 12)
-            key.appendBigEndian(UInt64(bitPattern: entries[index].time))
-            key.appendBigEndian(self.auditBuffer.sequence.wrappingAdd(1, ordering: .relaxed).oldValue)
-            try txn.put(self.store.audit, key: key.bytes, value: entries[index].encoded())
+    /// Writes a flush's entries as blocks of at most ``AuditBlock/maximumEntries``, then applies the
+    /// retention.
+    private func writeAudit(_ txn: borrowing Transaction, _ taken: TakenAudit) throws {
+        try taken.framed.withUnsafeBytes { framed in
+            var offset = 0
+            while offset < framed.count {
+                var end = offset
+                var count = 0
+                var first: Int64 = 0
+                var (oldest, newest) = (Int64.max, Int64.min)
+                while count < AuditBlock.maximumEntries, let entry = AuditBlock.entry(in: framed, at: end) {
+                    let time = AuditBlock.time(of: entry)
+                    if count == 0 { first = time }
+                    (oldest, newest) = (min(oldest, time), max(newest, time))
+                    end += 4 + entry.count
+                    count += 1
+                }
+                // The buffer frames every entry it holds; a frame that does not fit is a bug here.
+                precondition(count > 0, "an audit entry framed past the end of its buffer")
+                var key = ByteWriter(capacity: 12)
+                key.appendBigEndian(UInt64(bitPattern: first))
+                key.appendBigEndian(self.auditBuffer.sequence.wrappingAdd(1, ordering: .relaxed).oldValue)
+                let block = AuditBlock.encode(
+                    count: count, oldest: oldest, newest: newest, framed: UnsafeRawBufferPointer(rebasing: framed[offset..<end]))
+                try txn.put(self.store.audit, key: key.bytes, value: block)
+                offset = end
+            }
         }
-        // Retention: the oldest entries go first, by count and by age.
+        let total = try self.store.readUInt64(txn, Keys.auditEntries) ?? 0
+        try self.applyAuditRetention(txn, total: Int(total) + taken.count)
+    }
+
+    /// Drops the oldest entries beyond the retention's count and age: whole blocks where it can, then
+    /// the leading entries of the first block it keeps. Stores the trail's new entry count.
+    func applyAuditRetention(_ txn: borrowing Transaction, total: Int) throws {
         let retention = self.auditRetention
-        var expired: [[UInt8]] = []
-        let count = try txn.count(self.store.audit)
-        let excess = retention.maximumEntries.map { max(0, count - $0) } ?? 0
+        var total = total
+        var excess = retention.maximumEntries.map { max(0, total - $0) } ?? 0
         let cutoff = retention.maximumAgeSeconds.map { Store.now() - $0 * 1_000_000 }
-        try txn.forEach(self.store.audit) { key, _ in
-            let time = Int64(bitPattern: key.loadBigEndian(as: UInt64.self))
-            guard expired.count < excess || (cutoff.map { time < $0 } ?? false) else { return .stop }
-            expired.append(Array(key))
-            return .continue
+        var expired: [[UInt8]] = []
+        var trimmed: (key: [UInt8], value: [UInt8])?
+        try txn.forEach(self.store.audit) { key, value in
+            let header = try AuditBlock.header(value)
+            if excess >= header.count || (cutoff.map { header.newest < $0 } ?? false) {
+                expired.append(Array(key))
+                excess = max(0, excess - header.count)
+                total -= header.count
+                return .continue
+            }
+            guard excess > 0 || (cutoff.map { header.oldest < $0 } ?? false) else { return .stop }
+            // The first block kept loses its leading entries: the excess, and those past the age.
+            let entries = try AuditBlock.entries(value)
+            var drop = excess
+            if let cutoff {
+                var old = 0
+                while old < entries.count && AuditBlock.time(of: entries[old]) < cutoff { old += 1 }
+                drop = max(drop, old)
+            }
+            guard drop > 0 else { return .stop }
+            let kept = entries[drop...]
+            let times = kept.map(AuditBlock.time(of:))
+            let start = kept.first!.baseAddress! - 4 - value.baseAddress!
+            // Kept under its key: a key is where a block sorts, and the header says what it holds.
+            trimmed = (
+                Array(key),
+                AuditBlock.encode(
+                    count: kept.count, oldest: times.min()!, newest: times.max()!, framed: UnsafeRawBufferPointer(rebasing: value[start...]))
+            )
+            total -= drop
+            return .stop
         }
         for key in expired { try txn.delete(self.store.audit, key: key) }
+        if let trimmed { try txn.put(self.store.audit, key: trimmed.key, value: trimmed.value) }
+        try self.store.writeInteger(txn, Keys.auditEntries, UInt64(total))
     }
 
     /// The newest audit entries matching `query`, oldest first.
@@ -96,20 +171,26 @@ extension Engine {
         guard (1...100_000).contains(query.limit) else { throw RegistryError.malformedRequest("limit must be within 1...100000") }
         return try self.readStore { txn in
             var matches: [AuditEntry] = []
-            let start = query.since.map { [UInt8](bigEndian: UInt64(bitPattern: $0)) } ?? []
-            try txn.forEach(self.store.audit, from: start) { key, value in
-                let time = Int64(bitPattern: key.loadBigEndian(as: UInt64.self))
-                if let until = query.until, time >= until { return .stop }
-                let entry = try AuditEntry(decoding: value)
-                if let identifier = query.identifier, !entry.identifiers.contains(where: { $0.sameIdentifier(as: identifier) }) {
-                    return .continue
+            try txn.forEach(self.store.audit) { _, value in
+                let header = try AuditBlock.header(value)
+                if let since = query.since, header.newest < since { return .continue }
+                if let until = query.until, header.oldest >= until { return .continue }
+                for encoded in try AuditBlock.entries(value) {
+                    let time = AuditBlock.time(of: encoded)
+                    if let since = query.since, time < since { continue }
+                    if let until = query.until, time >= until { continue }
+                    let entry = try AuditEntry(decoding: encoded)
+                    if let identifier = query.identifier, !entry.identifiers.contains(where: { $0.sameIdentifier(as: identifier) }) {
+                        continue
+                    }
+                    if let outcome = query.outcome, entry.outcome != outcome { continue }
+                    matches.append(entry)
+                    // The newest `limit` are kept: older ones dropped in bulk, not one by one.
+                    if matches.count >= 2 * query.limit { matches.removeFirst(matches.count - query.limit) }
                 }
-                if let outcome = query.outcome, entry.outcome != outcome { return .continue }
-                matches.append(entry)
-                if matches.count > query.limit { matches.removeFirst() }
                 return .continue
             }
-            return matches
+            return Array(matches.suffix(query.limit))
         }
     }
 }

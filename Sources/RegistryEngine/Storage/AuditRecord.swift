@@ -1,11 +1,16 @@
 import RegistryModel
 
-/// An audit entry's stored form (the `audit` database; little-endian): i64 time, u32 uid, i32 pid,
-/// operation, gallery, u16 count and the identifiers, outcome, f32 score (NaN: none), error code
-/// ("" : none); strings as u16 length and UTF-8.
+/// An audit entry's stored form (little-endian): i64 time, u32 uid, i32 pid, operation, gallery, u16
+/// count and the identifiers, outcome, f32 score (NaN: none), error code ("" : none); strings as u16
+/// length and UTF-8. Entries are stored in blocks (``AuditBlock``).
 extension AuditEntry {
     func encoded() -> [UInt8] {
         var writer = ByteWriter(capacity: 64)
+        self.encode(into: &writer)
+        return writer.bytes
+    }
+
+    func encode(into writer: inout ByteWriter) {
         writer.append(self.time)
         writer.append(self.uid)
         writer.append(self.pid)
@@ -16,7 +21,6 @@ extension AuditEntry {
         writer.append(string: self.outcome)
         writer.append(self.score ?? .nan)
         writer.append(string: self.errorCode ?? "")
-        return writer.bytes
     }
 
     init(decoding bytes: UnsafeRawBufferPointer) throws(StoreCorruption) {
@@ -39,5 +43,81 @@ extension AuditEntry {
         } catch {
             throw StoreCorruption("truncated audit entry")
         }
+    }
+}
+
+/// One record of the `audit` database (schema 4): up to ``maximumEntries`` entries in the order they
+/// were recorded, as u32 count ‖ i64 oldest time ‖ i64 newest time ‖ the entries, each framed as u32
+/// length ‖ entry. Its key is the time of its first entry when written (big-endian) ‖ a u32 sequence.
+///
+/// Blocks rather than a record per entry: at a hundred thousand authentications a second, a record
+/// per entry cost the writer a B-tree insertion per request, and retention as many deletions.
+/// The header's times let a query skip a block and retention drop a whole block without decoding it.
+enum AuditBlock {
+    static let headerSize = 20
+    /// Entries per block at most: small enough that retention and queries touch little beyond what
+    /// they need, large enough that a flush writes few records.
+    static let maximumEntries = 256
+
+    struct Header {
+        var count: Int
+        var oldest: Int64
+        var newest: Int64
+    }
+
+    static func header(_ value: UnsafeRawBufferPointer) throws(StoreCorruption) -> Header {
+        guard value.count >= Self.headerSize else { throw StoreCorruption("an audit block of \(value.count) bytes") }
+        return Header(
+            count: Int(UInt32(littleEndian: value.loadUnaligned(as: UInt32.self))),
+            oldest: Int64(littleEndian: value.loadUnaligned(fromByteOffset: 4, as: Int64.self)),
+            newest: Int64(littleEndian: value.loadUnaligned(fromByteOffset: 12, as: Int64.self)))
+    }
+
+    /// The framed entries of a block, in place; throws unless they fill it exactly and match its count.
+    static func entries(_ value: UnsafeRawBufferPointer) throws(StoreCorruption) -> [UnsafeRawBufferPointer] {
+        let header = try Self.header(value)
+        var entries: [UnsafeRawBufferPointer] = []
+        entries.reserveCapacity(header.count)
+        var offset = Self.headerSize
+        while offset < value.count {
+            guard let entry = Self.entry(in: value, at: offset) else { throw StoreCorruption("a truncated audit block") }
+            entries.append(entry)
+            offset += 4 + entry.count
+        }
+        guard entries.count == header.count else {
+            throw StoreCorruption("an audit block of \(entries.count) entries that says \(header.count)")
+        }
+        return entries
+    }
+
+    /// The entry framed at `offset` of `bytes`, or nil when its frame runs past the end.
+    static func entry(in bytes: UnsafeRawBufferPointer, at offset: Int) -> UnsafeRawBufferPointer? {
+        guard bytes.count - offset >= 4 else { return nil }
+        let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+        guard length >= 8, bytes.count - offset - 4 >= length else { return nil }
+        return UnsafeRawBufferPointer(rebasing: bytes[(offset + 4)..<(offset + 4 + length)])
+    }
+
+    /// An encoded entry's time (its first field).
+    static func time(of entry: UnsafeRawBufferPointer) -> Int64 {
+        Int64(littleEndian: entry.loadUnaligned(as: Int64.self))
+    }
+
+    /// Appends `entry` framed (u32 length ‖ entry) to `writer`.
+    static func appendFramed(_ entry: AuditEntry, to writer: inout ByteWriter) {
+        let start = writer.count
+        writer.append(UInt32(0))
+        entry.encode(into: &writer)
+        writer.setUInt32(UInt32(writer.count - start - 4), at: start)
+    }
+
+    /// A block of `count` framed entries (`framed`, back to back) whose times lie within `oldest...newest`.
+    static func encode(count: Int, oldest: Int64, newest: Int64, framed: UnsafeRawBufferPointer) -> [UInt8] {
+        var writer = ByteWriter(capacity: Self.headerSize + framed.count)
+        writer.append(UInt32(count))
+        writer.append(oldest)
+        writer.append(newest)
+        writer.append(bytes: framed)
+        return writer.bytes
     }
 }

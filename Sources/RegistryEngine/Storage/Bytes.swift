@@ -8,6 +8,21 @@ struct ByteWriter {
         self.bytes.reserveCapacity(capacity)
     }
 
+    /// An empty writer over `storage`'s allocation (emptied, its capacity kept).
+    init(recycling storage: [UInt8]) {
+        self.bytes = storage
+        self.bytes.removeAll(keepingCapacity: true)
+    }
+
+    var count: Int { self.bytes.count }
+
+    /// Overwrites four bytes written earlier (a length known only after what follows it).
+    mutating func setUInt32(_ value: UInt32, at offset: Int) {
+        withUnsafeBytes(of: value.littleEndian) { value in
+            for index in 0..<4 { self.bytes[offset + index] = value[index] }
+        }
+    }
+
     mutating func append<T: FixedWidthInteger>(_ value: T) {
         withUnsafeBytes(of: value.littleEndian) { self.bytes.append(contentsOf: $0) }
     }

@@ -23,6 +23,8 @@ enum Keys {
     static let encryptionCheck = Array("encryption_check".utf8)
     /// The token of the index snapshot written at the last clean close (absent: none may be used).
     static let snapshotToken = Array("snapshot_token".utf8)
+    /// The audit trail's entry count (u64; absent means 0), kept for its retention.
+    static let auditEntries = Array("audit_entries".utf8)
 
     static func template(_ id: UInt64) -> [UInt8] { [UInt8](bigEndian: id) }
 

@@ -10,12 +10,13 @@ import Synchronization
 /// under its own rules (see ``Environment``).
 final class Store: @unchecked Sendable {
     /// The schema this code writes. Older stores are migrated on open; newer ones are refused.
-    static let schemaVersion: UInt32 = 3
+    static let schemaVersion: UInt32 = 4
 
     /// Migrations from version `n` (the key) to `n + 1`, run in order inside the open transaction.
     static let migrations: [UInt32: @Sendable (borrowing Transaction, Store) throws -> Void] = [
         1: { txn, store in try store.migrateFrom1(txn) },
         2: { txn, store in try store.migrateFrom2(txn) },
+        3: { txn, store in try store.migrateFrom3(txn) },
     ]
 
     /// Schema 1 → 2: gallery records gain per-registry minimum qualities and the liveness policy;
@@ -53,6 +54,38 @@ final class Store: @unchecked Sendable {
             record.payloadChecksum = try self.storedPayloadChecksum(txn, id: id)
             try txn.put(self.templates, key: Keys.template(id), value: record.encoded(id: id))
         }
+    }
+
+    /// Schema 3 → 4: the audit trail's entries, a record each, are gathered into blocks
+    /// (``AuditBlock``) in key order, each under the key of its first entry, and the trail's entry
+    /// count goes into `meta`.
+    func migrateFrom3(_ txn: borrowing Transaction) throws {
+        var total = 0
+        var start: [UInt8] = []
+        while true {
+            var keys: [[UInt8]] = []
+            var framed = ByteWriter()
+            var (oldest, newest) = (Int64.max, Int64.min)
+            try txn.forEach(self.audit, from: start) { key, value in
+                guard keys.count < AuditBlock.maximumEntries else { return .stop }
+                guard key.count == 12, value.count >= 8 else { throw StoreCorruption("an audit record of \(value.count) bytes") }
+                keys.append(Array(key))
+                let time = AuditBlock.time(of: value)
+                (oldest, newest) = (min(oldest, time), max(newest, time))
+                framed.append(UInt32(value.count))
+                framed.append(bytes: value)
+                return .continue
+            }
+            guard let first = keys.first, let last = keys.last else { break }
+            for key in keys { try txn.delete(self.audit, key: key) }
+            try framed.bytes.withUnsafeBytes { framed in
+                try txn.put(self.audit, key: first, value: AuditBlock.encode(count: keys.count, oldest: oldest, newest: newest, framed: framed))
+            }
+            total += keys.count
+            // The key right after the last one read (the block now sits at the first).
+            start = last + [0]
+        }
+        try self.writeInteger(txn, Keys.auditEntries, UInt64(total))
     }
 
     /// The id in a `templates` key.
