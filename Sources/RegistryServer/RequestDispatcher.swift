@@ -244,9 +244,8 @@ public final class RequestDispatcher: Sendable {
         _: Operation.Type, gallery: String, identifiers: [String], outcome: String, score: Float?, errorCode: String?, peer: Peer?
     ) {
         self.engine.recordAudit(
-            AuditEntry(
-                time: AuditEntry.now(), uid: peer?.uid ?? .max, pid: peer?.pid ?? -1, operation: Operation.name, gallery: gallery,
-                identifiers: identifiers, outcome: outcome, score: score, errorCode: errorCode))
+            time: AuditEntry.now(), uid: peer?.uid ?? .max, pid: peer?.pid ?? -1, operation: Operation.name, gallery: gallery,
+            identifiers: identifiers, outcome: outcome, score: score, errorCode: errorCode)
     }
 
     /// A response carrying only an error.

@@ -12,10 +12,10 @@ final class AuditBuffer: Sendable {
     private let state = Mutex<(pending: ByteWriter, count: Int, flushQueued: Bool, spare: [UInt8])>((ByteWriter(), 0, false, []))
     let sequence = Atomic<UInt32>(0)
 
-    /// Adds an entry; true when the caller must queue a flush (none is queued yet).
-    func add(_ entry: AuditEntry) -> Bool {
+    /// Adds the entry `encode` writes; true when the caller must queue a flush (none is queued yet).
+    func add(_ encode: (inout ByteWriter) -> Void) -> Bool {
         self.state.withLock { state in
-            AuditBlock.appendFramed(entry, to: &state.pending)
+            AuditBlock.appendFramed(to: &state.pending, encode)
             state.count += 1
             defer { state.flushQueued = true }
             return !state.flushQueued
@@ -61,7 +61,23 @@ extension Engine {
     /// not slowed by its own trail, and a stream of reads costs ten audit fsyncs a second, not one per
     /// request).
     public func recordAudit(_ entry: AuditEntry) {
-        guard self.auditBuffer.add(entry) else { return }
+        self.recordAudit(
+            time: entry.time, uid: entry.uid, pid: entry.pid, operation: entry.operation, gallery: entry.gallery,
+            identifiers: entry.identifiers, outcome: entry.outcome, score: entry.score, errorCode: entry.errorCode)
+    }
+
+    /// ``recordAudit(_:)`` from an entry's parts, encoded straight into the waiting buffer: no entry
+    /// value is built (the server records one per request).
+    public func recordAudit(
+        time: Int64, uid: UInt32, pid: Int32, operation: String, gallery: String, identifiers: [String], outcome: String,
+        score: Float?, errorCode: String?
+    ) {
+        let queue = self.auditBuffer.add { writer in
+            AuditEntry.encode(
+                into: &writer, time: time, uid: uid, pid: pid, operation: operation, gallery: gallery, identifiers: identifiers,
+                outcome: outcome, score: score, errorCode: errorCode)
+        }
+        guard queue else { return }
         let taken = TakenEntries()
         let request = WriteQueue.Request(
             exclusive: false,

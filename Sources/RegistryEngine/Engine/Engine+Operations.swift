@@ -393,7 +393,7 @@ extension Engine {
             for registry in gallery.registries where registry.holds(ordinal) {
                 // Compared in place (a copy of the prepared template would retain its parts).
                 guard let index = templates.index(of: registry.algorithm.version),
-                    let hit = Matching.best(of: ordinal, in: registry, query: templates.templates[index])
+                    let hit = Matching.best(of: ordinal, in: registry, row: templates.templates[index].row, mask: templates.templates[index].mask)
                 else { continue }
                 let thresholds = registry.thresholds
                 let result = Authentication(

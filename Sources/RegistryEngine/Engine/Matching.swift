@@ -32,16 +32,14 @@ enum Matching {
     }
 
     /// Authentication: the best of one identifier's templates, or nil when it has none here.
-    static func best(
-        of ordinal: UInt32,
-        in registry: RegistryIndex,
-        query: PreparedTemplate
-    ) -> Hit? {
+    /// Given the query's row and mask rather than its prepared template: the caller reads them in
+    /// place instead of copying the whole template out of its array.
+    static func best(of ordinal: UInt32, in registry: RegistryIndex, row: [Float], mask: UInt32) -> Hit? {
         var best: Hit?
-        query.row.withUnsafeBufferPointer { q in
+        row.withUnsafeBufferPointer { q in
             registry.forEachRow(of: ordinal) { index in
                 let hit = Hit(
-                    score: registry.score(row: index, query: q.baseAddress!, queryMask: query.mask), templateId: registry.templateIds[index])
+                    score: registry.score(row: index, query: q.baseAddress!, queryMask: mask), templateId: registry.templateIds[index])
                 if best.map({ hit.beats($0) }) ?? true { best = hit }
             }
         }

@@ -11,16 +11,26 @@ extension AuditEntry {
     }
 
     func encode(into writer: inout ByteWriter) {
-        writer.append(self.time)
-        writer.append(self.uid)
-        writer.append(self.pid)
-        writer.append(string: self.operation)
-        writer.append(string: self.gallery)
-        writer.append(UInt16(self.identifiers.count))
-        for identifier in self.identifiers { writer.append(string: identifier) }
-        writer.append(string: self.outcome)
-        writer.append(self.score ?? .nan)
-        writer.append(string: self.errorCode ?? "")
+        Self.encode(
+            into: &writer, time: self.time, uid: self.uid, pid: self.pid, operation: self.operation, gallery: self.gallery,
+            identifiers: self.identifiers, outcome: self.outcome, score: self.score, errorCode: self.errorCode)
+    }
+
+    /// An entry's stored form from its parts, without an entry value.
+    static func encode(
+        into writer: inout ByteWriter, time: Int64, uid: UInt32, pid: Int32, operation: String, gallery: String, identifiers: [String],
+        outcome: String, score: Float?, errorCode: String?
+    ) {
+        writer.append(time)
+        writer.append(uid)
+        writer.append(pid)
+        writer.append(string: operation)
+        writer.append(string: gallery)
+        writer.append(UInt16(identifiers.count))
+        for identifier in identifiers { writer.append(string: identifier) }
+        writer.append(string: outcome)
+        writer.append(score ?? .nan)
+        writer.append(string: errorCode ?? "")
     }
 
     init(decoding bytes: UnsafeRawBufferPointer) throws(StoreCorruption) {
@@ -103,11 +113,11 @@ enum AuditBlock {
         Int64(littleEndian: entry.loadUnaligned(as: Int64.self))
     }
 
-    /// Appends `entry` framed (u32 length ‖ entry) to `writer`.
-    static func appendFramed(_ entry: AuditEntry, to writer: inout ByteWriter) {
+    /// Appends an entry framed (u32 length ‖ what `encode` writes) to `writer`.
+    static func appendFramed(to writer: inout ByteWriter, _ encode: (inout ByteWriter) -> Void) {
         let start = writer.count
         writer.append(UInt32(0))
-        entry.encode(into: &writer)
+        encode(&writer)
         writer.setUInt32(UInt32(writer.count - start - 4), at: start)
     }
 
