@@ -85,7 +85,7 @@ public final class RequestDispatcher: Sendable {
         // Most traffic: read without the generic decoder when it has the usual shape.
         if let (id, authenticate) = AuthenticateDecoding.decode(frame) {
             self.counters.requestsServed.add(1, ordering: .relaxed)
-            return self.begin(authenticate, id: id, from: peer, start: start)
+            return self.begin(WireAuthenticate(authenticate), id: id, from: peer, start: start)
         }
         let request: Registry_V1_Request
         do {

@@ -42,7 +42,7 @@ import Testing
         AuthenticateDecoding.decode(ByteBuffer(bytes: bytes)).map { id, authenticate in
             var request = Registry_V1_Request()
             request.id = id
-            request.authenticate = authenticate
+            request.authenticate = authenticate.message
             return request
         }
     }

@@ -65,7 +65,7 @@ enum FrameFuzz {
         if let (id, authenticate) = AuthenticateDecoding.decode(frame) {
             var fast = Registry_V1_Request()
             fast.id = id
-            fast.authenticate = authenticate
+            fast.authenticate = authenticate.message
             guard let reference else { preconditionFailure("an authentication read by hand does not decode") }
             let fastBytes: [UInt8]? = try? fast.serializedBytes(options: options)
             let referenceBytes: [UInt8]? = try? reference.serializedBytes(options: options)
