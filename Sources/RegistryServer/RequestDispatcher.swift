@@ -202,10 +202,14 @@ public final class RequestDispatcher: Sendable {
                 Operation.self, gallery: operation.scope.galleryName, identifiers: outcome.identifiers, outcome: outcome.outcome,
                 score: outcome.score, errorCode: nil, peer: peer)
         }
-        var response = Registry_V1_Response()
-        response.id = id
-        response.result = Operation.response(result)
-        let frame = Self.encode(response)
+        let frame =
+            Operation.framedReply(id: id, result)
+            ?? {
+                var response = Registry_V1_Response()
+                response.id = id
+                response.result = Operation.response(result)
+                return Self.encode(response)
+            }()
         let metrics = self.metrics.operation(Operation.name, decidesMatches: Operation.decidesMatches)
         if case .gallery = operation.scope {
             // Answered, so the gallery exists (or existed, for delete_gallery).

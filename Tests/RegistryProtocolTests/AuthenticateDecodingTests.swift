@@ -1,4 +1,5 @@
 import NIOCore
+import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 import SyntheticFaces
@@ -105,5 +106,30 @@ import Testing
         // Many damaged frames still have the usual shape (a changed float, a changed id): the
         // comparison above must have run on them.
         #expect(read > 1_000)
+    }
+
+    /// The hand-written common reply is byte for byte SwiftProtobuf's encoding of the same response:
+    /// zero and negative-zero scores, NaN, large ids, every field absent or present.
+    @Test func theCommonReplyIsWrittenAsSwiftProtobufWritesIt() throws {
+        var random = SeededGenerator(seed: 31)
+        let scores: [Float] = [0, -0.0, 1, -1, 0.61234, .nan, .infinity, .leastNonzeroMagnitude]
+        for _ in 0..<5_000 {
+            let result = Authentication(
+                authenticated: Bool.random(using: &random),
+                score: Bool.random(using: &random) ? scores.randomElement(using: &random)! : Float.random(in: -1...1, using: &random),
+                templateId: [0, 1, 127, 128, 300, UInt64(UInt32.max), UInt64.max].randomElement(using: &random)!,
+                algorithm: [0, 1, 24, 300, UInt32.max].randomElement(using: &random)!, autoEnrolment: [], liveness: nil)
+            let id = [0, 1, 127, 128, 1 << 35, UInt64.max].randomElement(using: &random)!
+            var response = Registry_V1_Response()
+            response.id = id
+            response.authenticate = Registry_V1_AuthenticateResult(result)
+            let expected = try ByteBuffer(frameOf: response)
+            let written = try #require(AuthenticateEncoding.framedReply(id: id, result))
+            #expect(Array(written.readableBytesView) == Array(expected.readableBytesView), "\(result) id \(id)")
+        }
+        // More than the common fields: left to SwiftProtobuf.
+        var enrolled = Authentication(authenticated: true, score: 0.9, templateId: 7, algorithm: 24, autoEnrolment: [], liveness: nil)
+        enrolled.autoEnrolment = [AutoEnrolmentOutcome(algorithm: 300, result: .noTemplate)]
+        #expect(AuthenticateEncoding.framedReply(id: 1, enrolled) == nil)
     }
 }

@@ -1,3 +1,4 @@
+import NIOCore
 import RegistryEngine
 import RegistryModel
 import RegistryProtocol
@@ -16,16 +17,18 @@ extension Registry_V1_AuthenticateRequest: RegistryOperation {
     /// Most authentications write nothing: answered on the event loop, without a task switch.
     func performImmediately(in context: OperationContext) throws -> Registry_V1_AuthenticateResult? {
         try Self.authenticateImmediately(
-            in: context, gallery: self.gallery, identifier: self.identifier, face: Face(self.face), autoEnrol: self.autoEnrolOrDefault)
+            in: context, gallery: self.gallery, identifier: self.identifier, face: Face(self.face), autoEnrol: self.autoEnrolOrDefault
+        ).map(Registry_V1_AuthenticateResult.init)
     }
 
     func perform(in context: OperationContext) async throws -> Registry_V1_AuthenticateResult {
-        try await Self.authenticate(
-            in: context, gallery: self.gallery, identifier: self.identifier, face: Face(self.face), autoEnrol: self.autoEnrolOrDefault)
+        Registry_V1_AuthenticateResult(
+            try await Self.authenticate(
+                in: context, gallery: self.gallery, identifier: self.identifier, face: Face(self.face), autoEnrol: self.autoEnrolOrDefault))
     }
 
     func audit(_ result: Registry_V1_AuthenticateResult) -> AuditOutcome {
-        Self.audit(result, identifier: self.identifier)
+        Self.audit(authenticated: result.authenticated, score: result.score, identifier: self.identifier)
     }
 
     private var autoEnrolOrDefault: Bool { self.hasAutoEnrol ? self.autoEnrol : true }
@@ -34,29 +37,28 @@ extension Registry_V1_AuthenticateRequest: RegistryOperation {
 
     static func authenticateImmediately(
         in context: OperationContext, gallery: String, identifier: String, face: Face, autoEnrol: Bool
-    ) throws -> Registry_V1_AuthenticateResult? {
+    ) throws -> Authentication? {
         try context.engine.authenticateImmediately(
-            gallery: RequestDispatcher.gallery(gallery), identifier: identifier, face: face, autoEnrol: autoEnrol
-        ).map(Registry_V1_AuthenticateResult.init)
+            gallery: RequestDispatcher.gallery(gallery), identifier: identifier, face: face, autoEnrol: autoEnrol)
     }
 
     static func authenticate(
         in context: OperationContext, gallery: String, identifier: String, face: Face, autoEnrol: Bool
-    ) async throws -> Registry_V1_AuthenticateResult {
-        Registry_V1_AuthenticateResult(
-            try await context.engine.authenticate(
-                gallery: RequestDispatcher.gallery(gallery), identifier: identifier, face: face, autoEnrol: autoEnrol))
+    ) async throws -> Authentication {
+        try await context.engine.authenticate(
+            gallery: RequestDispatcher.gallery(gallery), identifier: identifier, face: face, autoEnrol: autoEnrol)
     }
 
-    static func audit(_ result: Registry_V1_AuthenticateResult, identifier: String) -> AuditOutcome {
-        AuditOutcome(identifiers: [identifier], outcome: result.authenticated ? "match" : "no-match", score: result.score)
+    static func audit(authenticated: Bool, score: Float, identifier: String) -> AuditOutcome {
+        AuditOutcome(identifiers: [identifier], outcome: authenticated ? "match" : "no-match", score: score)
     }
 }
 
 /// An authentication read by ``AuthenticateDecoding`` (the usual shape, most of the traffic): the
 /// same operation as ``Registry_V1_AuthenticateRequest``, on the request as the engine's types, so
 /// that it is never built as a protobuf message only to be converted. Its templates are vectors (the
-/// decoder reads nothing else), so the mixed-template check has nothing to find.
+/// decoder reads nothing else), so the mixed-template check has nothing to find. Its result stays the
+/// engine's `Authentication` until the reply, which is written by hand when it has the common shape.
 struct WireAuthenticate: RegistryOperation {
     typealias Message = Registry_V1_AuthenticateRequest
     let request: WireAuthentication
@@ -68,23 +70,28 @@ struct WireAuthenticate: RegistryOperation {
     static var name: String { Message.name }
     static var decidesMatches: Bool { Message.decidesMatches }
     static var right: OperationClass? { Message.right }
-    static func response(_ result: Registry_V1_AuthenticateResult) -> Registry_V1_Response.OneOf_Result { Message.response(result) }
+    static func response(_ result: Authentication) -> Registry_V1_Response.OneOf_Result {
+        .authenticate(Registry_V1_AuthenticateResult(result))
+    }
+    static func framedReply(id: UInt64, _ result: Authentication) -> ByteBuffer? {
+        AuthenticateEncoding.framedReply(id: id, result)
+    }
 
     var scope: OperationScope { .gallery(self.request.gallery) }
     var auditedIdentifiers: [String] { [self.request.identifier] }
 
-    func performImmediately(in context: OperationContext) throws -> Registry_V1_AuthenticateResult? {
+    func performImmediately(in context: OperationContext) throws -> Authentication? {
         try Message.authenticateImmediately(
             in: context, gallery: self.request.gallery, identifier: self.request.identifier, face: self.face, autoEnrol: self.autoEnrol)
     }
 
-    func perform(in context: OperationContext) async throws -> Registry_V1_AuthenticateResult {
+    func perform(in context: OperationContext) async throws -> Authentication {
         try await Message.authenticate(
             in: context, gallery: self.request.gallery, identifier: self.request.identifier, face: self.face, autoEnrol: self.autoEnrol)
     }
 
-    func audit(_ result: Registry_V1_AuthenticateResult) -> AuditOutcome {
-        Message.audit(result, identifier: self.request.identifier)
+    func audit(_ result: Authentication) -> AuditOutcome {
+        Message.audit(authenticated: result.authenticated, score: result.score, identifier: self.request.identifier)
     }
 
     /// No face is a face without templates (as the message reads it), which the engine refuses.

@@ -1,4 +1,5 @@
 import Logging
+import NIOCore
 import NIOPosix
 import RegistryEngine
 import RegistryModel
@@ -26,6 +27,9 @@ protocol RegistryOperation: Sendable {
     static var decidesMatches: Bool { get }
     /// The wire form of a result.
     static func response(_ result: Result) -> Registry_V1_Response.OneOf_Result
+    /// The whole reply frame for `result`, written without building the response message, or nil
+    /// (the default): encode ``response(_:)``. Only for replies that are most of the traffic.
+    static func framedReply(id: UInt64, _ result: Result) -> ByteBuffer?
 
     /// Where it works: in one gallery (as named in the request; empty means the default gallery), or
     /// on the whole store (which needs the right on every gallery).
@@ -73,6 +77,7 @@ struct AuditOutcome: Sendable {
 extension RegistryOperation {
     static var isAudited: Bool { true }
     static var decidesMatches: Bool { false }
+    static func framedReply(id: UInt64, _ result: Result) -> ByteBuffer? { nil }
     var auditedIdentifiers: [String] { [] }
     var templates: [Registry_V1_Template] { [] }
     func performImmediately(in context: OperationContext) throws -> Result? { nil }
