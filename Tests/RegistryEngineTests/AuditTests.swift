@@ -135,4 +135,32 @@ import Testing
             await #expect(throws: StoreCorruption.self) { try await engine.auditEntries(AuditQuery()) }
         }
     }
+
+    /// A stored entry count below the truth (a damaged `meta` record) neither stops the writer nor
+    /// keeps expired entries: retention still drops them by age, and the count stays at zero or more.
+    @Test func aDamagedEntryCountDoesNotStopRetention() async throws {
+        var configuration = EngineConfiguration()
+        configuration.auditRetention = AuditRetention(maximumEntries: 100, maximumAgeSeconds: 3600)
+        try await withEngine(configuration) { engine in
+            // A block of ten entries from two hours ago, and a count that says none.
+            let old = AuditEntry.now() - 2 * 3600 * 1_000_000
+            var framed = ByteWriter()
+            for index in 0..<10 {
+                AuditBlock.appendFramed(to: &framed) { self.entry("identify", ["old\(index)"], time: old + Int64(index)).encode(into: &$0) }
+            }
+            try engine.store.environment.write { txn in
+                var key = ByteWriter(capacity: 12)
+                key.appendBigEndian(UInt64(bitPattern: old))
+                key.appendBigEndian(UInt32.max)
+                let block = framed.bytes.withUnsafeBytes { AuditBlock.encode(count: 10, oldest: old, newest: old + 9, framed: $0) }
+                try txn.put(engine.store.audit, key: key.bytes, value: block)
+                try engine.store.writeInteger(txn, Keys.auditEntries, UInt64(0))
+            }
+            engine.recordAudit(self.entry("identify", ["new"]))
+            try await engine.flushAudit()
+            #expect(try await engine.auditEntries(AuditQuery()).map(\.identifiers) == [["new"]])
+            let counted = try engine.store.environment.read { txn in try engine.store.readUInt64(txn, Keys.auditEntries) }
+            #expect(counted == 0)
+        }
+    }
 }

@@ -167,7 +167,8 @@ extension Engine {
         }
         for key in expired { try txn.delete(self.store.audit, key: key) }
         if let trimmed { try txn.put(self.store.audit, key: trimmed.key, value: trimmed.value) }
-        try self.store.writeInteger(txn, Keys.auditEntries, UInt64(total))
+        // Never below zero, even when the stored count was damaged: it then recovers as blocks go.
+        try self.store.writeInteger(txn, Keys.auditEntries, UInt64(max(0, total)))
     }
 
     /// The newest audit entries matching `query`, oldest first.

@@ -5,7 +5,7 @@ import RegistryModel
 extension Engine {
     // MARK: Preparing requests
 
-    /// A face's templates validated and prepared against a gallery, keyed by algorithm version.
+    /// A face's templates validated and prepared against a gallery, at most one per algorithm.
     /// - Throws: ``RegistryError``: `malformedRequest` (no templates, two of one algorithm),
     ///   `unknownAlgorithm` (unknown, or no registry for it in the gallery), `invalidTemplate`.
     func prepare(_ face: Face, for gallery: GalleryIndex) throws(RegistryError) -> PreparedFace {

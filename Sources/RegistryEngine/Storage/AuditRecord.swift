@@ -26,8 +26,11 @@ extension AuditEntry {
         writer.append(pid)
         writer.append(string: operation)
         writer.append(string: gallery)
-        writer.append(UInt16(identifiers.count))
-        for identifier in identifiers { writer.append(string: identifier) }
+        // The count is 16 bits: an entry keeps the first 65,535 identifiers (none of today's
+        // operations audits more; a longer list must not stop the daemon).
+        let kept = identifiers.prefix(Int(UInt16.max))
+        writer.append(UInt16(kept.count))
+        for identifier in kept { writer.append(string: identifier) }
         writer.append(string: outcome)
         writer.append(score ?? .nan)
         writer.append(string: errorCode ?? "")
