@@ -210,7 +210,7 @@ public final class RequestDispatcher: Sendable {
                 response.result = Operation.response(result)
                 return Self.encode(response)
             }()
-        let metrics = self.metrics.operation(Operation.name, decidesMatches: Operation.decidesMatches)
+        let metrics = Operation.metrics(in: self.metrics)
         if case .gallery = operation.scope {
             // Answered, so the gallery exists (or existed, for delete_gallery).
             metrics.answered(inGallery: operation.scope.galleryName, labels: self.metrics)
@@ -239,7 +239,7 @@ public final class RequestDispatcher: Sendable {
                 score: nil, errorCode: error.code.rawValue, peer: peer)
         }
         let reply = self.reply(id: id, error: error)
-        self.metrics.operation(Operation.name, decidesMatches: Operation.decidesMatches).refused(code: error.code, since: start)
+        Operation.metrics(in: self.metrics).refused(code: error.code, since: start)
         return reply
     }
 

@@ -3,6 +3,7 @@ import Metrics
 import Prometheus
 import RegistryEngine
 import RegistryModel
+import RegistryProtocol
 import Synchronization
 
 /// The daemon's metrics: recorded through swift-metrics, kept in a Prometheus registry, and read
@@ -20,6 +21,9 @@ public final class ServerMetrics: Sendable {
 
     /// Per operation kind, created on its first request.
     private let operations = Mutex<[String: OperationMetrics]>([:])
+    /// Authentication's, created at once and reached without the lock: most requests are
+    /// authentications (``RegistryOperation/metrics(in:)``).
+    let authentications: OperationMetrics
     /// The galleries whose requests have labels of their own.
     private let labelledGalleries = Mutex<Set<String>>([])
     /// The gauges the last exposition set from the store's figures, by label set, so that a gallery
@@ -51,6 +55,10 @@ public final class ServerMetrics: Sendable {
         self.openConnections = CoreMetrics.Gauge(label: "registryd_connections_open", factory: factory)
         self.uptime = CoreMetrics.Gauge(label: "registryd_uptime_seconds", factory: factory)
         self.storeBytes = CoreMetrics.Gauge(label: "registryd_store_bytes", factory: factory)
+        let authentications = OperationMetrics(
+            name: Registry_V1_AuthenticateRequest.name, decidesMatches: Registry_V1_AuthenticateRequest.decidesMatches, factory: factory)
+        self.authentications = authentications
+        self.operations.withLock { $0[authentications.name] = authentications }
     }
 
     /// The metrics of one operation kind; `decidesMatches`: its outcomes are match and no-match
@@ -132,6 +140,19 @@ final class OperationMetrics: Sendable {
     let duration: CoreMetrics.Timer
     /// Answered requests by gallery label (`registryd_gallery_requests_total`).
     private let galleries = Mutex<[String: CoreMetrics.Counter]>([:])
+    /// The counter of the first gallery answered in, found without the lock (most daemons serve one
+    /// gallery, or mostly one).
+    private let firstGallery = AtomicLazyReference<GalleryCounter>()
+
+    private final class GalleryCounter: Sendable {
+        let gallery: String
+        let counter: CoreMetrics.Counter
+
+        init(gallery: String, counter: CoreMetrics.Counter) {
+            self.gallery = gallery
+            self.counter = counter
+        }
+    }
 
     init(name: String, decidesMatches: Bool, factory: any MetricsFactory) {
         self.name = name
@@ -159,6 +180,7 @@ final class OperationMetrics: Sendable {
     /// Counts an answered request in `gallery` (it exists: the request was answered). The counters
     /// are keyed by label, so there are never more than the labels.
     func answered(inGallery gallery: String, labels metrics: ServerMetrics) {
+        if let first = self.firstGallery.load(), first.gallery == gallery { return first.counter.increment() }
         let counter = self.galleries.withLock { counters -> CoreMetrics.Counter in
             if let known = counters[gallery] { return known }
             let label = metrics.galleryLabel(gallery)
@@ -167,6 +189,10 @@ final class OperationMetrics: Sendable {
                 label: "registryd_gallery_requests_total", dimensions: [("gallery", label), ("operation", self.name)], factory: self.factory)
             counters[label] = created
             return created
+        }
+        // Only a gallery with a counter of its own: one counted as (other) must not take the place.
+        if self.firstGallery.load() == nil && metrics.galleryLabel(gallery) == gallery {
+            _ = self.firstGallery.storeIfNil(GalleryCounter(gallery: gallery, counter: counter))
         }
         counter.increment()
     }

@@ -9,6 +9,8 @@ extension Registry_V1_AuthenticateRequest: RegistryOperation {
     static let right: OperationClass? = .identify
     static func response(_ result: Registry_V1_AuthenticateResult) -> Registry_V1_Response.OneOf_Result { .authenticate(result) }
 
+    static func metrics(in metrics: ServerMetrics) -> OperationMetrics { metrics.authentications }
+
     var scope: OperationScope { .gallery(self.gallery) }
 
     var auditedIdentifiers: [String] { [self.identifier] }
@@ -76,6 +78,7 @@ struct WireAuthenticate: RegistryOperation {
     static func framedReply(id: UInt64, _ result: Authentication) -> ByteBuffer? {
         AuthenticateEncoding.framedReply(id: id, result)
     }
+    static func metrics(in metrics: ServerMetrics) -> OperationMetrics { metrics.authentications }
 
     var scope: OperationScope { .gallery(self.request.gallery) }
     var auditedIdentifiers: [String] { [self.request.identifier] }

@@ -30,6 +30,8 @@ protocol RegistryOperation: Sendable {
     /// The whole reply frame for `result`, written without building the response message, or nil
     /// (the default): encode ``response(_:)``. Only for replies that are most of the traffic.
     static func framedReply(id: UInt64, _ result: Result) -> ByteBuffer?
+    /// Its counters and latency histogram in `metrics` (by default looked up by name).
+    static func metrics(in metrics: ServerMetrics) -> OperationMetrics
 
     /// Where it works: in one gallery (as named in the request; empty means the default gallery), or
     /// on the whole store (which needs the right on every gallery).
@@ -78,6 +80,9 @@ extension RegistryOperation {
     static var isAudited: Bool { true }
     static var decidesMatches: Bool { false }
     static func framedReply(id: UInt64, _ result: Result) -> ByteBuffer? { nil }
+    static func metrics(in metrics: ServerMetrics) -> OperationMetrics {
+        metrics.operation(Self.name, decidesMatches: Self.decidesMatches)
+    }
     var auditedIdentifiers: [String] { [] }
     var templates: [Registry_V1_Template] { [] }
     func performImmediately(in context: OperationContext) throws -> Result? { nil }
