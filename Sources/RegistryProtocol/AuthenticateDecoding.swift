@@ -195,31 +195,28 @@ private struct WireReader {
 
 /// Writes the reply to an authentication whose result has no auto-enrolment outcomes and no liveness
 /// verdict (the common reply) as a whole frame, straight into the buffer that is written: the bytes
-/// SwiftProtobuf would write for the `Response` (fields in number order, defaults omitted, as
-/// `AuthenticateEncodingTests` checks), without building the messages or walking them generically.
+/// SwiftProtobuf would write for the `Response` (fields in number order, defaults omitted), without
+/// building the messages or walking them generically (`AuthenticateDecodingTests` compares them).
 public enum AuthenticateEncoding {
     /// The framed reply, or nil when the result has more than the common fields (then encode the
     /// message).
     public static func framedReply(id: UInt64, _ result: Authentication) -> ByteBuffer? {
         guard result.autoEnrolment.isEmpty, result.liveness == nil else { return nil }
-        // AuthenticateResult: authenticated (1, varint), score (2, fixed32), template_id (3, varint),
-        // algorithm (4, varint), each only when not zero (the score: when its bits are not zero).
-        var body = 0
-        if result.authenticated { body += 2 }
-        if result.score.bitPattern != 0 { body += 5 }
-        if result.templateId != 0 { body += 1 + Self.varintSize(result.templateId) }
-        if result.algorithm != 0 { body += 1 + Self.varintSize(UInt64(result.algorithm)) }
+        // The frame's length and the result's length are written once known. The result's fields
+        // take at most 2 + 5 + 11 + 6 bytes, so its length is always a one-byte varint.
+        var buffer = ByteBufferAllocator().buffer(capacity: 4 + 11 + 2 + 24)
+        buffer.writeInteger(UInt32(0))
         // Response: id (1, varint) when not zero, then authenticate (12, length-delimited).
-        let message = (id != 0 ? 1 + Self.varintSize(id) : 0) + 1 + Self.varintSize(UInt64(body)) + body
-        var buffer = ByteBufferAllocator().buffer(capacity: 4 + message)
-        buffer.writeInteger(UInt32(message), endianness: .big)
         if id != 0 {
-            buffer.writeInteger(UInt8(0x08))
+            buffer.writeInteger(UInt8(1 << 3))
             Self.writeVarint(id, to: &buffer)
         }
         buffer.writeInteger(UInt8(12 << 3 | 2))
-        Self.writeVarint(UInt64(body), to: &buffer)
-        if result.authenticated { buffer.writeBytes([0x08, 0x01]) }
+        let lengthAt = buffer.writerIndex
+        buffer.writeInteger(UInt8(0))
+        // AuthenticateResult: authenticated (1, varint), score (2, fixed32), template_id (3, varint),
+        // algorithm (4, varint), each only when not zero (the score: when its bits are not zero).
+        if result.authenticated { buffer.writeBytes([1 << 3, 1]) }
         if result.score.bitPattern != 0 {
             buffer.writeInteger(UInt8(2 << 3 | 5))
             buffer.writeInteger(result.score.bitPattern, endianness: .little)
@@ -232,11 +229,9 @@ public enum AuthenticateEncoding {
             buffer.writeInteger(UInt8(4 << 3))
             Self.writeVarint(UInt64(result.algorithm), to: &buffer)
         }
+        buffer.setInteger(UInt8(buffer.writerIndex - lengthAt - 1), at: lengthAt)
+        buffer.setInteger(UInt32(buffer.readableBytes - 4), at: buffer.readerIndex, endianness: .big)
         return buffer
-    }
-
-    static func varintSize(_ value: UInt64) -> Int {
-        value == 0 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
     }
 
     static func writeVarint(_ value: UInt64, to buffer: inout ByteBuffer) {

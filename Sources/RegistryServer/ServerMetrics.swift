@@ -181,19 +181,18 @@ final class OperationMetrics: Sendable {
     /// are keyed by label, so there are never more than the labels.
     func answered(inGallery gallery: String, labels metrics: ServerMetrics) {
         if let first = self.firstGallery.load(), first.gallery == gallery { return first.counter.increment() }
-        let counter = self.galleries.withLock { counters -> CoreMetrics.Counter in
-            if let known = counters[gallery] { return known }
+        // `own`: the counter is the gallery's own (its label is its name), not the shared (other).
+        let (counter, own) = self.galleries.withLock { counters -> (CoreMetrics.Counter, Bool) in
+            if let known = counters[gallery] { return (known, true) }
             let label = metrics.galleryLabel(gallery)
-            if let known = counters[label] { return known }
+            if let known = counters[label] { return (known, label == gallery) }
             let created = CoreMetrics.Counter(
                 label: "registryd_gallery_requests_total", dimensions: [("gallery", label), ("operation", self.name)], factory: self.factory)
             counters[label] = created
-            return created
+            return (created, label == gallery)
         }
         // Only a gallery with a counter of its own: one counted as (other) must not take the place.
-        if self.firstGallery.load() == nil && metrics.galleryLabel(gallery) == gallery {
-            _ = self.firstGallery.storeIfNil(GalleryCounter(gallery: gallery, counter: counter))
-        }
+        if own { _ = self.firstGallery.storeIfNil(GalleryCounter(gallery: gallery, counter: counter)) }
         counter.increment()
     }
 

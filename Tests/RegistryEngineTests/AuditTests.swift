@@ -152,7 +152,7 @@ import Testing
                 var key = ByteWriter(capacity: 12)
                 key.appendBigEndian(UInt64(bitPattern: old))
                 key.appendBigEndian(UInt32.max)
-                let block = framed.bytes.withUnsafeBytes { AuditBlock.encode(count: 10, oldest: old, newest: old + 9, framed: $0) }
+                let block = framed.bytes.withUnsafeBytes { AuditBlock.block(framed: $0) }
                 try txn.put(engine.store.audit, key: key.bytes, value: block)
                 try engine.store.writeInteger(txn, Keys.auditEntries, UInt64(0))
             }

@@ -100,25 +100,20 @@ extension Engine {
         try taken.framed.withUnsafeBytes { framed in
             var offset = 0
             while offset < framed.count {
-                var end = offset
-                var count = 0
-                var first: Int64 = 0
-                var (oldest, newest) = (Int64.max, Int64.min)
-                while count < AuditBlock.maximumEntries, let entry = AuditBlock.entry(in: framed, at: end) {
-                    let time = AuditBlock.time(of: entry)
-                    if count == 0 { first = time }
-                    (oldest, newest) = (min(oldest, time), max(newest, time))
+                // The next block: up to `maximumEntries` frames from `offset`.
+                var (end, first) = (offset, Int64?.none)
+                for _ in 0..<AuditBlock.maximumEntries {
+                    guard let entry = AuditBlock.entry(in: framed, at: end) else { break }
+                    first = first ?? AuditBlock.time(of: entry)
                     end += 4 + entry.count
-                    count += 1
                 }
                 // The buffer frames every entry it holds; a frame that does not fit is a bug here.
-                precondition(count > 0, "an audit entry framed past the end of its buffer")
+                guard let first else { preconditionFailure("an audit entry framed past the end of its buffer") }
+                let block = UnsafeRawBufferPointer(rebasing: framed[offset..<end])
                 var key = ByteWriter(capacity: 12)
                 key.appendBigEndian(UInt64(bitPattern: first))
                 key.appendBigEndian(self.auditBuffer.sequence.wrappingAdd(1, ordering: .relaxed).oldValue)
-                let block = AuditBlock.encode(
-                    count: count, oldest: oldest, newest: newest, framed: UnsafeRawBufferPointer(rebasing: framed[offset..<end]))
-                try txn.put(self.store.audit, key: key.bytes, value: block)
+                try txn.put(self.store.audit, key: key.bytes, value: AuditBlock.block(framed: block))
                 offset = end
             }
         }
@@ -153,15 +148,10 @@ extension Engine {
                 drop = max(drop, old)
             }
             guard drop > 0 else { return .stop }
-            let kept = entries[drop...]
-            let times = kept.map(AuditBlock.time(of:))
-            let start = kept.first!.baseAddress! - 4 - value.baseAddress!
-            // Kept under its key: a key is where a block sorts, and the header says what it holds.
-            trimmed = (
-                Array(key),
-                AuditBlock.encode(
-                    count: kept.count, oldest: times.min()!, newest: times.max()!, framed: UnsafeRawBufferPointer(rebasing: value[start...]))
-            )
+            // The kept entries' frames run from the first kept one to the block's end. Kept under its
+            // key: a key is where a block sorts, and the header says what it holds.
+            let start = entries[drop].baseAddress! - 4 - value.baseAddress!
+            trimmed = (Array(key), AuditBlock.block(framed: UnsafeRawBufferPointer(rebasing: value[start...])))
             total -= drop
             return .stop
         }

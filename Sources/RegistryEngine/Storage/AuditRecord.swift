@@ -124,8 +124,18 @@ enum AuditBlock {
         writer.setUInt32(UInt32(writer.count - start - 4), at: start)
     }
 
-    /// A block of `count` framed entries (`framed`, back to back) whose times lie within `oldest...newest`.
-    static func encode(count: Int, oldest: Int64, newest: Int64, framed: UnsafeRawBufferPointer) -> [UInt8] {
+    /// The block of the framed entries `framed` (back to back, as ``appendFramed(to:_:)`` writes them),
+    /// its header counted from them.
+    static func block(framed: UnsafeRawBufferPointer) -> [UInt8] {
+        var (count, oldest, newest) = (0, Int64.max, Int64.min)
+        var offset = 0
+        while let entry = Self.entry(in: framed, at: offset) {
+            let time = Self.time(of: entry)
+            (count, oldest, newest) = (count + 1, min(oldest, time), max(newest, time))
+            offset += 4 + entry.count
+        }
+        // Only ever given frames this process wrote or already checked.
+        precondition(offset == framed.count, "audit entries framed past the end of their buffer")
         var writer = ByteWriter(capacity: Self.headerSize + framed.count)
         writer.append(UInt32(count))
         writer.append(oldest)

@@ -65,22 +65,16 @@ final class Store: @unchecked Sendable {
         while true {
             var keys: [[UInt8]] = []
             var framed = ByteWriter()
-            var (oldest, newest) = (Int64.max, Int64.min)
             try txn.forEach(self.audit, from: start) { key, value in
                 guard keys.count < AuditBlock.maximumEntries else { return .stop }
                 guard key.count == 12, value.count >= 8 else { throw StoreCorruption("an audit record of \(value.count) bytes") }
                 keys.append(Array(key))
-                let time = AuditBlock.time(of: value)
-                (oldest, newest) = (min(oldest, time), max(newest, time))
-                framed.append(UInt32(value.count))
-                framed.append(bytes: value)
+                AuditBlock.appendFramed(to: &framed) { $0.append(bytes: value) }
                 return .continue
             }
             guard let first = keys.first, let last = keys.last else { break }
             for key in keys { try txn.delete(self.audit, key: key) }
-            try framed.bytes.withUnsafeBytes { framed in
-                try txn.put(self.audit, key: first, value: AuditBlock.encode(count: keys.count, oldest: oldest, newest: newest, framed: framed))
-            }
+            try framed.bytes.withUnsafeBytes { framed in try txn.put(self.audit, key: first, value: AuditBlock.block(framed: framed)) }
             total += keys.count
             // The key right after the last one read (the block now sits at the first).
             start = last + [0]
