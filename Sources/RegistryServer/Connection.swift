@@ -5,17 +5,19 @@ import RegistryModel
 import RegistryProtocol
 import Synchronization
 
-/// One client connection: the reader that takes its requests, the writer that answers them in
-/// order, the in-flight accounting, and its state.
+/// One client connection: the reader that takes the requests its ``FastPathHandler`` passes on, the
+/// writer that answers them in order, the in-flight accounting, and its state.
 ///
-/// The promise it keeps (PROTOCOL §3): every request it reads ends in exactly one of
+/// The promise it keeps (PROTOCOL §3), with its handler: every request it reads ends in exactly one of
 /// - carried out and answered, or
 /// - refused with an error and not carried out;
 /// and a request it did not read (still in the socket when the connection closed) was not carried
 /// out. Concretely:
-/// - Each request runs as a child task of the connection's task group, so no request outlives its
-///   connection: the connection ends only after every request it started has finished and its
-///   reply was written (or the peer was gone).
+/// - Each request passed on runs as a child task of the connection's task group, or (registrations)
+///   is started with a completion whose reply the writer awaits in turn; the handler holds the end
+///   of the input back until the requests it answers itself are answered. So no request outlives its
+///   connection: the connection ends only after every request it started has finished and its reply
+///   was written (or the peer was gone).
 /// - ``drain()`` (the daemon stopping) stops reading; requests already read but not started are
 ///   answered `SHUTTING_DOWN` and not carried out; started ones finish and are answered; then the
 ///   connection closes.
@@ -24,46 +26,38 @@ import Synchronization
 /// - A reply that closes the connection (an unsupported hello, a frame too large) is decided while
 ///   reading, before any later request starts, so nothing after it runs.
 final class Connection: Sendable {
-    enum State: UInt8 {
-        /// Reading and running requests.
-        case open
-        /// Not reading; requests read but not started are refused with `SHUTTING_DOWN`.
-        case draining
-        /// Every request answered (or the peer gone); the channel is closed.
-        case closed
-    }
-
     let channel: any Channel
     let account: ConnectionAccount
     private let dispatcher: RequestDispatcher
     private let maximumRequestsInFlight: Int
     private let logger: Logger
-    private let rawState = Atomic<UInt8>(State.open.rawValue)
+    /// Shared with the connection's ``FastPathHandler``, which refuses new work once draining.
+    private let lifecycle: ConnectionState
 
     init(
-        channel: any Channel, account: ConnectionAccount, dispatcher: RequestDispatcher, maximumRequestsInFlight: Int, logger: Logger
+        channel: any Channel, account: ConnectionAccount, state: ConnectionState, dispatcher: RequestDispatcher,
+        maximumRequestsInFlight: Int, logger: Logger
     ) {
         self.channel = channel
         self.account = account
+        self.lifecycle = state
         self.dispatcher = dispatcher
         self.maximumRequestsInFlight = maximumRequestsInFlight
         self.logger = logger
     }
 
-    var state: State { State(rawValue: self.rawState.load(ordering: .acquiring))! }
+    var state: ConnectionState.Value { self.lifecycle.value }
 
     /// Stops reading: what was read still gets its reply, what was not started is refused.
     func drain() {
-        let (exchanged, _) = self.rawState.compareExchange(
-            expected: State.open.rawValue, desired: State.draining.rawValue, ordering: .acquiringAndReleasing)
         // Shutting the input down makes the frames already buffered arrive, then ends the inbound
         // stream; the client's unread bytes stay unread (and so not carried out).
-        if exchanged { self.channel.close(mode: .input, promise: nil) }
+        if self.lifecycle.beginDraining() { self.channel.close(mode: .input, promise: nil) }
     }
 
     /// Closes at once (the drain deadline passed): replies not yet written are lost to the client.
     func abort() {
-        self.rawState.store(State.closed.rawValue, ordering: .releasing)
+        self.lifecycle.close()
         self.channel.close(promise: nil)
     }
 
@@ -71,7 +65,7 @@ final class Connection: Sendable {
     /// drains it, the peer goes away, or a reply closes it.
     func run(_ connection: NIOAsyncChannel<InboundRequest, ByteBuffer>, peer: Peer?) async {
         defer {
-            self.rawState.store(State.closed.rawValue, ordering: .releasing)
+            self.lifecycle.close()
             // Requests unread in the channel's buffers and replies never written give their bytes back.
             self.account.releaseAll()
         }
@@ -87,7 +81,7 @@ final class Connection: Sendable {
     /// Refuses the connection with one reply (the connection limit is reached), then closes it.
     func refuse(_ connection: NIOAsyncChannel<InboundRequest, ByteBuffer>, with error: RegistryError) async {
         defer {
-            self.rawState.store(State.closed.rawValue, ordering: .releasing)
+            self.lifecycle.close()
             self.account.releaseAll()
         }
         try? await connection.executeThenClose { _, outbound in
@@ -150,6 +144,13 @@ final class Connection: Sendable {
                     let promise = self.channel.eventLoop.makePromise(of: RequestDispatcher.Reply.self)
                     queue.yield(.awaited(promise.futureResult, requestBytes: bytes))
                     let account = self.account
+                    // Registrations complete from the engine's writer without a task of their own;
+                    // the writer below still waits for their replies before the connection ends.
+                    let started = dispatcher.finish(pending, from: peer, on: self.channel.eventLoop) { reply in
+                        account.charge(reply.framed.readableBytes)
+                        promise.succeed(reply)
+                    }
+                    guard !started else { continue }
                     group.addTask {
                         let reply = await dispatcher.finish(pending, from: peer)
                         account.charge(reply.framed.readableBytes)
@@ -197,5 +198,32 @@ final class Connection: Sendable {
             slots.release()
             if reply.closeConnection { return }
         }
+    }
+}
+
+/// A connection's state, shared by its ``Connection`` (which changes it) and its
+/// ``FastPathHandler`` (which starts no more requests once the connection drains).
+final class ConnectionState: Sendable {
+    enum Value: UInt8 {
+        /// Reading and running requests.
+        case open
+        /// Not reading; requests read but not started are refused with `SHUTTING_DOWN`.
+        case draining
+        /// Every request answered (or the peer gone); the channel is closed.
+        case closed
+    }
+
+    private let raw = Atomic<UInt8>(Value.open.rawValue)
+
+    var value: Value { Value(rawValue: self.raw.load(ordering: .acquiring))! }
+
+    /// Open → draining; false when it was not open.
+    func beginDraining() -> Bool {
+        self.raw.compareExchange(expected: Value.open.rawValue, desired: Value.draining.rawValue, ordering: .acquiringAndReleasing)
+            .exchanged
+    }
+
+    func close() {
+        self.raw.store(Value.closed.rawValue, ordering: .releasing)
     }
 }

@@ -61,6 +61,9 @@ public final class RequestDispatcher: Sendable {
         let operation: any RegistryOperation
         /// When its frame was decoded, for the latency histogram.
         let start: ContinuousClock.Instant
+
+        /// Whether ``RequestDispatcher/finish(_:from:on:completion:)`` runs it (without a task).
+        var startsWithoutTask: Bool { type(of: self.operation).startsWithoutTask }
     }
 
     /// The outcome of ``begin(_:from:)``: a reply already, or an operation to run with ``finish(_:from:)``.
@@ -180,6 +183,31 @@ public final class RequestDispatcher: Sendable {
     /// Runs a pending operation and answers it.
     public func finish(_ pending: Pending, from peer: Peer?) async -> Reply {
         await self.finish(pending.operation, id: pending.id, from: peer, start: pending.start)
+    }
+
+    /// Starts a pending operation without a task when it has that form (``Pending/startsWithoutTask``,
+    /// registrations): `completion` then runs once with the reply, on `eventLoop` (at once, before this
+    /// returns, when it is refused before it is queued and this is called on `eventLoop`), and this
+    /// returns true. False: nothing was started; ``finish(_:from:)`` runs it.
+    public func finish(_ pending: Pending, from peer: Peer?, on eventLoop: any EventLoop, completion: @escaping @Sendable (Reply) -> Void) -> Bool {
+        self.start(pending.operation, id: pending.id, from: peer, start: pending.start, on: eventLoop, completion: completion)
+    }
+
+    private func start<Operation: RegistryOperation>(
+        _ operation: Operation, id: UInt64, from peer: Peer?, start: ContinuousClock.Instant, on eventLoop: any EventLoop,
+        completion: @escaping @Sendable (Reply) -> Void
+    ) -> Bool {
+        operation.start(in: self.context) { result in
+            let reply = {
+                switch result {
+                case .success(let value): completion(self.answer(operation, id: id, value, peer: peer, start: start))
+                case .failure(let error): completion(self.refuse(operation, id: id, with: error, from: peer, start: start))
+                }
+            }
+            // The reply is made on the event loop: the writer thread, which usually runs this, goes on
+            // to its next batch sooner.
+            if eventLoop.inEventLoop { reply() } else { eventLoop.execute(reply) }
+        }
     }
 
     private func finish<Operation: RegistryOperation>(

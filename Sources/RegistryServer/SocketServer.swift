@@ -64,7 +64,7 @@ public final class SocketServer: Service, Sendable {
         let dispatcher = self.dispatcher
         let budget = self.budget
         let logger = self.logger
-        let initializer: @Sendable (any Channel) -> EventLoopFuture<(NIOAsyncChannel<InboundRequest, ByteBuffer>, ConnectionAccount)> = { channel in
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<Accepted> = { channel in
             channel.eventLoop.makeCompletedFuture {
                 let account = ConnectionAccount(budget: budget)
                 let operations = channel.pipeline.syncOperations
@@ -72,9 +72,12 @@ public final class SocketServer: Service, Sendable {
                     ConnectionGuard(
                         account: account, frameDeadline: .seconds(Int64(limits.frameDeadlineSeconds)),
                         idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)), logger: logger))
-                try Self.addRequestHandlers(to: operations, dispatcher: dispatcher, account: account, maximumFrameBytes: limits.maximumFrameBytes)
+                let state = ConnectionState()
+                try Self.addRequestHandlers(
+                    to: operations, dispatcher: dispatcher, account: account, state: state,
+                    maximumRequestsInFlight: limits.maximumRequestsInFlight, maximumFrameBytes: limits.maximumFrameBytes)
                 let async = try NIOAsyncChannel<InboundRequest, ByteBuffer>(wrappingChannelSynchronously: channel)
-                return (async, account)
+                return Accepted(channel: async, account: account, state: state)
             }
         }
         let unwritten = limits.maximumUnwrittenReplyBytes
@@ -88,7 +91,7 @@ public final class SocketServer: Service, Sendable {
             // A client that half-closes its sending side still gets every reply.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: unwritten / 2, high: unwritten))
-        let server: NIOAsyncChannel<(NIOAsyncChannel<InboundRequest, ByteBuffer>, ConnectionAccount), Never>
+        let server: NIOAsyncChannel<Accepted, Never>
         let activated = self.activatedSocket
         if let activated {
             // systemd owns the socket file (its mode and group come from the .socket unit).
@@ -108,8 +111,8 @@ public final class SocketServer: Service, Sendable {
         try await withGracefulShutdownHandler {
             try await withThrowingDiscardingTaskGroup { group in
                 try await server.executeThenClose { inbound in
-                    for try await (connection, account) in inbound {
-                        group.addTask { await self.serve(connection, account: account) }
+                    for try await accepted in inbound {
+                        group.addTask { await self.serve(accepted) }
                     }
                 }
             }
@@ -149,10 +152,19 @@ public final class SocketServer: Service, Sendable {
         }
     }
 
-    private func serve(_ async: NIOAsyncChannel<InboundRequest, ByteBuffer>, account: ConnectionAccount) async {
+    /// A connection as its channel initializer leaves it: the channel, and what its handlers share
+    /// with its ``Connection``.
+    struct Accepted: Sendable {
+        let channel: NIOAsyncChannel<InboundRequest, ByteBuffer>
+        let account: ConnectionAccount
+        let state: ConnectionState
+    }
+
+    private func serve(_ accepted: Accepted) async {
+        let async = accepted.channel
         let channel = async.channel
         let connection = Connection(
-            channel: channel, account: account, dispatcher: self.dispatcher,
+            channel: channel, account: accepted.account, state: accepted.state, dispatcher: self.dispatcher,
             maximumRequestsInFlight: self.configuration.limits.maximumRequestsInFlight, logger: self.logger)
         let key = ObjectIdentifier(connection)
         let open = self.dispatcher.counters.connections.wrappingAdd(1, ordering: .relaxed).newValue
@@ -180,10 +192,15 @@ public final class SocketServer: Service, Sendable {
 extension SocketServer {
     /// The handler between the connection's guard and its async reader and writer:
     /// ``FastPathHandler``, which splits frames itself. Outbound there is no encoder: replies come framed.
+    /// `peer`: for a channel without socket credentials (tests); see ``FastPathHandler``.
     static func addRequestHandlers(
-        to operations: ChannelPipeline.SynchronousOperations, dispatcher: RequestDispatcher, account: ConnectionAccount, maximumFrameBytes: Int
+        to operations: ChannelPipeline.SynchronousOperations, dispatcher: RequestDispatcher, account: ConnectionAccount,
+        state: ConnectionState, maximumRequestsInFlight: Int, maximumFrameBytes: Int, peer: Peer? = nil
     ) throws {
-        try operations.addHandler(FastPathHandler(dispatcher: dispatcher, account: account, maximumFrameBytes: maximumFrameBytes))
+        try operations.addHandler(
+            FastPathHandler(
+                dispatcher: dispatcher, account: account, state: state, maximumRequestsInFlight: maximumRequestsInFlight,
+                maximumFrameBytes: maximumFrameBytes, peer: peer))
     }
 }
 

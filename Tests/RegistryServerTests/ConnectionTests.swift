@@ -31,16 +31,23 @@ import Testing
     }
 
     /// A channel with the connection's handlers, and the connection serving it.
-    func serve() async throws -> (NIOAsyncTestingChannel, Task<Void, Never>) {
+    /// - Parameter eventLoopKnowsPeer: whether the event-loop handler knows the peer, as on a real
+    ///   socket, and so answers and starts requests itself; else every request goes to the async
+    ///   reader (as before a socket's credentials are read).
+    func serve(eventLoopKnowsPeer: Bool = true) async throws -> (NIOAsyncTestingChannel, Task<Void, Never>) {
         let channel = NIOAsyncTestingChannel()
         let account = ConnectionAccount(budget: BufferBudget(limit: 1 << 30))
+        let state = ConnectionState()
         let async = try await channel.testingEventLoop.executeInContext {
             let operations = channel.pipeline.syncOperations
-            try SocketServer.addRequestHandlers(to: operations, dispatcher: self.dispatcher, account: account, maximumFrameBytes: 1 << 20)
+            try SocketServer.addRequestHandlers(
+                to: operations, dispatcher: self.dispatcher, account: account, state: state, maximumRequestsInFlight: 8,
+                maximumFrameBytes: 1 << 20, peer: eventLoopKnowsPeer ? self.root : nil)
             return try NIOAsyncChannel<InboundRequest, ByteBuffer>(wrappingChannelSynchronously: channel)
         }
         let connection = Connection(
-            channel: channel, account: account, dispatcher: self.dispatcher, maximumRequestsInFlight: 8, logger: Logger(label: "test"))
+            channel: channel, account: account, state: state, dispatcher: self.dispatcher, maximumRequestsInFlight: 8,
+            logger: Logger(label: "test"))
         let task = Task { [root] in await connection.run(async, peer: root) }
         return (channel, task)
     }
@@ -81,9 +88,9 @@ import Testing
         return try Registry_V1_Response(serializedBytes: try #require(body))
     }
 
-    @Test func aRefusedHelloStopsEveryLaterRequestFromRunning() async throws {
+    @Test(arguments: [true, false]) func aRefusedHelloStopsEveryLaterRequestFromRunning(eventLoopKnowsPeer: Bool) async throws {
         defer { self.cleanUp() }
-        let (channel, task) = try await self.serve()
+        let (channel, task) = try await self.serve(eventLoopKnowsPeer: eventLoopKnowsPeer)
         var bytes = try Self.registration(1, "before", axis: 0)
         bytes.writeImmutableBuffer(try Self.frame(2, .hello(.with { $0.protocolMajor = 2 })))
         for i in 0..<5 { bytes.writeImmutableBuffer(try Self.registration(UInt64(3 + i), "after-\(i)", axis: 1 + i)) }
@@ -104,9 +111,73 @@ import Testing
         #expect(try self.engine.identifiers().identifiers == ["before"])
     }
 
-    @Test func aClientThatStopsSendingGetsEveryReplyInOrder() async throws {
+    /// Registrations started on the event loop, more of them than may run at once, with requests of
+    /// every other way between them: answered at once (an authentication), refused before reaching
+    /// the writer (an unknown gallery), passed on to a task (listing galleries).
+    @Test(arguments: [true, false]) func everyKindOfRequestInOnePipelineIsAnsweredInOrder(eventLoopKnowsPeer: Bool) async throws {
         defer { self.cleanUp() }
-        let (channel, task) = try await self.serve()
+        let (channel, task) = try await self.serve(eventLoopKnowsPeer: eventLoopKnowsPeer)
+        try await channel.writeInbound(try Self.registration(1, "alice", axis: 0))
+        #expect(try await Self.reply(channel).id == 1)
+        var vector = [Float](repeating: 0, count: 128)
+        vector[0] = 1
+        let face = Registry_V1_Face.with {
+            $0.templates = [
+                .with {
+                    $0.algorithm = 24
+                    $0.vector = vector
+                }
+            ]
+        }
+        var bytes = ByteBuffer()
+        var expected: [(UInt64, String)] = []
+        func add(_ kind: String, _ frame: (UInt64) throws -> ByteBuffer) throws {
+            let id = UInt64(expected.count + 2)
+            bytes.writeImmutableBuffer(try frame(id))
+            expected.append((id, kind))
+        }
+        for i in 1...10 { try add("register") { try Self.registration($0, "p\(i)", axis: i) } }
+        try add("authenticate") {
+            try Self.frame(
+                $0,
+                .authenticate(
+                    .with {
+                        $0.identifier = "alice"
+                        $0.face = face
+                    }))
+        }
+        try add("list") { try Self.frame($0, .listGalleries(.init())) }
+        try add("UNKNOWN_GALLERY") {
+            try Self.frame(
+                $0,
+                .register(
+                    .with {
+                        $0.gallery = "nope"
+                        $0.identifier = "x"
+                        $0.face = face
+                    }))
+        }
+        for i in 11...14 { try add("register") { try Self.registration($0, "p\(i)", axis: i) } }
+        try await channel.writeInbound(bytes)
+        channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        for (id, kind) in expected {
+            let reply = try await Self.reply(channel)
+            #expect(reply.id == id)
+            switch reply.result {
+            case .register: #expect(kind == "register")
+            case .authenticate(let result): #expect(kind == "authenticate" && result.authenticated)
+            case .listGalleries: #expect(kind == "list")
+            case .error(let error): #expect(kind == RegistryError.Code(error.code).rawValue, "request \(id): \(error.message)")
+            default: Issue.record("request \(id): unexpected reply \(reply)")
+            }
+        }
+        await task.value
+        #expect(try self.engine.identifiers().identifiers.count == 15)
+    }
+
+    @Test(arguments: [true, false]) func aClientThatStopsSendingGetsEveryReplyInOrder(eventLoopKnowsPeer: Bool) async throws {
+        defer { self.cleanUp() }
+        let (channel, task) = try await self.serve(eventLoopKnowsPeer: eventLoopKnowsPeer)
         var bytes = ByteBuffer()
         for i in 0..<20 { bytes.writeImmutableBuffer(try Self.registration(UInt64(i + 1), "p\(i)", axis: i)) }
         try await channel.writeInbound(bytes)
@@ -124,9 +195,11 @@ import Testing
         #expect(try self.engine.identifiers().identifiers.count == 20)
     }
 
-    @Test func framesCutIntoOddPiecesAreAnsweredInOrderAndAnOversizedOneEndsTheConnection() async throws {
+    @Test(arguments: [true, false]) func framesCutIntoOddPiecesAreAnsweredInOrderAndAnOversizedOneEndsTheConnection(eventLoopKnowsPeer: Bool)
+        async throws
+    {
         defer { self.cleanUp() }
-        let (channel, task) = try await self.serve()
+        let (channel, task) = try await self.serve(eventLoopKnowsPeer: eventLoopKnowsPeer)
         var wire = ByteBuffer()
         for i in 0..<6 { wire.writeImmutableBuffer(try Self.registration(UInt64(i + 1), "q\(i)", axis: i)) }
         wire.writeImmutableBuffer(try Self.frame(7, .listGalleries(.init())))

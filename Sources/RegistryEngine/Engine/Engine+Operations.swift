@@ -69,6 +69,64 @@ extension Engine {
         face: Face,
         force: Bool = false
     ) async throws -> Registration {
+        try await withCheckedThrowingContinuation { continuation in
+            self.register(gallery: name, identifier: identifier, face: face, force: force) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// ``register(gallery:identifier:face:force:)`` without a task: `completion` runs once, with the
+    /// registration or its refusal, on the writer thread after the commit or on this thread when the
+    /// request is refused before it is queued. Must not block: it delays the writer's next batch.
+    public func register(
+        gallery name: String = GalleryConfiguration.defaultName,
+        identifier: String,
+        face: Face,
+        force: Bool = false,
+        completion: @escaping @Sendable (Result<Registration, any Error>) -> Void
+    ) {
+        let prepared: (galleryId: UInt32, templates: PreparedFace, quality: QualityAssessment?, liveness: LivenessVerdict?)
+        do {
+            prepared = try self.prepareRegistration(gallery: name, identifier: identifier, face: face)
+        } catch {
+            completion(.failure(error))
+            return
+        }
+        let (galleryId, templates, quality, liveness) = prepared
+        let precheck = Precheck(gallery: name, galleryId: galleryId, identifier: identifier, templates: templates)
+        self.write(
+            precheck: precheck,
+            { txn, context in
+                let gallery = try self.currentGallery(name, id: galleryId)
+                var findings: [RegistrationFinding] = []
+                var targets: [(RegistryIndex, PreparedTemplate)] = []
+                for registry in gallery.registries {
+                    guard let template = templates[registry.algorithm.version] else { continue }
+                    targets.append((registry, template))
+                    let check = Matching.check(
+                        registry, in: gallery, identifier: identifier, query: template, batch: context.batch,
+                        precomputed: context.precomputed[registry.id])
+                    if let finding = check.finding(algorithm: registry.algorithm.version, thresholds: registry.thresholds) {
+                        findings.append(finding)
+                    }
+                }
+                if !force, let decisive = Self.decisive(findings) {
+                    throw Self.refusal(decisive, all: findings, identifier: identifier, catalog: self.catalog)
+                }
+                let source: TemplateSource = findings.isEmpty ? .registered : .forced
+                let stored = try targets.map { registry, template in
+                    try self.storeTemplate(
+                        txn, context, gallery: gallery, registry: registry, identifier: identifier, template: template, source: source,
+                        quality: quality?.score)
+                }
+                return Registration(stored: stored, findings: findings, quality: quality, liveness: liveness)
+            }, completion: completion)
+    }
+
+    /// A registration's checks before it is queued: the gallery and templates, the liveness gate and
+    /// the capture quality each registry requires.
+    private func prepareRegistration(
+        gallery name: String, identifier: String, face: Face
+    ) throws -> (galleryId: UInt32, templates: PreparedFace, quality: QualityAssessment?, liveness: LivenessVerdict?) {
         let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: identifier, face: face)
         let quality = face.capture.flatMap(CaptureQuality.assess)
         let liveness = try self.indexLock.withReadLock { () throws(RegistryError) -> LivenessVerdict? in
@@ -83,32 +141,7 @@ extension Engine {
             }
             return verdict
         }
-        let precheck = Precheck(gallery: name, galleryId: galleryId, identifier: identifier, templates: templates)
-        return try await self.write(precheck: precheck) { txn, context in
-            let gallery = try self.currentGallery(name, id: galleryId)
-            var findings: [RegistrationFinding] = []
-            var targets: [(RegistryIndex, PreparedTemplate)] = []
-            for registry in gallery.registries {
-                guard let template = templates[registry.algorithm.version] else { continue }
-                targets.append((registry, template))
-                let check = Matching.check(
-                    registry, in: gallery, identifier: identifier, query: template, batch: context.batch,
-                    precomputed: context.precomputed[registry.id])
-                if let finding = check.finding(algorithm: registry.algorithm.version, thresholds: registry.thresholds) {
-                    findings.append(finding)
-                }
-            }
-            if !force, let decisive = Self.decisive(findings) {
-                throw Self.refusal(decisive, all: findings, identifier: identifier, catalog: self.catalog)
-            }
-            let source: TemplateSource = findings.isEmpty ? .registered : .forced
-            let stored = try targets.map { registry, template in
-                try self.storeTemplate(
-                    txn, context, gallery: gallery, registry: registry, identifier: identifier, template: template, source: source,
-                    quality: quality?.score)
-            }
-            return Registration(stored: stored, findings: findings, quality: quality, liveness: liveness)
-        }
+        return (galleryId, templates, quality, liveness)
     }
 
     /// The finding that decides a refusal: the first similar face in priority order, else the first mismatch.

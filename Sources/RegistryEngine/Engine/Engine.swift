@@ -141,14 +141,26 @@ public final class Engine: @unchecked Sendable {
         _ body: @escaping @Sendable (borrowing Transaction, OperationContext) throws -> T
     ) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            let request = WriteQueue.Request(
-                exclusive: exclusive,
-                precheck: precheck,
-                body: { txn, context in try body(txn, context) },
-                completion: { result in continuation.resume(with: result.map { $0 as! T }) })
-            if !self.writer.submit(request) {
-                continuation.resume(throwing: RegistryError(.shuttingDown, "the registry is shutting down"))
-            }
+            self.write(exclusive: exclusive, precheck: precheck, body) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// ``write(exclusive:precheck:_:)`` without a task: `completion` runs once, on the writer thread
+    /// after the commit (or on this thread, at once, when the writer is stopping). For callers that
+    /// answer from an event loop, where a suspended task would cost two thread switches per write.
+    func write<T: Sendable>(
+        exclusive: Bool = false,
+        precheck: Precheck? = nil,
+        _ body: @escaping @Sendable (borrowing Transaction, OperationContext) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
+        let request = WriteQueue.Request(
+            exclusive: exclusive,
+            precheck: precheck,
+            body: { txn, context in try body(txn, context) },
+            completion: { result in completion(result.map { $0 as! T }) })
+        if !self.writer.submit(request) {
+            completion(.failure(RegistryError(.shuttingDown, "the registry is shutting down")))
         }
     }
 

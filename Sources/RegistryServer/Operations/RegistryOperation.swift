@@ -25,6 +25,8 @@ protocol RegistryOperation: Sendable {
     static var isAudited: Bool { get }
     /// Whether its outcomes are `match` and `no-match` (identify, authenticate), for the metrics.
     static var decidesMatches: Bool { get }
+    /// Whether ``start(in:completion:)`` carries it out (registrations), so that it needs no task.
+    static var startsWithoutTask: Bool { get }
     /// The wire form of a result.
     static func response(_ result: Result) -> Registry_V1_Response.OneOf_Result
     /// The whole reply frame for `result`, written without building the response message, or nil
@@ -47,6 +49,10 @@ protocol RegistryOperation: Sendable {
     func performImmediately(in context: OperationContext) throws -> Result?
     /// Carries the operation out.
     func perform(in context: OperationContext) async throws -> Result
+    /// Starts the operation without a task when it can (``startsWithoutTask``): `completion` then runs
+    /// once with its outcome, on whatever thread finishes it (the engine's writer, typically), and this
+    /// returns true. False (the default): nothing was started; ``perform(in:)`` carries it out.
+    func start(in context: OperationContext, completion: @escaping @Sendable (Swift.Result<Result, any Error>) -> Void) -> Bool
     /// The audit trail's view of a successful result.
     func audit(_ result: Result) -> AuditOutcome
 }
@@ -79,6 +85,7 @@ struct AuditOutcome: Sendable {
 extension RegistryOperation {
     static var isAudited: Bool { true }
     static var decidesMatches: Bool { false }
+    static var startsWithoutTask: Bool { false }
     static func framedReply(id: UInt64, _ result: Result) -> ByteBuffer? { nil }
     static func metrics(in metrics: ServerMetrics) -> OperationMetrics {
         metrics.operation(Self.name, decidesMatches: Self.decidesMatches)
@@ -86,6 +93,17 @@ extension RegistryOperation {
     var auditedIdentifiers: [String] { [] }
     var templates: [Registry_V1_Template] { [] }
     func performImmediately(in context: OperationContext) throws -> Result? { nil }
+    func start(in context: OperationContext, completion: @escaping @Sendable (Swift.Result<Result, any Error>) -> Void) -> Bool {
+        false
+    }
+
+    /// ``perform(in:)`` for an operation that ``start(in:completion:)`` carries out.
+    func performStarted(in context: OperationContext) async throws -> Result {
+        try await withCheckedThrowingContinuation { continuation in
+            let started = self.start(in: context) { continuation.resume(with: $0) }
+            precondition(started, "\(Self.name) has no start(in:completion:)")
+        }
+    }
     func audit(_ result: Result) -> AuditOutcome { AuditOutcome(identifiers: self.auditedIdentifiers, outcome: "ok") }
 }
 
