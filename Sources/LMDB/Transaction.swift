@@ -10,11 +10,25 @@ public struct Transaction: ~Copyable {
     let handle: OpaquePointer
     /// Whether this is a read-only transaction (writes throw `EACCES` from LMDB).
     public let isReadOnly: Bool
+    /// Counts the calls that may have changed a write transaction (shared with its nested children).
+    private let changes: ChangeCounter?
+
+    init(handle: OpaquePointer, isReadOnly: Bool, changes: ChangeCounter? = nil) {
+        self.handle = handle
+        self.isReadOnly = isReadOnly
+        self.changes = isReadOnly ? nil : changes ?? ChangeCounter()
+    }
+
+    /// How many calls so far may have changed the store through this transaction or its nested
+    /// children (puts, deletes, empties; counted when called, so a failed one counts too). Lets a
+    /// caller tell whether a body that failed left changes behind.
+    public var changeCount: Int { self.changes?.count ?? 0 }
 
     /// Opens (or, in a write transaction with `create`, creates) a named database (`mdb_dbi_open`).
     /// - Throws: ``LMDBError``; `MDB_NOTFOUND` when it does not exist and `create` is false.
     public func openDatabase(_ name: String, create: Bool = false) throws -> Database {
         var dbi: MDB_dbi = 0
+        if create { self.changes?.count += 1 }
         let flags = create ? UInt32(MDB_CREATE) : 0
         try check(mdb_dbi_open(self.handle, name, flags, &dbi), "mdb_dbi_open(\(name))")
         return Database(dbi: dbi, name: name)
@@ -46,6 +60,7 @@ public struct Transaction: ~Copyable {
         value: UnsafeRawBufferPointer,
         flags: PutFlags = []
     ) throws {
+        self.changes?.count += 1
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
         try check(mdb_put(self.handle, db.dbi, &k, &v, flags.rawValue), "mdb_put(\(db.name))")
@@ -67,6 +82,7 @@ public struct Transaction: ~Copyable {
         flags: PutFlags = [],
         fill: (UnsafeMutableRawBufferPointer) -> Void
     ) throws {
+        self.changes?.count += 1
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: count, mv_data: nil)
         try check(
@@ -79,6 +95,7 @@ public struct Transaction: ~Copyable {
     /// Deletes `key` (`mdb_del`). Returns whether it existed.
     @discardableResult
     public func delete(_ db: Database, key: UnsafeRawBufferPointer) throws -> Bool {
+        self.changes?.count += 1
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         let rc = mdb_del(self.handle, db.dbi, &k, nil)
         if rc == MDB_NOTFOUND { return false }
@@ -101,6 +118,7 @@ public struct Transaction: ~Copyable {
 
     /// Removes every entry of `db`, keeping the database itself (`mdb_drop` with `del = 0`).
     public func empty(_ db: Database) throws {
+        self.changes?.count += 1
         try check(mdb_drop(self.handle, db.dbi, 0), "mdb_drop(\(db.name))")
     }
 
@@ -162,7 +180,7 @@ public struct Transaction: ~Copyable {
         precondition(!self.isReadOnly, "nested transactions exist only for write transactions")
         var child: OpaquePointer?
         try check(mdb_txn_begin(mdb_txn_env(self.handle), self.handle, 0, &child), "mdb_txn_begin(nested)")
-        let txn = Transaction(handle: child!, isReadOnly: false)
+        let txn = Transaction(handle: child!, isReadOnly: false, changes: self.changes)
         let result: T
         do {
             result = try body(txn)
@@ -181,4 +199,10 @@ public struct Transaction: ~Copyable {
         defer { mdb_cursor_close(cursor) }
         return try body(cursor!)
     }
+}
+
+/// A write transaction's count of changing calls (``Transaction/changeCount``); used by one thread
+/// at a time, as the transaction is.
+final class ChangeCounter {
+    var count = 0
 }

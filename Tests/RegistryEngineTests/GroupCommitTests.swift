@@ -1,3 +1,4 @@
+import LMDB
 import MetricsTestKit
 import SyntheticFaces
 import TestSupport
@@ -19,6 +20,38 @@ import Testing
                 }
             }
             try await group.waitForAll()
+        }
+    }
+
+    /// A flat write (run in its batch's own transaction, not a nested one) that fails after writing
+    /// leaves nothing behind, and the writes sharing its batch still land.
+    @Test func aFlatWriteThatFailsAfterWritingLeavesNothingAndItsBatchLands() async throws {
+        try await withEngine { engine in
+            let profiles = engine.store.profiles
+            let (commitsBefore, _) = engine.commitStatistics
+            let outcomes = try await withThrowingTaskGroup(of: (String, Bool).self) { group in
+                for index in 0..<48 {
+                    group.addTask {
+                        let key = "k\(index)"
+                        do {
+                            try await engine.write(flat: index % 2 == 0) { txn, _ in
+                                try txn.put(profiles, key: Array(key.utf8), value: [1])
+                                if index % 3 == 0 { throw RegistryError(.malformedRequest, "refused after writing") }
+                            }
+                            return (key, true)
+                        } catch let error as RegistryError where error.code == .malformedRequest {
+                            return (key, false)
+                        }
+                    }
+                }
+                return try await group.reduce(into: [String: Bool]()) { $0[$1.0] = $1.1 }
+            }
+            #expect(engine.commitStatistics.commits - commitsBefore < 48, "the writes did not share batches")
+            let stored = try engine.store.environment.read { txn in
+                try outcomes.keys.filter { try txn.get(profiles, key: Array($0.utf8)) != nil }
+            }
+            #expect(Set(stored) == Set(outcomes.filter(\.value).keys))
+            #expect(outcomes.values.filter { !$0 }.count == 16)
         }
     }
 

@@ -93,8 +93,10 @@ extension Engine {
         }
         let (galleryId, templates, quality, liveness) = prepared
         let precheck = Precheck(gallery: name, galleryId: galleryId, identifier: identifier, templates: templates)
+        // Flat: every check comes before the first write. What can still fail after it (LMDB, or
+        // sealing a payload in an encrypted store) fails the batch or runs it again nested.
         self.write(
-            precheck: precheck,
+            precheck: precheck, flat: true,
             { txn, context in
                 let gallery = try self.currentGallery(name, id: galleryId)
                 var findings: [RegistrationFinding] = []

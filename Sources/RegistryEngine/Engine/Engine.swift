@@ -138,25 +138,29 @@ public final class Engine: @unchecked Sendable {
     func write<T: Sendable>(
         exclusive: Bool = false,
         precheck: Precheck? = nil,
+        flat: Bool = false,
         _ body: @escaping @Sendable (borrowing Transaction, OperationContext) throws -> T
     ) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            self.write(exclusive: exclusive, precheck: precheck, body) { continuation.resume(with: $0) }
+            self.write(exclusive: exclusive, precheck: precheck, flat: flat, body) { continuation.resume(with: $0) }
         }
     }
 
     /// ``write(exclusive:precheck:_:)`` without a task: `completion` runs once, on the writer thread
     /// after the commit (or on this thread, at once, when the writer is stopping). For callers that
     /// answer from an event loop, where a suspended task would cost two thread switches per write.
+    /// `flat`: see ``WriteQueue/Request/flat``.
     func write<T: Sendable>(
         exclusive: Bool = false,
         precheck: Precheck? = nil,
+        flat: Bool = false,
         _ body: @escaping @Sendable (borrowing Transaction, OperationContext) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
         let request = WriteQueue.Request(
             exclusive: exclusive,
             precheck: precheck,
+            flat: flat,
             body: { txn, context in try body(txn, context) },
             completion: { result in completion(result.map { $0 as! T }) })
         if !self.writer.submit(request) {
@@ -172,29 +176,43 @@ public final class Engine: @unchecked Sendable {
         var changes = BatchChanges()
         let prechecked = self.precheck(batch)
         let started = ContinuousClock.now
+        // Flat operations that failed after writing: in the run again, they are nested.
+        var nested: Set<Int> = []
         do {
-            try self.store.environment.write { txn in
-                // Runs again from scratch if the map had to grow.
-                results = []
-                changes = BatchChanges()
-                let firstId = try self.store.readUInt64(txn, Keys.nextTemplateId) ?? 1
-                var nextId = firstId
-                for (index, request) in batch.enumerated() {
-                    let context = OperationContext(batch: changes, nextTemplateId: nextId)
-                    context.precomputed = prechecked[index] ?? [:]
-                    do {
-                        let value = try txn.nested { child in try request.body(child, context) }
-                        changes.append(context.changes)
-                        results.append(.success(value))
-                    } catch let error as LMDBError {
-                        throw error
-                    } catch {
-                        results.append(.failure(error))
+            while true {
+                do {
+                    try self.store.environment.write { txn in
+                        // Runs again from scratch if the map had to grow.
+                        results = []
+                        changes = BatchChanges()
+                        let firstId = try self.store.readUInt64(txn, Keys.nextTemplateId) ?? 1
+                        var nextId = firstId
+                        for (index, request) in batch.enumerated() {
+                            let context = OperationContext(batch: changes, nextTemplateId: nextId)
+                            context.precomputed = prechecked[index] ?? [:]
+                            let flat = request.flat && !nested.contains(index)
+                            let changesBefore = txn.changeCount
+                            do {
+                                let value = try flat ? request.body(txn, context) : txn.nested { child in try request.body(child, context) }
+                                changes.append(context.changes)
+                                results.append(.success(value))
+                            } catch let error as LMDBError {
+                                throw error
+                            } catch  where flat && txn.changeCount != changesBefore {
+                                // Its changes cannot be undone alone: the whole batch runs again.
+                                throw FlatOperationFailed(index: index)
+                            } catch {
+                                results.append(.failure(error))
+                            }
+                            nextId = context.nextTemplateId
+                        }
+                        // A batch that wrote nothing leaves no dirty page, and LMDB then skips the fsync.
+                        if nextId != firstId { try self.store.writeInteger(txn, Keys.nextTemplateId, nextId) }
                     }
-                    nextId = context.nextTemplateId
+                    break
+                } catch let failed as FlatOperationFailed {
+                    nested.insert(failed.index)
                 }
-                // A batch that wrote nothing leaves no dirty page, and LMDB then skips the fsync.
-                if nextId != firstId { try self.store.writeInteger(txn, Keys.nextTemplateId, nextId) }
             }
         } catch {
             let failure = (error as? LMDBError).map(RegistryError.storage) ?? error
@@ -215,6 +233,12 @@ public final class Engine: @unchecked Sendable {
                     error is RegistryError ? error : RegistryError(.internal, "\(error)")
                 })
         }
+    }
+
+    /// A flat operation (``WriteQueue/Request/flat``) failed after writing: the batch's transaction is
+    /// aborted and the batch runs again with that operation nested.
+    private struct FlatOperationFailed: Error {
+        let index: Int
     }
 
     /// The announced registration checks of a batch against the committed index, one pass over each

@@ -107,6 +107,9 @@ final class Store: @unchecked Sendable {
     let pageSize: Int
     /// Seals template payloads at rest when the store is encrypted (replaced by a key rotation).
     let cipher = Mutex<PayloadCipher?>(nil)
+    /// ``VectorLayout/partSize(payloadBytes:pageSize:)`` by payload size: a store holds a few sizes
+    /// (one per algorithm), and working one out tries 64 part counts.
+    private let partSizes = Mutex<[Int: Int]>([:])
 
     init(path: String, configuration: EngineConfiguration) throws {
         var options = Environment.Options()
@@ -286,7 +289,12 @@ final class Store: @unchecked Sendable {
     /// Writes a payload's stored bytes in parts. `append` for a new template (its id is the greatest),
     /// not for a rewrite.
     private func putParts(_ txn: borrowing Transaction, id: UInt64, stored payload: [UInt8], append: Bool) throws {
-        let partSize = VectorLayout.partSize(payloadBytes: payload.count, pageSize: self.pageSize)
+        let partSize = self.partSizes.withLock { sizes in
+            if let size = sizes[payload.count] { return size }
+            let size = VectorLayout.partSize(payloadBytes: payload.count, pageSize: self.pageSize)
+            sizes[payload.count] = size
+            return size
+        }
         try payload.withUnsafeBytes { bytes in
             var part = 0
             var offset = 0

@@ -6,23 +6,23 @@ extension Registry_V1_RegisterRequest: RegistryOperation {
     static let name = "register"
     static let right: OperationClass? = .enrol
     static let startsWithoutTask = true
-    static func response(_ result: Registry_V1_RegisterResult) -> Registry_V1_Response.OneOf_Result { .register(result) }
+    /// The engine's result, converted for the wire when the reply is made (on the event loop), not
+    /// in the completion (on the writer thread, whose time every registration shares).
+    static func response(_ result: Registration) -> Registry_V1_Response.OneOf_Result { .register(Registry_V1_RegisterResult(result)) }
 
     var scope: OperationScope { .gallery(self.gallery) }
 
     var auditedIdentifiers: [String] { [self.identifier] }
     var templates: [Registry_V1_Template] { self.face.templates }
 
-    func perform(in context: OperationContext) async throws -> Registry_V1_RegisterResult {
+    func perform(in context: OperationContext) async throws -> Registration {
         try await self.performStarted(in: context)
     }
 
-    func start(
-        in context: OperationContext, completion: @escaping @Sendable (Result<Registry_V1_RegisterResult, any Error>) -> Void
-    ) -> Bool {
+    func start(in context: OperationContext, completion: @escaping @Sendable (Result<Registration, any Error>) -> Void) -> Bool {
         context.engine.register(
-            gallery: RequestDispatcher.gallery(self.gallery), identifier: self.identifier, face: Face(self.face), force: self.force
-        ) { completion($0.map(Registry_V1_RegisterResult.init)) }
+            gallery: RequestDispatcher.gallery(self.gallery), identifier: self.identifier, face: Face(self.face), force: self.force,
+            completion: completion)
         return true
     }
 }
