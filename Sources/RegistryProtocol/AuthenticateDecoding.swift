@@ -202,44 +202,55 @@ public enum AuthenticateEncoding {
     /// message).
     public static func framedReply(id: UInt64, _ result: Authentication) -> ByteBuffer? {
         guard result.autoEnrolment.isEmpty, result.liveness == nil else { return nil }
-        // The frame's length and the result's length are written once known. The result's fields
-        // take at most 2 + 5 + 11 + 6 bytes, so its length is always a one-byte varint.
-        var buffer = ByteBufferAllocator().buffer(capacity: 4 + 11 + 2 + 24)
-        buffer.writeInteger(UInt32(0))
-        // Response: id (1, varint) when not zero, then authenticate (12, length-delimited).
-        if id != 0 {
-            buffer.writeInteger(UInt8(1 << 3))
-            Self.writeVarint(id, to: &buffer)
+        // At most 4 + 11 + 2 + 24 bytes, written into stack memory and copied into the buffer in one
+        // call: each write to a ByteBuffer checks its storage's uniqueness and exclusive access, which
+        // cost about as much as the encoding itself.
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 48) { bytes in
+            var count = 4  // the frame's length comes first, written once known
+            func put(_ byte: UInt8) {
+                bytes[count] = byte
+                count += 1
+            }
+            func putVarint(_ value: UInt64) {
+                var value = value
+                while value >= 0x80 {
+                    put(UInt8(truncatingIfNeeded: value) | 0x80)
+                    value >>= 7
+                }
+                put(UInt8(value))
+            }
+            // Response: id (1, varint) when not zero, then authenticate (12, length-delimited).
+            if id != 0 {
+                put(1 << 3)
+                putVarint(id)
+            }
+            put(12 << 3 | 2)
+            // The result's fields take at most 2 + 5 + 11 + 6 bytes: its length is one varint byte.
+            let lengthAt = count
+            put(0)
+            // AuthenticateResult: authenticated (1, varint), score (2, fixed32), template_id (3, varint),
+            // algorithm (4, varint), each only when not zero (the score: when its bits are not zero).
+            if result.authenticated {
+                put(1 << 3)
+                put(1)
+            }
+            if result.score.bitPattern != 0 {
+                put(2 << 3 | 5)
+                for shift in stride(from: 0, to: 32, by: 8) { put(UInt8(truncatingIfNeeded: result.score.bitPattern >> shift)) }
+            }
+            if result.templateId != 0 {
+                put(3 << 3)
+                putVarint(result.templateId)
+            }
+            if result.algorithm != 0 {
+                put(4 << 3)
+                putVarint(UInt64(result.algorithm))
+            }
+            bytes[lengthAt] = UInt8(count - lengthAt - 1)
+            for index in 0..<4 { bytes[index] = UInt8(truncatingIfNeeded: UInt32(count - 4) >> (24 - 8 * index)) }
+            var buffer = ByteBufferAllocator().buffer(capacity: count)
+            buffer.writeBytes(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[0..<count])))
+            return buffer
         }
-        buffer.writeInteger(UInt8(12 << 3 | 2))
-        let lengthAt = buffer.writerIndex
-        buffer.writeInteger(UInt8(0))
-        // AuthenticateResult: authenticated (1, varint), score (2, fixed32), template_id (3, varint),
-        // algorithm (4, varint), each only when not zero (the score: when its bits are not zero).
-        if result.authenticated { buffer.writeBytes([1 << 3, 1]) }
-        if result.score.bitPattern != 0 {
-            buffer.writeInteger(UInt8(2 << 3 | 5))
-            buffer.writeInteger(result.score.bitPattern, endianness: .little)
-        }
-        if result.templateId != 0 {
-            buffer.writeInteger(UInt8(3 << 3))
-            Self.writeVarint(result.templateId, to: &buffer)
-        }
-        if result.algorithm != 0 {
-            buffer.writeInteger(UInt8(4 << 3))
-            Self.writeVarint(UInt64(result.algorithm), to: &buffer)
-        }
-        buffer.setInteger(UInt8(buffer.writerIndex - lengthAt - 1), at: lengthAt)
-        buffer.setInteger(UInt32(buffer.readableBytes - 4), at: buffer.readerIndex, endianness: .big)
-        return buffer
-    }
-
-    static func writeVarint(_ value: UInt64, to buffer: inout ByteBuffer) {
-        var value = value
-        while value >= 0x80 {
-            buffer.writeInteger(UInt8(truncatingIfNeeded: value) | 0x80)
-            value >>= 7
-        }
-        buffer.writeInteger(UInt8(value))
     }
 }
