@@ -230,6 +230,7 @@ extension ServerMetrics {
             EngineMetrics.queueDepthLabel: "Writes waiting for the writer thread.",
             EngineMetrics.commitDurationLabel: "Durable commits: the batch's write transaction and its fsync.",
             EngineMetrics.batchSizeLabel: "Operations carried by one commit.",
+            EngineMetrics.auditEntriesDroppedLabel: "Audit entries dropped: their flush failed while 64 MiB of entries already waited.",
         ]
 
         static let requestBuckets: [Duration] = [

@@ -373,12 +373,7 @@ import Testing
 
     /// A fresh tmpfs mounted with `options`, or nil where mounting is not allowed.
     static func temporaryMount(options: String) throws -> String? {
-        let point = TemporaryDirectory("registryd-it").path
-        guard system("mount -t tmpfs -o \(options) tmpfs '\(point)' 2>/dev/null") == 0 else {
-            rmdir(point)
-            return nil
-        }
-        return point
+        TemporaryMount(options: options)?.path
     }
 
     static func unmount(_ point: String) {

@@ -1,3 +1,4 @@
+import Glibc
 import LMDB
 import TestSupport
 import Testing
@@ -43,6 +44,48 @@ import Testing
             let kept = try await engine.auditEntries(AuditQuery())
             #expect(kept.map(\.identifiers) == (2..<7).map { ["p\($0)"] }, "\(kept.map(\.identifiers))")
         }
+    }
+
+    /// A flush whose commit fails on a full disk keeps its entries: once there is room again, the
+    /// trail holds them, in the order they were recorded, before those recorded since.
+    @Test(.enabled(if: geteuid() == 0, "mounting a tmpfs needs root"))
+    func aFlushThatFailsOnAFullDiskKeepsItsEntriesForTheNext() async throws {
+        guard let mount = TemporaryMount(options: "size=4m") else {
+            print("skipped: mounting a tmpfs is not allowed here")
+            return
+        }
+        defer { mount.remove() }
+        // Ballast that leaves the store about a megabyte, removed later to make room.
+        let ballast = mount.path + "/ballast"
+        #expect(system("head -c 3000000 /dev/urandom > '\(ballast)'") == 0)
+        let engine = try Engine(path: mount.path + "/data")
+        defer { engine.close() }
+        func importOne(_ index: Int) async throws {
+            var vector = [Float](repeating: 0.01, count: 128)
+            vector[index % 128] = 1
+            _ = try await engine.importTemplates([ImportItem(identifier: "filler-\(index)", template: FaceTemplate(algorithm: 24, vector: vector))])
+        }
+        var filled = 0
+        while true {
+            do {
+                try await importOne(filled)
+                filled += 1
+            } catch let error as RegistryError where error.code == .storageFull {
+                break
+            }
+        }
+        #expect(filled > 0)
+        engine.recordAudit(self.entry("identify", ["before-1"]))
+        engine.recordAudit(self.entry("identify", ["before-2"]))
+        // Their flush fails with this write (or alone, 0.1 s later): the disk is still full.
+        await #expect(throws: RegistryError.self) { try await importOne(filled) }
+        try await Task.sleep(for: .milliseconds(300))
+        engine.recordAudit(self.entry("identify", ["after"]))
+        #expect(unlink(ballast) == 0)
+        try await importOne(filled)
+        try await Task.sleep(for: .milliseconds(300))  // the flush rode along, or runs on its own
+        let kept = try await engine.auditEntries(AuditQuery()).map(\.identifiers)
+        #expect(kept == [["before-1"], ["before-2"], ["after"]], "\(kept)")
     }
 
     @Test func theTrailSurvivesAReopen() async throws {

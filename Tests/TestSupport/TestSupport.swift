@@ -21,6 +21,27 @@ public struct TemporaryDirectory: Sendable {
     }
 }
 
+/// A tmpfs of a few megabytes mounted on a fresh directory, for tests of a full disk (ENOSPC, as a
+/// real full file system answers). Mounting needs root.
+public struct TemporaryMount: Sendable {
+    public let path: String
+
+    /// Nil when mounting is not allowed here (not root, or in a container without the right).
+    public init?(options: String) {
+        let point = TemporaryDirectory("registryd-mount").path
+        guard system("mount -t tmpfs -o \(options) tmpfs '\(point)' 2>/dev/null") == 0 else {
+            rmdir(point)
+            return nil
+        }
+        self.path = point
+    }
+
+    public func remove() {
+        _ = system("umount '\(self.path)'")
+        rmdir(self.path)
+    }
+}
+
 /// A sibling executable of the test bundle (SwiftPM puts every product of a build in one directory).
 public func siblingExecutable(_ name: String) -> String? {
     var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))

@@ -1,3 +1,4 @@
+import CoreMetrics
 import LMDB
 import RegistryModel
 import Synchronization
@@ -31,6 +32,29 @@ final class AuditBuffer: Sendable {
             state.count = 0
             state.flushQueued = false
             return taken
+        }
+    }
+
+    /// Most bytes of entries kept waiting across failed flushes (a full or failing disk): beyond it,
+    /// a failed flush's entries are dropped (and counted) rather than the daemon's memory growing
+    /// without bound while the disk stays unusable.
+    static let maximumHeldBytes = 64 << 20
+
+    /// Puts back the entries of a flush whose commit failed, before those recorded since, so that
+    /// the next flush writes them in order. Returns whether the caller must queue a flush, and false
+    /// for `restored` when they were dropped instead (``maximumHeldBytes``).
+    func restore(_ taken: TakenAudit) -> (restored: Bool, queue: Bool) {
+        self.state.withLock { state in
+            let restored = taken.framed.count + state.pending.bytes.count <= Self.maximumHeldBytes
+            if restored {
+                var joined = ByteWriter(capacity: taken.framed.count + state.pending.bytes.count)
+                joined.append(bytes: taken.framed)
+                joined.append(bytes: state.pending.bytes)
+                state.pending = joined
+                state.count += taken.count
+            }
+            defer { if state.count > 0 { state.flushQueued = true } }
+            return (restored, state.count > 0 && !state.flushQueued)
         }
     }
 
@@ -77,7 +101,13 @@ extension Engine {
                 into: &writer, time: time, uid: uid, pid: pid, operation: operation, gallery: gallery, identifiers: identifiers,
                 outcome: outcome, score: score, errorCode: errorCode)
         }
-        guard queue else { return }
+        if queue { self.queueAuditFlush() }
+    }
+
+    /// Queues the write of the waiting entries, to join the next batch (or run alone within 0.1 s).
+    /// A flush whose commit fails puts its entries back, ahead of newer ones, and queues another:
+    /// a full disk delays the trail, it does not lose it (up to ``AuditBuffer/maximumHeldBytes``).
+    private func queueAuditFlush() {
         let taken = TakenEntries()
         let request = WriteQueue.Request(
             exclusive: false,
@@ -86,10 +116,17 @@ extension Engine {
                 if let entries = taken.taken { try self.writeAudit(txn, entries) }
                 return ()
             },
-            completion: { _ in
+            completion: { result in
                 // On the writer thread, after the commit: the batch does not run again. Taken out,
                 // so that the bytes are uniquely held when they are reused.
-                if let entries = taken.taken.take() { self.auditBuffer.recycle(entries.framed) }
+                guard let entries = taken.taken.take() else { return }
+                guard case .failure = result else {
+                    self.auditBuffer.recycle(entries.framed)
+                    return
+                }
+                let (restored, queue) = self.auditBuffer.restore(entries)
+                if !restored { self.metrics.auditEntriesDropped.increment(by: entries.count) }
+                if queue { self.queueAuditFlush() }
             })
         _ = self.writerQueue.submitLazily(request)
     }

@@ -39,7 +39,7 @@ public final class Engine: @unchecked Sendable {
     private var writer: WriteQueue!
     let auditBuffer = AuditBuffer()
     let auditRetention: AuditRetention
-    private let metrics: EngineMetrics
+    let metrics: EngineMetrics
 
     /// The writer queue (for requests that are not ``write(exclusive:_:)`` calls).
     var writerQueue: WriteQueue { self.writer }

@@ -9,14 +9,19 @@ public struct EngineMetrics: Sendable {
     let commitDuration: CoreMetrics.Timer
     /// Operations a commit carried (group commit: more than one under concurrent writers).
     let batchSize: Recorder
+    /// Audit entries dropped because their flush failed while too many were already waiting
+    /// (``AuditBuffer/maximumHeldBytes``); zero unless the disk stayed full or failing for long.
+    let auditEntriesDropped: Counter
 
     init(factory: any MetricsFactory) {
         self.queueDepth = Gauge(label: Self.queueDepthLabel, factory: factory)
         self.commitDuration = CoreMetrics.Timer(label: Self.commitDurationLabel, factory: factory)
         self.batchSize = Recorder(label: Self.batchSizeLabel, factory: factory)
+        self.auditEntriesDropped = Counter(label: Self.auditEntriesDroppedLabel, factory: factory)
     }
 
     public static let queueDepthLabel = "registryd_writer_queue_depth"
     public static let commitDurationLabel = "registryd_commit_duration_seconds"
     public static let batchSizeLabel = "registryd_commit_batch_operations"
+    public static let auditEntriesDroppedLabel = "registryd_audit_entries_dropped_total"
 }
