@@ -252,14 +252,15 @@ public final class Engine: @unchecked Sendable {
             }
             for registry in gallery.registries where !registry.isLandmarks && registry.count > 0 {
                 guard let template = precheck.templates[registry.algorithm.version] else { continue }
-                // Appended in place: a copy taken out of the dictionary and put back copied the rows
-                // gathered so far on every registration of the batch.
+                // Appended in place, with one lookup: a copy taken out of the dictionary and put back
+                // copied the rows gathered so far on every registration of the batch.
                 let owner = gallery.ordinal(of: precheck.identifier)
-                let key = ObjectIdentifier(registry)
-                if queries[key] == nil { queries[key] = (registry, [], [], []) }
-                queries[key]!.requests.append(index)
-                queries[key]!.rows += template.row
-                queries[key]!.owners.append(owner)
+                func add(to entry: inout (registry: RegistryIndex, requests: [Int], rows: [Float], owners: [UInt32?])) {
+                    entry.requests.append(index)
+                    entry.rows += template.row
+                    entry.owners.append(owner)
+                }
+                add(to: &queries[ObjectIdentifier(registry), default: (registry, [], [], [])])
             }
         }
         var results: [Int: [UInt32: Scan.CheckBest]] = [:]
