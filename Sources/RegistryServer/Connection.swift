@@ -144,13 +144,15 @@ final class Connection: Sendable {
                     let promise = self.channel.eventLoop.makePromise(of: RequestDispatcher.Reply.self)
                     queue.yield(.awaited(promise.futureResult, requestBytes: bytes))
                     let account = self.account
-                    // Registrations complete from the engine's writer without a task of their own;
-                    // the writer below still waits for their replies before the connection ends.
-                    let started = dispatcher.finish(pending, from: peer, on: self.channel.eventLoop) { reply in
-                        account.charge(reply.framed.readableBytes)
-                        promise.succeed(reply)
+                    if pending.startsWithoutTask {
+                        // Completed from the engine's writer without a task of its own; the writer
+                        // below still waits for its reply before the connection ends.
+                        dispatcher.finish(pending, from: peer, on: self.channel.eventLoop) { reply in
+                            account.charge(reply.framed.readableBytes)
+                            promise.succeed(reply)
+                        }
+                        continue
                     }
-                    guard !started else { continue }
                     group.addTask {
                         let reply = await dispatcher.finish(pending, from: peer)
                         account.charge(reply.framed.readableBytes)

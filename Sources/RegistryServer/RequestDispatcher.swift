@@ -185,18 +185,17 @@ public final class RequestDispatcher: Sendable {
         await self.finish(pending.operation, id: pending.id, from: peer, start: pending.start)
     }
 
-    /// Starts a pending operation without a task when it has that form (``Pending/startsWithoutTask``,
-    /// registrations): `completion` then runs once with the reply, on `eventLoop` (at once, before this
-    /// returns, when it is refused before it is queued and this is called on `eventLoop`), and this
-    /// returns true. False: nothing was started; ``finish(_:from:)`` runs it.
-    public func finish(_ pending: Pending, from peer: Peer?, on eventLoop: any EventLoop, completion: @escaping @Sendable (Reply) -> Void) -> Bool {
+    /// Runs a pending operation that ``Pending/startsWithoutTask`` (registrations) without a task:
+    /// `completion` runs once with the reply, on `eventLoop` (at once, before this returns, when it is
+    /// refused before it is queued and this is called on `eventLoop`). Others: ``finish(_:from:)``.
+    public func finish(_ pending: Pending, from peer: Peer?, on eventLoop: any EventLoop, completion: @escaping @Sendable (Reply) -> Void) {
         self.start(pending.operation, id: pending.id, from: peer, start: pending.start, on: eventLoop, completion: completion)
     }
 
     private func start<Operation: RegistryOperation>(
         _ operation: Operation, id: UInt64, from peer: Peer?, start: ContinuousClock.Instant, on eventLoop: any EventLoop,
         completion: @escaping @Sendable (Reply) -> Void
-    ) -> Bool {
+    ) {
         operation.start(in: self.context) { result in
             let reply = {
                 switch result {

@@ -53,8 +53,9 @@ final class AuditBuffer: Sendable {
                 state.pending = joined
                 state.count += taken.count
             }
-            defer { if state.count > 0 { state.flushQueued = true } }
-            return (restored, state.count > 0 && !state.flushQueued)
+            let queue = state.count > 0 && !state.flushQueued
+            if state.count > 0 { state.flushQueued = true }
+            return (restored, queue)
         }
     }
 

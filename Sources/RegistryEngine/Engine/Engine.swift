@@ -172,48 +172,11 @@ public final class Engine: @unchecked Sendable {
     /// transaction (a failed operation is rolled back alone), one durable commit, then the index
     /// changes, then the completions.
     private func run(_ batch: [WriteQueue.Request]) {
-        var results: [Result<any Sendable, any Error>] = []
-        var changes = BatchChanges()
         let prechecked = self.precheck(batch)
         let started = ContinuousClock.now
-        // Flat operations that failed after writing: in the run again, they are nested.
-        var nested: Set<Int> = []
+        let committed: (results: [Result<any Sendable, any Error>], changes: BatchChanges)
         do {
-            while true {
-                do {
-                    try self.store.environment.write { txn in
-                        // Runs again from scratch if the map had to grow.
-                        results = []
-                        changes = BatchChanges()
-                        let firstId = try self.store.readUInt64(txn, Keys.nextTemplateId) ?? 1
-                        var nextId = firstId
-                        for (index, request) in batch.enumerated() {
-                            let context = OperationContext(batch: changes, nextTemplateId: nextId)
-                            context.precomputed = prechecked[index] ?? [:]
-                            let flat = request.flat && !nested.contains(index)
-                            let changesBefore = txn.changeCount
-                            do {
-                                let value = try flat ? request.body(txn, context) : txn.nested { child in try request.body(child, context) }
-                                changes.append(context.changes)
-                                results.append(.success(value))
-                            } catch let error as LMDBError {
-                                throw error
-                            } catch  where flat && txn.changeCount != changesBefore {
-                                // Its changes cannot be undone alone: the whole batch runs again.
-                                throw FlatOperationFailed(index: index)
-                            } catch {
-                                results.append(.failure(error))
-                            }
-                            nextId = context.nextTemplateId
-                        }
-                        // A batch that wrote nothing leaves no dirty page, and LMDB then skips the fsync.
-                        if nextId != firstId { try self.store.writeInteger(txn, Keys.nextTemplateId, nextId) }
-                    }
-                    break
-                } catch let failed as FlatOperationFailed {
-                    nested.insert(failed.index)
-                }
-            }
+            committed = try self.commit(batch, prechecked: prechecked)
         } catch {
             let failure = (error as? LMDBError).map(RegistryError.storage) ?? error
             for request in batch { request.completion(.failure(failure)) }
@@ -224,15 +187,68 @@ public final class Engine: @unchecked Sendable {
         let elapsed = (ContinuousClock.now - started).components
         self.metrics.commitDuration.recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
         self.metrics.batchSize.record(batch.count)
-        if !changes.isEmpty {
-            self.indexLock.withWriteLock { self.apply(changes.changes) }
+        if !committed.changes.isEmpty {
+            self.indexLock.withWriteLock { self.apply(committed.changes.changes) }
         }
-        for (request, result) in zip(batch, results) {
+        for (request, result) in zip(batch, committed.results) {
             request.completion(
                 result.mapError { error in
                     error is RegistryError ? error : RegistryError(.internal, "\(error)")
                 })
         }
+    }
+
+    /// Runs a batch's operations in one write transaction and commits it; runs it again, with the
+    /// operation nested, when a flat one failed after writing.
+    private func commit(
+        _ batch: [WriteQueue.Request], prechecked: [Int: [UInt32: Scan.CheckBest]]
+    ) throws -> (results: [Result<any Sendable, any Error>], changes: BatchChanges) {
+        var nested: Set<Int> = []
+        while true {
+            do {
+                return try self.commitOnce(batch, prechecked: prechecked, nested: nested)
+            } catch let failed as FlatOperationFailed {
+                nested.insert(failed.index)
+            }
+        }
+    }
+
+    /// One run of ``commit(_:prechecked:)``: each operation in a nested transaction (a failed one is
+    /// rolled back alone) unless it is flat and not in `nested`.
+    private func commitOnce(
+        _ batch: [WriteQueue.Request], prechecked: [Int: [UInt32: Scan.CheckBest]], nested: Set<Int>
+    ) throws -> (results: [Result<any Sendable, any Error>], changes: BatchChanges) {
+        var results: [Result<any Sendable, any Error>] = []
+        var changes = BatchChanges()
+        try self.store.environment.write { txn in
+            // Runs again from scratch if the map had to grow.
+            results = []
+            changes = BatchChanges()
+            let firstId = try self.store.readUInt64(txn, Keys.nextTemplateId) ?? 1
+            var nextId = firstId
+            for (index, request) in batch.enumerated() {
+                let context = OperationContext(batch: changes, nextTemplateId: nextId)
+                context.precomputed = prechecked[index] ?? [:]
+                let flat = request.flat && !nested.contains(index)
+                let changesBefore = txn.changeCount
+                do {
+                    let value = try flat ? request.body(txn, context) : txn.nested { child in try request.body(child, context) }
+                    changes.append(context.changes)
+                    results.append(.success(value))
+                } catch let error as LMDBError {
+                    throw error
+                } catch  where flat && txn.changeCount != changesBefore {
+                    // Its changes cannot be undone alone: the whole batch runs again.
+                    throw FlatOperationFailed(index: index)
+                } catch {
+                    results.append(.failure(error))
+                }
+                nextId = context.nextTemplateId
+            }
+            // A batch that wrote nothing leaves no dirty page, and LMDB then skips the fsync.
+            if nextId != firstId { try self.store.writeInteger(txn, Keys.nextTemplateId, nextId) }
+        }
+        return (results, changes)
     }
 
     /// A flat operation (``WriteQueue/Request/flat``) failed after writing: the batch's transaction is

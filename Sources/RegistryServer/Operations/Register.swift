@@ -19,10 +19,9 @@ extension Registry_V1_RegisterRequest: RegistryOperation {
         try await self.performStarted(in: context)
     }
 
-    func start(in context: OperationContext, completion: @escaping @Sendable (Result<Registration, any Error>) -> Void) -> Bool {
+    func start(in context: OperationContext, completion: @escaping @Sendable (Result<Registration, any Error>) -> Void) {
         context.engine.register(
             gallery: RequestDispatcher.gallery(self.gallery), identifier: self.identifier, face: Face(self.face), force: self.force,
             completion: completion)
-        return true
     }
 }

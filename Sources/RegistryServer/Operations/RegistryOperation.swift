@@ -49,10 +49,9 @@ protocol RegistryOperation: Sendable {
     func performImmediately(in context: OperationContext) throws -> Result?
     /// Carries the operation out.
     func perform(in context: OperationContext) async throws -> Result
-    /// Starts the operation without a task when it can (``startsWithoutTask``): `completion` then runs
-    /// once with its outcome, on whatever thread finishes it (the engine's writer, typically), and this
-    /// returns true. False (the default): nothing was started; ``perform(in:)`` carries it out.
-    func start(in context: OperationContext, completion: @escaping @Sendable (Swift.Result<Result, any Error>) -> Void) -> Bool
+    /// Carries the operation out without a task, for those that ``startsWithoutTask``: `completion`
+    /// runs once with its outcome, on whatever thread finishes it (the engine's writer, typically).
+    func start(in context: OperationContext, completion: @escaping @Sendable (Swift.Result<Result, any Error>) -> Void)
     /// The audit trail's view of a successful result.
     func audit(_ result: Result) -> AuditOutcome
 }
@@ -93,15 +92,14 @@ extension RegistryOperation {
     var auditedIdentifiers: [String] { [] }
     var templates: [Registry_V1_Template] { [] }
     func performImmediately(in context: OperationContext) throws -> Result? { nil }
-    func start(in context: OperationContext, completion: @escaping @Sendable (Swift.Result<Result, any Error>) -> Void) -> Bool {
-        false
+    func start(in context: OperationContext, completion: @escaping @Sendable (Swift.Result<Result, any Error>) -> Void) {
+        preconditionFailure("\(Self.name) does not start without a task")
     }
 
     /// ``perform(in:)`` for an operation that ``start(in:completion:)`` carries out.
     func performStarted(in context: OperationContext) async throws -> Result {
         try await withCheckedThrowingContinuation { continuation in
-            let started = self.start(in: context) { continuation.resume(with: $0) }
-            precondition(started, "\(Self.name) has no start(in:completion:)")
+            self.start(in: context) { continuation.resume(with: $0) }
         }
     }
     func audit(_ result: Result) -> AuditOutcome { AuditOutcome(identifiers: self.auditedIdentifiers, outcome: "ok") }
