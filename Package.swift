@@ -63,8 +63,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
-        // Debian's liblmdb-dev ships lmdb.pc; tools/ensure-deps installs it when missing.
-        .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
+        // LMDB 0.9.24 (the version Debian 12 ships), built from source with one patch that zeroes the
+        // unused part of every page it writes, so that erased data cannot reach the file
+        // (Sources/CLMDB/README.md).
+        .target(name: "CLMDB", exclude: ["README.md", "LICENSE", "COPYRIGHT"]),
         // libsystemd's sd_notify and sd_listen_fds (socket activation, Type=notify, watchdog).
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // pthread readers-writer lock and condition variable, shared by the wrapper and the engine.
