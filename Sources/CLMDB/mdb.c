@@ -3343,6 +3343,13 @@ mdb_page_flush(MDB_txn *txn, int keep)
 			pos = pgno * psize;
 			size = psize;
 			if (IS_OVERFLOW(dp)) size *= dp->mp_pages;
+			/* registryd patch (see Sources/CLMDB/README.md): zero the unused middle of a
+			 * branch or leaf page before it reaches the file. mdb_page_copy() leaves it as
+			 * the recycled buffer had it and mdb_node_del() leaves the removed node's bytes
+			 * there, so without this a page could carry erased data onto the disk.
+			 */
+			else if (!IS_LEAF2(dp))
+				memset((char *)dp + PAGEBASE + dp->mp_lower, 0, dp->mp_upper - dp->mp_lower);
 		}
 #ifdef _WIN32
 		else break;

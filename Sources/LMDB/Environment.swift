@@ -51,11 +51,14 @@ public final class Environment: @unchecked Sendable {
     private let lockFile: Int32
     /// The canonical directory path.
     public let path: String
-    private let options: Options
-    private let gate = ReadWriteLock()
-    private let writerLock = ConditionLock()
+    let options: Options
+    let gate = ReadWriteLock()
+    let writerLock = ConditionLock()
     private let writerThread = Atomic<UInt>(0)
-    private let closed = Atomic<Bool>(false)
+    let closed = Atomic<Bool>(false)
+    /// What the erasure of free pages knows between passes (``eraseFreePages(sync:)``); touched only
+    /// holding `writerLock`.
+    var erasure = ErasureState()
     private let currentMapSize: Atomic<Int>
 
     /// Takes the exclusive lock without waiting for another registry process, but trying again for
@@ -248,15 +251,17 @@ public final class Environment: @unchecked Sendable {
         try self.gate.withReadLock {
             guard !self.closed.load(ordering: .relaxed) else { throw LMDBError.environmentClosed }
             let txn = try self.begin(readOnly: false)
+            let changes = ChangeCounter()
             let result: T
             do {
-                result = try body(Transaction(handle: txn, isReadOnly: false))
+                result = try body(Transaction(handle: txn, isReadOnly: false, changes: changes))
             } catch {
                 mdb_txn_abort(txn)
                 throw error
             }
             // mdb_txn_commit frees the transaction even when it fails: never abort after it.
             try check(mdb_txn_commit(txn), "mdb_txn_commit")
+            self.noteCommit(removed: changes.removals > 0)
             return result
         }
     }
@@ -272,7 +277,7 @@ public final class Environment: @unchecked Sendable {
         self.currentMapSize.store(target, ordering: .relaxed)
     }
 
-    private func begin(readOnly: Bool) throws(LMDBError) -> OpaquePointer {
+    func begin(readOnly: Bool) throws(LMDBError) -> OpaquePointer {
         var txn: OpaquePointer?
         let flags = readOnly ? UInt32(MDB_RDONLY) : 0
         var rc = mdb_txn_begin(self.handle, nil, flags, &txn)

@@ -96,6 +96,7 @@ public struct Transaction: ~Copyable {
     @discardableResult
     public func delete(_ db: Database, key: UnsafeRawBufferPointer) throws -> Bool {
         self.changes?.count += 1
+        self.changes?.removals += 1
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         let rc = mdb_del(self.handle, db.dbi, &k, nil)
         if rc == MDB_NOTFOUND { return false }
@@ -119,6 +120,7 @@ public struct Transaction: ~Copyable {
     /// Removes every entry of `db`, keeping the database itself (`mdb_drop` with `del = 0`).
     public func empty(_ db: Database) throws {
         self.changes?.count += 1
+        self.changes?.removals += 1
         try check(mdb_drop(self.handle, db.dbi, 0), "mdb_drop(\(db.name))")
     }
 
@@ -205,4 +207,7 @@ public struct Transaction: ~Copyable {
 /// at a time, as the transaction is.
 final class ChangeCounter {
     var count = 0
+    /// Of those, deletes and drops: a commit that made any leaves removed data on the pages it frees,
+    /// to be erased (``Environment/eraseFreePages(sync:)``).
+    var removals = 0
 }

@@ -231,6 +231,8 @@ extension ServerMetrics {
             EngineMetrics.commitDurationLabel: "Durable commits: the batch's write transaction and its fsync.",
             EngineMetrics.batchSizeLabel: "Operations carried by one commit.",
             EngineMetrics.auditEntriesDroppedLabel: "Audit entries dropped: their flush failed while 64 MiB of entries already waited.",
+            EngineMetrics.erasedPagesLabel: "Pages of data.mdb that held removed data and were wiped with zeros.",
+            EngineMetrics.erasureFailuresLabel: "Erasure passes that could not read or write data.mdb.",
         ]
 
         static let requestBuckets: [Duration] = [

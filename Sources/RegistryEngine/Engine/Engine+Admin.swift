@@ -352,6 +352,11 @@ extension Engine {
                 problems.append("template \(id) is missing from the identifier index")
             }
             problems += self.compareIndex(with: records, txn)
+            // Erasure: every page the last erasure pass could wipe is zero (docs/security.md).
+            let residue = try self.store.environment.freePageResidue(within: txn)
+            if residue.holdingData > 0 {
+                problems.append("\(residue.holdingData) of \(residue.erasable) free pages of data.mdb still hold data that erasure should have wiped")
+            }
             return (checked, problems)
         }
     }

@@ -37,6 +37,8 @@ public final class Engine: @unchecked Sendable {
     private let committedOperations = Atomic<Int>(0)
     var state: [String: GalleryIndex] = [:]
     private var writer: WriteQueue!
+    /// Whether the lazy request that finishes a removal's erasure is queued (``queueErasureCommit()``).
+    let erasureCommitQueued = Atomic<Bool>(false)
     let auditBuffer = AuditBuffer()
     let auditRetention: AuditRetention
     let metrics: EngineMetrics
@@ -71,6 +73,8 @@ public final class Engine: @unchecked Sendable {
                 // An upgrade rewrites records in place: a copy of the store as it was comes first.
                 try self.store.backupBeforeMigration(path: path)
                 let taken = IndexSnapshot.take(from: path)
+                // Whoever wrote the store last may have stopped between a removal and its erasure.
+                self.store.environment.assumeRemovalPending()
                 var token: [UInt8]?
                 try self.store.environment.write { txn in
                     // Taken in the open's first commit: a snapshot is good for this open only.
@@ -82,6 +86,7 @@ public final class Engine: @unchecked Sendable {
                         _ = try self.writeGallery(txn, configuration.defaultGallery, existing: nil)
                     }
                 }
+                try self.finishErasureAtOpen()
                 var snapshot: IndexSnapshot.Opened?
                 var unusable: String?
                 do throws(IndexSnapshot.Unusable) {
@@ -180,6 +185,8 @@ public final class Engine: @unchecked Sendable {
         } catch {
             let failure = (error as? LMDBError).map(RegistryError.storage) ?? error
             for request in batch { request.completion(.failure(failure)) }
+            // A commit that failed part-way may have written pages past the end of the store.
+            self.eraseAfterBatch()
             return
         }
         self.commits.add(1, ordering: .relaxed)
@@ -196,6 +203,8 @@ public final class Engine: @unchecked Sendable {
                     error is RegistryError ? error : RegistryError(.internal, "\(error)")
                 })
         }
+        // After the replies: erasure never delays one.
+        self.eraseAfterBatch()
     }
 
     /// Runs a batch's operations in one write transaction and commits it; runs it again, with the

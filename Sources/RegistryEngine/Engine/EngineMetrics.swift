@@ -12,16 +12,24 @@ public struct EngineMetrics: Sendable {
     /// Audit entries dropped because their flush failed while too many were already waiting
     /// (``AuditBuffer/maximumHeldBytes``); zero unless the disk stayed full or failing for long.
     let auditEntriesDropped: Counter
+    /// Free pages of `data.mdb` that held data and were set to zero (erasure, docs/security.md).
+    let erasedPages: Counter
+    /// Erasure passes that failed (reading or writing `data.mdb`); the next batch tries again.
+    let erasureFailures: Counter
 
     init(factory: any MetricsFactory) {
         self.queueDepth = Gauge(label: Self.queueDepthLabel, factory: factory)
         self.commitDuration = CoreMetrics.Timer(label: Self.commitDurationLabel, factory: factory)
         self.batchSize = Recorder(label: Self.batchSizeLabel, factory: factory)
         self.auditEntriesDropped = Counter(label: Self.auditEntriesDroppedLabel, factory: factory)
+        self.erasedPages = Counter(label: Self.erasedPagesLabel, factory: factory)
+        self.erasureFailures = Counter(label: Self.erasureFailuresLabel, factory: factory)
     }
 
     public static let queueDepthLabel = "registryd_writer_queue_depth"
     public static let commitDurationLabel = "registryd_commit_duration_seconds"
     public static let batchSizeLabel = "registryd_commit_batch_operations"
     public static let auditEntriesDroppedLabel = "registryd_audit_entries_dropped_total"
+    public static let erasedPagesLabel = "registryd_erased_pages_total"
+    public static let erasureFailuresLabel = "registryd_erasure_failures_total"
 }

@@ -93,6 +93,9 @@ final class WriteQueue: @unchecked Sendable {
         return accepted
     }
 
+    /// Whether no request waits for the writer (lazy ones aside).
+    var isIdle: Bool { self.lock.withLock { self.pending.isEmpty } }
+
     /// When lazy requests must run even if nothing else comes.
     private var lazyDeadline: timespec? {
         guard var deadline = self.lazySince else { return nil }

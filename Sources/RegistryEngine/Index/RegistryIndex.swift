@@ -165,9 +165,18 @@ final class RegistryIndex {
                 self.firstRow[Int(self.ordinals[index])] = Int32(index)
             }
         }
+        // The vacated last slot keeps no copy of what was removed or moved (erasure covers memory).
+        (self.rows + last * self.stride).update(repeating: 0, count: self.stride)
+        if let codes, let terms {
+            (codes + last * self.codeStride).update(repeating: 0, count: self.codeStride)
+            terms[last] = rk_row_terms()
+        }
         self.templateIds.removeLast()
         self.ordinals.removeLast()
-        if self.isLandmarks { self.masks.removeLast() }
+        if self.isLandmarks {
+            self.masks[last] = 0
+            self.masks.removeLast()
+        }
         self.nextRow.removeLast()
         self.previousRow.removeLast()
         self.count = last

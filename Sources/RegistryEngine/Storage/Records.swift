@@ -25,6 +25,8 @@ enum Keys {
     static let snapshotToken = Array("snapshot_token".utf8)
     /// The audit trail's entry count (u64; absent means 0), kept for its retention.
     static let auditEntries = Array("audit_entries".utf8)
+    /// The last commit made only so that a removal's freed pages can be erased (u64 transaction id).
+    static let erasureCommit = Array("erasure_commit".utf8)
 
     static func template(_ id: UInt64) -> [UInt8] { [UInt8](bigEndian: id) }
 
