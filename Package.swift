@@ -127,9 +127,12 @@ let package = Package(
         .executableTarget(name: "registry-crash-probe", dependencies: ["RegistryEngine", "RegistryModel"], swiftSettings: strictSettings),
         // Crash loop (tools/crash-loop): SIGKILL/SIGTERM registryd under pipelined registrations, restart, check.
         .executableTarget(
-            name: "registry-crash-loop", dependencies: ["RegistryProtocol", "RegistryModel", "SyntheticFaces", protobuf, argumentParser], swiftSettings: strictSettings),
+            name: "registry-crash-loop", dependencies: ["RegistryProtocol", "RegistryModel", "SyntheticFaces", protobuf, argumentParser],
+            swiftSettings: strictSettings),
         // What the test targets share: temporary directories, the products' executables.
-        .target(name: "TestSupport", dependencies: ["RegistryProtocol", "SyntheticFaces", protobuf], path: "Tests/TestSupport", swiftSettings: strictSettings),
+        .target(
+            name: "TestSupport", dependencies: ["RegistryProtocol", "SyntheticFaces", protobuf], path: "Tests/TestSupport",
+            swiftSettings: strictSettings),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "CLMDB", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "RegistryEngineTests",

@@ -31,7 +31,8 @@ import Testing
                 let record = try #require(try txn.get(engine.store.templates, key: Keys.template(id)).map { Array($0) })
                 #expect(stored.count >= 64)
                 // The record's first 16 bytes: registry, gallery, registration time (µs): unique.
-                return Traces(id: id, windows: [Array(stored[0..<16]), Array(stored[stored.count / 2..<(stored.count / 2 + 16)]), Array(record[0..<16])])
+                return Traces(
+                    id: id, windows: [Array(stored[0..<16]), Array(stored[stored.count / 2..<(stored.count / 2 + 16)]), Array(record[0..<16])])
             }
         }
     }
@@ -108,7 +109,8 @@ import Testing
             }
             var visitorIds: [UInt64] = []
             for visitor in 0..<40 {
-                let outcome = try await engine.register(gallery: "visitors", identifier: "v\(visitor)", face: Self.randomFace(&generator), force: true)
+                let outcome = try await engine.register(
+                    gallery: "visitors", identifier: "v\(visitor)", face: Self.randomFace(&generator), force: true)
                 visitorIds += outcome.stored.map(\.id)
             }
             // A random sample of each kind of deletion.
@@ -268,13 +270,18 @@ import Testing
 /// A plain OS thread (the reader must not hold a Swift concurrency thread while it waits).
 enum Thread {
     static func detach(_ body: @escaping @Sendable () -> Void) {
-        final class Box { let body: @Sendable () -> Void; init(_ body: @escaping @Sendable () -> Void) { self.body = body } }
+        final class Box {
+            let body: @Sendable () -> Void
+            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        }
         var thread = pthread_t()
         let context = Unmanaged.passRetained(Box(body)).toOpaque()
-        let rc = pthread_create(&thread, nil, { context in
-            Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().body()
-            return nil
-        }, context)
+        let rc = pthread_create(
+            &thread, nil,
+            { context in
+                Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().body()
+                return nil
+            }, context)
         precondition(rc == 0)
         pthread_detach(thread)
     }
