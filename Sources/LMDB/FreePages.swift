@@ -17,6 +17,9 @@ public struct FreePages: Sendable, Equatable {
     /// Whether a commit that removed data still has pages among the held ones: its erasure ends only
     /// after a later commit and once every reader older than it has finished.
     public var removalPending = false
+    /// Whether zeros were written that no sync has reached yet (the next commit's, or a pass with
+    /// `sync`).
+    public var unsynced = false
 
     public init() {}
 }
@@ -77,6 +80,7 @@ extension Environment {
                 }
                 if sync || !self.options.durable { self.erasure.unsynced = false }
                 if !free.report.removalPending { self.erasure.lastRemoval = 0 }
+                result.unsynced = self.erasure.unsynced
                 return result
             }
         }

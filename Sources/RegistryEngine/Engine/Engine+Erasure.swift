@@ -13,24 +13,34 @@ import Synchronization
 /// same way while an older reader (a hot backup) holds the pages.
 extension Engine {
     /// At open, before serving: finishes what the previous process may have left unerased (it
-    /// stopped between a removal and its erasure), reading every erasable free page.
-    func finishErasureAtOpen() throws {
+    /// stopped between a removal and its erasure), reading every erasable free page. Returns false
+    /// when it could not (a full disk refuses the commit it needs): the writer then keeps trying
+    /// (``queueErasureCommit()``), so that a store that needs deletes to free space still opens.
+    func finishErasureAtOpen() -> Bool {
         let environment = self.store.environment
-        if environment.removalAwaitsCommit {
-            try environment.write { txn in try self.store.writeInteger(txn, Keys.erasureCommit, UInt64(environment.lastCommittedTransaction + 1)) }
+        do {
+            if environment.removalAwaitsCommit {
+                try environment.write { txn in
+                    try self.store.writeInteger(txn, Keys.erasureCommit, UInt64(environment.lastCommittedTransaction + 1))
+                }
+            }
+            return !(try environment.eraseFreePages(sync: true)).removalPending
+        } catch {
+            self.metrics.erasureFailures.increment()
+            return false
         }
-        _ = try environment.eraseFreePages(sync: true)
     }
 
-    /// After each batch, on the writer thread: wipes what earlier commits freed (synced at once when
-    /// nothing else is queued, else by the next commit), and keeps a removal's erasure going until it
-    /// is finished.
-    func eraseAfterBatch() {
+    /// After each batch, on the writer thread: wipes what earlier commits freed, and keeps a removal's
+    /// erasure going until it is finished. The zeros reach the disk with the next commit's sync; a
+    /// sync of its own only in a batch the lazy delay started (no other write came within 0.1 s), so
+    /// that erasure never adds a sync to a busy writer.
+    func eraseAfterBatch(sync: Bool) {
         let pending: Bool
         do {
-            let free = try self.store.environment.eraseFreePages(sync: self.writerQueue.isIdle)
+            let free = try self.store.environment.eraseFreePages(sync: sync)
             if free.holdingData > 0 { self.metrics.erasedPages.increment(by: free.holdingData) }
-            pending = free.removalPending
+            pending = free.removalPending || free.unsynced
         } catch {
             // A disk that cannot be read or written now: the next batch or poll tries again.
             self.metrics.erasureFailures.increment()
@@ -42,7 +52,7 @@ extension Engine {
     /// Queues (once) the lazy request that makes the commit a removal's erasure waits for, if no other
     /// write has made it by then; when an older reader is what holds the erasure back, it writes
     /// nothing and only brings the writer back to try again.
-    private func queueErasureCommit() {
+    func queueErasureCommit() {
         guard !self.erasureCommitQueued.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let environment = self.store.environment
         let request = WriteQueue.Request(

@@ -68,6 +68,7 @@ public final class Engine: @unchecked Sendable {
         } catch {
             throw RegistryError.opening(path, error)
         }
+        var erasureFinished = true
         do {
             try FaultReport.during(fault) {
                 // An upgrade rewrites records in place: a copy of the store as it was comes first.
@@ -86,7 +87,7 @@ public final class Engine: @unchecked Sendable {
                         _ = try self.writeGallery(txn, configuration.defaultGallery, existing: nil)
                     }
                 }
-                try self.finishErasureAtOpen()
+                erasureFinished = self.finishErasureAtOpen()
                 var snapshot: IndexSnapshot.Opened?
                 var unusable: String?
                 do throws(IndexSnapshot.Unusable) {
@@ -105,6 +106,7 @@ public final class Engine: @unchecked Sendable {
         self.writer = WriteQueue(maximumBatch: configuration.maximumBatch, depth: self.metrics.queueDepth) { [unowned self] batch in
             self.run(batch)
         }
+        if !erasureFinished { self.queueErasureCommit() }
     }
 
     deinit {
@@ -179,6 +181,7 @@ public final class Engine: @unchecked Sendable {
     private func run(_ batch: [WriteQueue.Request]) {
         let prechecked = self.precheck(batch)
         let started = ContinuousClock.now
+        let transactionBefore = self.store.environment.lastCommittedTransaction
         let committed: (results: [Result<any Sendable, any Error>], changes: BatchChanges)
         do {
             committed = try self.commit(batch, prechecked: prechecked)
@@ -186,14 +189,19 @@ public final class Engine: @unchecked Sendable {
             let failure = (error as? LMDBError).map(RegistryError.storage) ?? error
             for request in batch { request.completion(.failure(failure)) }
             // A commit that failed part-way may have written pages past the end of the store.
-            self.eraseAfterBatch()
+            self.eraseAfterBatch(sync: batch.allSatisfy(\.isLazy))
             return
         }
-        self.commits.add(1, ordering: .relaxed)
-        self.committedOperations.add(batch.count, ordering: .relaxed)
-        let elapsed = (ContinuousClock.now - started).components
-        self.metrics.commitDuration.recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
-        self.metrics.batchSize.record(batch.count)
+        // Operations are the requests of clients; lazy ones (audit flushes, erasure's commits and
+        // polls) only ride along, and a batch of them alone that wrote nothing is no commit.
+        let operations = batch.count { !$0.isLazy }
+        if operations > 0 || self.store.environment.lastCommittedTransaction != transactionBefore {
+            self.commits.add(1, ordering: .relaxed)
+            self.committedOperations.add(operations, ordering: .relaxed)
+            let elapsed = (ContinuousClock.now - started).components
+            self.metrics.commitDuration.recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
+            self.metrics.batchSize.record(operations)
+        }
         if !committed.changes.isEmpty {
             self.indexLock.withWriteLock { self.apply(committed.changes.changes) }
         }
@@ -204,7 +212,7 @@ public final class Engine: @unchecked Sendable {
                 })
         }
         // After the replies: erasure never delays one.
-        self.eraseAfterBatch()
+        self.eraseAfterBatch(sync: batch.allSatisfy(\.isLazy))
     }
 
     /// Runs a batch's operations in one write transaction and commits it; runs it again, with the

@@ -29,6 +29,9 @@ final class WriteQueue: @unchecked Sendable {
         var flat = false
         let body: Body
         let completion: Completion
+        /// Submitted with ``WriteQueue/submitLazily(_:)``: a batch of lazy requests alone is one the
+        /// delay started, with no other write waiting.
+        var isLazy = false
     }
 
     private enum State { case running, stopping, stopped }
@@ -79,6 +82,8 @@ final class WriteQueue: @unchecked Sendable {
     /// Enqueues a request that joins the next batch, or runs on its own after the lazy delay if no
     /// other write comes first. Returns false (and does not run it) when the queue is stopping.
     func submitLazily(_ request: Request) -> Bool {
+        var request = request
+        request.isLazy = true
         let accepted = self.lock.withLock {
             guard self.state == .running else { return false }
             self.lazy.append(request)
@@ -92,9 +97,6 @@ final class WriteQueue: @unchecked Sendable {
         if accepted { self.lock.broadcast() }
         return accepted
     }
-
-    /// Whether no request waits for the writer (lazy ones aside).
-    var isIdle: Bool { self.lock.withLock { self.pending.isEmpty } }
 
     /// When lazy requests must run even if nothing else comes.
     private var lazyDeadline: timespec? {
