@@ -137,6 +137,13 @@ extension Environment {
         return self.erasure.lastRemoval != 0 && self.erasure.lastRemoval == self.erasure.lastCommit
     }
 
+    /// Whether an erasure is under way: a removal's pages are not all wiped yet, or its zeros not
+    /// synced. Without one, a pass has nothing to do that matters (free pages then hold only copies
+    /// of data that is still stored, which the pass after the next removal wipes).
+    public var erasureOutstanding: Bool {
+        self.writerLock.withLock { self.erasure.lastRemoval != 0 || self.erasure.unsynced }
+    }
+
     /// The id of the last committed transaction.
     public var lastCommittedTransaction: Int {
         var info = MDB_envinfo()

@@ -35,7 +35,8 @@ extension Engine {
     /// erasure going until it is finished. The zeros reach the disk with the next commit's sync; a
     /// sync of its own only in a batch the lazy delay started (no other write came within 0.1 s), so
     /// that erasure never adds a sync to a busy writer.
-    func eraseAfterBatch(sync: Bool) {
+    func eraseAfterBatch(sync: Bool, always: Bool = false) {
+        guard always || self.store.environment.erasureOutstanding else { return }
         let pending: Bool
         do {
             let free = try self.store.environment.eraseFreePages(sync: sync)

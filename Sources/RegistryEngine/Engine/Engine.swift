@@ -189,7 +189,7 @@ public final class Engine: @unchecked Sendable {
             let failure = (error as? LMDBError).map(RegistryError.storage) ?? error
             for request in batch { request.completion(.failure(failure)) }
             // A commit that failed part-way may have written pages past the end of the store.
-            self.eraseAfterBatch(sync: batch.allSatisfy(\.isLazy))
+            self.eraseAfterBatch(sync: batch.allSatisfy(\.isLazy), always: true)
             return
         }
         // Operations are the requests of clients; lazy ones (audit flushes, erasure's commits and
