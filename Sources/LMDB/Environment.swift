@@ -40,6 +40,12 @@ public final class Environment: @unchecked Sendable {
         /// What to do about a damaged data file, said when LMDB's own consistency checks fail (see
         /// ``Environment``: the process then exits with status 1 instead of aborting).
         public var damageAdvice: String = "Restore the directory from a backup"
+        /// Open an existing environment for reading only, writing nothing into its directory: no
+        /// directory, lock file or reader table is created (LMDB's `MDB_RDONLY | MDB_NOLOCK`), and
+        /// every write transaction fails with `EACCES`. The registry's lock file, when the directory
+        /// has one, is held shared, so no registry process opens it for writing meanwhile (and one
+        /// that has it open makes this open fail with `EBUSY`).
+        public var readOnly: Bool = false
 
         public init() {}
     }
@@ -47,7 +53,8 @@ public final class Environment: @unchecked Sendable {
     private static let openPaths = Mutex<Set<String>>([])
 
     let handle: OpaquePointer
-    /// Held with an exclusive flock while open (closing it releases the lock).
+    /// Held with an exclusive flock while open (closing it releases the lock); shared when opened
+    /// read-only, and -1 when a read-only open found no lock file.
     private let lockFile: Int32
     /// The canonical directory path.
     public let path: String
@@ -75,13 +82,35 @@ public final class Environment: @unchecked Sendable {
         return false
     }
 
+    /// Opens and locks `directory/exclusive.lock`: created and held exclusively for a writable open;
+    /// held shared, if it exists, for a read-only one (-1 when it does not: a copy no registry has
+    /// opened, such as a backup).
+    private static func lock(_ directory: String, readOnly: Bool) throws(LMDBError) -> Int32 {
+        let path = directory + "/exclusive.lock"
+        let descriptor = readOnly ? open(path, O_RDONLY | O_CLOEXEC) : open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            if readOnly && errno == ENOENT { return -1 }
+            // Not "another process has it open": the directory (or the lock file) is not writable, and
+            // the code says why (EACCES, EROFS, …).
+            throw LMDBError(code: errno, operation: "open(\(path))")
+        }
+        let locked = readOnly ? flock(descriptor, LOCK_SH | LOCK_NB) == 0 : Self.lockExclusively(descriptor)
+        guard locked else {
+            let code = errno
+            Glibc.close(descriptor)
+            if code == EWOULDBLOCK { throw LMDBError(code: EBUSY, operation: "open(\(directory)): another process has it open") }
+            throw LMDBError(code: code, operation: "flock(\(path))")
+        }
+        return descriptor
+    }
+
     /// Opens (creating if needed, mode 0600) the environment in directory `path`. An existing
     /// `data.mdb` is checked before LMDB maps it (see ``DataFile``): an empty or truncated file, or one
     /// whose meta pages are both invalid, is refused; a new one is created only in an empty directory.
     /// - Throws: ``LMDBError``; `EBUSY` when this or another process has it open, `isDamaged` for a
     ///   damaged data file, `ENOENT` when `data.mdb` is missing from a non-empty directory.
     public init(path: String, options: Options = Options()) throws(LMDBError) {
-        if mkdir(path, 0o700) != 0 && errno != EEXIST {
+        if !options.readOnly && mkdir(path, 0o700) != 0 && errno != EEXIST {
             throw LMDBError(code: errno, operation: "mkdir(\(path))")
         }
         guard let resolved = realpath(path, nil) else {
@@ -94,26 +123,18 @@ public final class Environment: @unchecked Sendable {
         guard claimed else { throw LMDBError(code: EBUSY, operation: "open(\(canonical)): already open in this process") }
         // LMDB allows several processes on one environment; the registry does not (each would keep its
         // own index and miss the other's writes), so one process holds an exclusive lock on it.
-        let lockFile = open(canonical + "/exclusive.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lockFile >= 0 else {
-            // Not "another process has it open": the directory (or the lock file) is not writable, and
-            // the code says why (EACCES, EROFS, …).
-            let code = errno
+        let lockFile: Int32
+        do {
+            lockFile = try Self.lock(canonical, readOnly: options.readOnly)
+        } catch {
             _ = Self.openPaths.withLock { $0.remove(canonical) }
-            throw LMDBError(code: code, operation: "open(\(canonical)/exclusive.lock)")
-        }
-        guard Self.lockExclusively(lockFile) else {
-            let code = errno
-            Glibc.close(lockFile)
-            _ = Self.openPaths.withLock { $0.remove(canonical) }
-            if code == EWOULDBLOCK { throw LMDBError(code: EBUSY, operation: "open(\(canonical)): another process has it open") }
-            throw LMDBError(code: code, operation: "flock(\(canonical)/exclusive.lock)")
+            throw error
         }
         // Under the lock, so no other registry process is writing the file meanwhile.
         do {
             try DataFile.check(directory: canonical)
         } catch {
-            Glibc.close(lockFile)
+            if lockFile >= 0 { Glibc.close(lockFile) }
             _ = Self.openPaths.withLock { $0.remove(canonical) }
             throw error
         }
@@ -130,6 +151,9 @@ public final class Environment: @unchecked Sendable {
             try check(mdb_env_set_mapsize(env, options.mapSize), "mdb_env_set_mapsize")
             var flags = UInt32(MDB_NOTLS)
             if !options.durable { flags |= UInt32(MDB_NOSYNC) }
+            // No lock.mdb: a reader table would be a file written into the directory. The shared
+            // flock above keeps writers of this registry out instead.
+            if options.readOnly { flags |= UInt32(MDB_RDONLY | MDB_NOLOCK) }
             try check(mdb_env_open(env, canonical, flags, 0o600), "mdb_env_open(\(canonical))")
         } catch {
             // Free the half-made handle and release the path, as GRDB does for a failed open.
@@ -137,7 +161,7 @@ public final class Environment: @unchecked Sendable {
                 free(mdb_env_get_userctx(env))
                 mdb_env_close(env)
             }
-            Glibc.close(lockFile)
+            if lockFile >= 0 { Glibc.close(lockFile) }
             _ = Self.openPaths.withLock { $0.remove(canonical) }
             throw error
         }
@@ -163,7 +187,7 @@ public final class Environment: @unchecked Sendable {
             mdb_env_close(self.handle)
             free(message)
         }
-        Glibc.close(self.lockFile)
+        if self.lockFile >= 0 { Glibc.close(self.lockFile) }
         _ = Self.openPaths.withLock { $0.remove(self.path) }
     }
 
@@ -224,6 +248,29 @@ public final class Environment: @unchecked Sendable {
             let txn = try self.begin(readOnly: true)
             defer { mdb_txn_abort(txn) }
             return try body(Transaction(handle: txn, isReadOnly: true))
+        }
+    }
+
+    /// Opens the named databases that already exist, in a read-only transaction (which works on a
+    /// read-only environment too); the handles stay valid until the environment closes.
+    /// - Throws: ``LMDBError``; `MDB_NOTFOUND` when one of them does not exist.
+    public func openExistingDatabases(_ names: [String]) throws(LMDBError) -> [Database] {
+        try self.gate.withReadLock { () throws(LMDBError) -> [Database] in
+            guard !self.closed.load(ordering: .relaxed) else { throw LMDBError.environmentClosed }
+            let txn = try self.begin(readOnly: true)
+            var databases: [Database] = []
+            for name in names {
+                var dbi: MDB_dbi = 0
+                let rc = mdb_dbi_open(txn, name, 0, &dbi)
+                guard rc == MDB_SUCCESS else {
+                    mdb_txn_abort(txn)
+                    throw LMDBError(code: rc, operation: "mdb_dbi_open(\(name))")
+                }
+                databases.append(Database(dbi: dbi, name: name))
+            }
+            // Committed, not aborted: an aborted transaction closes the handles it opened.
+            try check(mdb_txn_commit(txn), "mdb_txn_commit(read)")
+            return databases
         }
     }
 

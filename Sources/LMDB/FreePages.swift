@@ -98,8 +98,11 @@ extension Environment {
     /// What the last erasure pass should have left zero and did not, from inside a write transaction
     /// (which holds the writer lock, so no pass runs meanwhile): only the pages that were erasable at
     /// that pass (a reader may have ended since, or a commit made outside the engine's writer freed
-    /// more), and the pages past the last one in use.
+    /// more), and the pages past the last one in use. In a read-only environment (no pass ever runs
+    /// in it), from a read transaction: every erasable page, which the last pass of whoever wrote
+    /// the store, at its close, wiped.
     public func freePageResidue(within txn: borrowing Transaction) throws(LMDBError) -> FreePages {
+        if self.options.readOnly { return try self.residue() }
         precondition(!txn.isReadOnly, "only a write transaction holds the writer lock")
         return try self.residue(freedBefore: self.erasure.passOldest)
     }

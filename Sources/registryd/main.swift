@@ -73,7 +73,10 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Check the store in DIR against itself, offline (no daemon may be running on it), and exit: 0 when it is sound.",
+            """
+            Check the store or backup in DIR against itself (and a backup against its manifest), offline and read-only \
+            (nothing in DIR changes; no daemon may be running on it), and exit: 0 when it is sound.
+            """,
             valueName: "DIR"))
     var verifyStore: String?
 
@@ -154,7 +157,8 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
             if let directory = self.verifyStore {
                 let result = try await OfflineStore.verify(path: directory, configuration: engine)
                 if result.problems.isEmpty {
-                    print("\(directory): \(result.checked) templates checked, no problems")
+                    print(
+                        "\(directory): \(result.checked) templates checked, no problems" + (result.manifestChecked ? ", matching its manifest" : ""))
                     return
                 }
                 print("\(directory): \(result.checked) templates checked, \(result.problems.count) problems:")

@@ -279,86 +279,91 @@ extension Engine {
     /// name template ids, identifiers and registries, never template data.
     /// - Returns: the number of templates checked and a description of each problem found.
     public func verify() async throws -> (checked: Int, problems: [String]) {
-        try await self.write(exclusive: true) { txn, _ in
-            var problems: [String] = []
-            // The registries as the store defines them (not as the index loaded them).
-            var storedRegistries: [UInt32: (galleryId: UInt32, algorithm: Algorithm?)] = [:]
-            for (name, gallery) in try self.store.storedGalleries(txn) {
-                for entry in gallery.registries {
-                    let algorithm = try? self.catalog.algorithm(version: entry.algorithm)
-                    if algorithm == nil { problems.append("gallery '\(name)' has a registry of unknown algorithm \(entry.algorithm)") }
-                    storedRegistries[entry.id] = (gallery.id, algorithm)
-                }
+        if self.isReadOnly { return try self.store.environment.read { txn in try self.verify(txn) } }
+        return try await self.write(exclusive: true) { txn, _ in try self.verify(txn) }
+    }
+
+    private func verify(_ txn: borrowing Transaction) throws -> (checked: Int, problems: [String]) {
+        var problems: [String] = []
+        // The registries as the store defines them (not as the index loaded them).
+        var storedRegistries: [UInt32: (galleryId: UInt32, algorithm: Algorithm?)] = [:]
+        for (name, gallery) in try self.store.storedGalleries(txn) {
+            for entry in gallery.registries {
+                let algorithm = try? self.catalog.algorithm(version: entry.algorithm)
+                if algorithm == nil { problems.append("gallery '\(name)' has a registry of unknown algorithm \(entry.algorithm)") }
+                storedRegistries[entry.id] = (gallery.id, algorithm)
             }
-            var records: [UInt64: TemplateRecord] = [:]
-            var checked = 0
-            try txn.forEach(self.store.templates) { key, value in
-                checked += 1
-                do {
-                    let id = try Store.templateId(key)
-                    records[id] = try TemplateRecord(decoding: value, id: id)
-                } catch let corruption as StoreCorruption {
-                    problems.append(corruption.description)
-                }
-                return .continue
-            }
-            for (id, record) in records.sorted(by: { $0.key < $1.key }) {
-                guard let (galleryId, algorithm) = storedRegistries[record.registryId], galleryId == record.galleryId else {
-                    problems.append("template \(id) belongs to registry \(record.registryId), which its gallery does not have")
-                    continue
-                }
-                do {
-                    let payload = try self.store.payload(txn, id: id)
-                    if let algorithm, payload.count != PreparedTemplate.payloadSize(of: algorithm) {
-                        problems.append("template \(id) has \(payload.count) payload bytes, expected \(PreparedTemplate.payloadSize(of: algorithm))")
-                    }
-                } catch let corruption as StoreCorruption {
-                    problems.append(corruption.description)
-                } catch let error as LMDBError {
-                    throw error  // the writer must see it (a map to grow, a closed store)
-                } catch {
-                    problems.append("template \(id) does not open with the store's key")
-                }
-            }
-            try txn.forEach(self.store.vectors) { key, _ in
-                guard let (id, part) = try? Store.vectorPart(key) else {
-                    problems.append("a payload key of \(key.count) bytes")
-                    return .continue
-                }
-                if part == 0 && records[id] == nil { problems.append("payload of template \(id) has no record") }
-                return .continue
-            }
-            var indexed = Set<UInt64>()
-            try txn.forEach(self.store.identifiers) { key, value in
-                guard key.count >= 14, key[key.count - 9] == 0, value.count == 4 else {
-                    problems.append("an identifier-index entry of \(key.count) bytes does not decode")
-                    return .continue
-                }
-                let galleryId = key.loadBigEndian(as: UInt32.self)
-                let identifier = String(decoding: UnsafeRawBufferPointer(rebasing: key[4..<(key.count - 9)]), as: UTF8.self)
-                let id = key.loadBigEndian(at: key.count - 8, as: UInt64.self)
-                let registryId = UInt32(littleEndian: value.loadUnaligned(as: UInt32.self))
-                indexed.insert(id)
-                guard let record = records[id] else {
-                    problems.append("the identifier index lists template \(id) of '\(identifier)', which has no record")
-                    return .continue
-                }
-                if record.galleryId != galleryId || record.identifier != identifier || record.registryId != registryId {
-                    problems.append("the identifier index and the record of template \(id) disagree on its gallery, identifier or registry")
-                }
-                return .continue
-            }
-            for id in records.keys.sorted() where !indexed.contains(id) {
-                problems.append("template \(id) is missing from the identifier index")
-            }
-            problems += self.compareIndex(with: records, txn)
-            // Erasure: every page the last erasure pass could wipe is zero (docs/security.md).
-            let residue = try self.store.environment.freePageResidue(within: txn)
-            if residue.holdingData > 0 {
-                problems.append("\(residue.holdingData) of \(residue.erasable) free pages of data.mdb still hold data that erasure should have wiped")
-            }
-            return (checked, problems)
         }
+        var records: [UInt64: TemplateRecord] = [:]
+        var checked = 0
+        try txn.forEach(self.store.templates) { key, value in
+            checked += 1
+            do {
+                let id = try Store.templateId(key)
+                records[id] = try TemplateRecord(decoding: value, id: id)
+            } catch let corruption as StoreCorruption {
+                problems.append(corruption.description)
+            }
+            return .continue
+        }
+        for (id, record) in records.sorted(by: { $0.key < $1.key }) {
+            guard let (galleryId, algorithm) = storedRegistries[record.registryId], galleryId == record.galleryId else {
+                problems.append("template \(id) belongs to registry \(record.registryId), which its gallery does not have")
+                continue
+            }
+            do {
+                let payload = try self.store.payload(txn, id: id)
+                if let algorithm, payload.count != PreparedTemplate.payloadSize(of: algorithm) {
+                    problems.append("template \(id) has \(payload.count) payload bytes, expected \(PreparedTemplate.payloadSize(of: algorithm))")
+                }
+            } catch let corruption as StoreCorruption {
+                problems.append(corruption.description)
+            } catch let error as LMDBError {
+                throw error  // the writer must see it (a map to grow, a closed store)
+            } catch {
+                problems.append("template \(id) does not open with the store's key")
+            }
+        }
+        try txn.forEach(self.store.vectors) { key, _ in
+            guard let (id, part) = try? Store.vectorPart(key) else {
+                problems.append("a payload key of \(key.count) bytes")
+                return .continue
+            }
+            if part == 0 && records[id] == nil { problems.append("payload of template \(id) has no record") }
+            return .continue
+        }
+        var indexed = Set<UInt64>()
+        try txn.forEach(self.store.identifiers) { key, value in
+            guard key.count >= 14, key[key.count - 9] == 0, value.count == 4 else {
+                problems.append("an identifier-index entry of \(key.count) bytes does not decode")
+                return .continue
+            }
+            let galleryId = key.loadBigEndian(as: UInt32.self)
+            let identifier = String(decoding: UnsafeRawBufferPointer(rebasing: key[4..<(key.count - 9)]), as: UTF8.self)
+            let id = key.loadBigEndian(at: key.count - 8, as: UInt64.self)
+            let registryId = UInt32(littleEndian: value.loadUnaligned(as: UInt32.self))
+            indexed.insert(id)
+            guard let record = records[id] else {
+                problems.append("the identifier index lists template \(id) of '\(identifier)', which has no record")
+                return .continue
+            }
+            if record.galleryId != galleryId || record.identifier != identifier || record.registryId != registryId {
+                problems.append("the identifier index and the record of template \(id) disagree on its gallery, identifier or registry")
+            }
+            return .continue
+        }
+        for id in records.keys.sorted() where !indexed.contains(id) {
+            problems.append("template \(id) is missing from the identifier index")
+        }
+        problems += self.compareIndex(with: records, txn)
+        // Erasure: every page the last erasure pass could wipe is zero (docs/security.md).
+        let residue = try self.store.environment.freePageResidue(within: txn)
+        if residue.holdingData > 0 {
+            problems.append(
+                "\(residue.holdingData) of \(residue.erasable) free pages of data.mdb still hold data that erasure should have wiped"
+                    + (self.isReadOnly ? " (the daemon stopped before it finished erasing; its next start does)" : ""))
+        }
+        return (checked, problems)
     }
 
     /// The index against the (checked) store: every template record has its row with the same data,

@@ -12,11 +12,13 @@ import Synchronization
 /// commit itself (a lazy request: it joins the next batch, or runs alone after 100 ms), and polls the
 /// same way while an older reader (a hot backup) holds the pages.
 extension Engine {
-    /// At open, before serving: finishes what the previous process may have left unerased (it
-    /// stopped between a removal and its erasure), reading every erasable free page. Returns false
-    /// when it could not (a full disk refuses the commit it needs): the writer then keeps trying
+    /// Finishes every erasure, reading every erasable free page not known to be zero: at open,
+    /// before serving, what the previous process may have left (it stopped between a removal and its
+    /// erasure); at close, once the writer has stopped, so that the store is left with no erasable
+    /// page holding data (what an offline verify checks). Returns false when it could not (a full
+    /// disk refuses the commit it needs): at open the writer then keeps trying
     /// (``queueErasureCommit()``), so that a store that needs deletes to free space still opens.
-    func finishErasureAtOpen() -> Bool {
+    func finishErasure() -> Bool {
         let environment = self.store.environment
         do {
             if environment.removalAwaitsCommit {

@@ -31,6 +31,8 @@ public final class Engine: @unchecked Sendable {
     /// What ``close()`` did about the index snapshot (nil until it ran), for the daemon's log.
     public private(set) var snapshotReport: String?
     private let closed = Atomic<Bool>(false)
+    /// Whether the store was opened read-only (``init(path:configuration:metrics:readOnly:)``).
+    public let isReadOnly: Bool
     let snapshotMinimumTemplates: Int
     let indexLock = ReadWriteLock()
     private let commits = Atomic<Int>(0)
@@ -53,20 +55,42 @@ public final class Engine: @unchecked Sendable {
     ///   message names it and says to restore from a backup) and for files it may not write; or an
     ///   `LMDBError` when the environment cannot be opened otherwise (e.g. `EBUSY`: already open).
     /// - Parameter metrics: where the writer's queue depth and commit figures go (see `docs/operations.md`).
+    /// - Parameter readOnly: open an existing store of this schema to read and ``verify()`` it only,
+    ///   writing nothing into its directory (no commit, no erasure, no index snapshot, no lock files):
+    ///   the index is loaded from the store, and every write fails. An older schema, which a writable
+    ///   open would upgrade, is refused.
     public init(
-        path: String, configuration: EngineConfiguration = EngineConfiguration(), metrics: any MetricsFactory = NOOPMetricsHandler.instance
+        path: String, configuration: EngineConfiguration = EngineConfiguration(), metrics: any MetricsFactory = NOOPMetricsHandler.instance,
+        readOnly: Bool = false
     ) throws {
         self.catalog = try AlgorithmCatalog(configured: configuration.algorithms)
         self.metrics = EngineMetrics(factory: metrics)
         self.auditRetention = configuration.auditRetention
         self.path = path
         self.snapshotMinimumTemplates = configuration.snapshotMinimumTemplates
+        self.isReadOnly = readOnly
         // What liblmdb cannot check (wild page pointers in a damaged file) faults; say what it means.
         let fault = "the store in \(path) is probably damaged: reading it at start-up faulted. \(RegistryError.restoreAdvice)"
         do {
-            self.store = try FaultReport.during(fault) { try Store(path: path, configuration: configuration) }
+            self.store = try FaultReport.during(fault) { try Store(path: path, configuration: configuration, readOnly: readOnly) }
         } catch {
             throw RegistryError.opening(path, error)
+        }
+        if readOnly {
+            do {
+                try FaultReport.during(fault) {
+                    try self.store.environment.read { txn in
+                        try self.store.requireSchema(txn)
+                        try self.checkEncryption(txn, key: configuration.encryptionKey)
+                        try self.reconcileAlgorithms(txn)
+                    }
+                    self.indexLoad = try self.load()
+                }
+            } catch {
+                self.store.close()
+                throw RegistryError.opening(path, error)
+            }
+            return  // no writer: every write fails
         }
         var erasureFinished = true
         do {
@@ -87,7 +111,7 @@ public final class Engine: @unchecked Sendable {
                         _ = try self.writeGallery(txn, configuration.defaultGallery, existing: nil)
                     }
                 }
-                erasureFinished = self.finishErasureAtOpen()
+                erasureFinished = self.finishErasure()
                 var snapshot: IndexSnapshot.Opened?
                 var unusable: String?
                 do throws(IndexSnapshot.Unusable) {
@@ -121,6 +145,8 @@ public final class Engine: @unchecked Sendable {
         if let writer = self.writer {
             writer.stop()
             self.snapshotReport = self.saveSnapshot()
+            // After the snapshot's commit, which lets the pages freed before it be wiped.
+            _ = self.finishErasure()
         }
         self.store.close()
     }
@@ -170,7 +196,10 @@ public final class Engine: @unchecked Sendable {
             flat: flat,
             body: { txn, context in try body(txn, context) },
             completion: { result in completion(result.map { $0 as! T }) })
-        if !self.writer.submit(request) {
+        guard let writer = self.writer else {
+            return completion(.failure(RegistryError(.internal, "the store is open read-only")))
+        }
+        if !writer.submit(request) {
             completion(.failure(RegistryError(.shuttingDown, "the registry is shutting down")))
         }
     }
@@ -427,7 +456,10 @@ public final class Engine: @unchecked Sendable {
                     .internal,
                     "the store holds unencrypted templates: start registryd without a key and encrypt it (registryctl encrypt)")
             }
-            try txn.put(self.store.meta, key: Keys.encryptionCheck, value: try cipher.seal(PayloadCipher.checkPlaintext, templateId: 0))
+            // A read-only open of an empty store uses the key without adopting it.
+            if !txn.isReadOnly {
+                try txn.put(self.store.meta, key: Keys.encryptionCheck, value: try cipher.seal(PayloadCipher.checkPlaintext, templateId: 0))
+            }
         }
         self.store.cipher.withLock { $0 = cipher }
     }

@@ -10,31 +10,42 @@ public enum OfflineStore {
     public struct Verification: Sendable {
         public var checked: Int
         public var problems: [String]
+        /// Whether the directory is a backup with a manifest, checked too.
+        public var manifestChecked: Bool
     }
 
-    /// Opens the store in `path` as the daemon would and checks it against itself (`verify`). A
-    /// directory without a store, or a store of an older schema (which opening would upgrade), is
-    /// refused rather than created or changed.
+    /// Checks the store or backup in `path` against itself (`verify`) without changing it: opened
+    /// read-only, it is not committed to, upgraded, erased or snapshotted, and no lock file is
+    /// created. A backup's `data.mdb` is also checked against its manifest (size, SHA-256, and the
+    /// counts per gallery and registry). A directory without a store, or a store of an older schema
+    /// (which only opening it for writing would upgrade), is refused.
     public static func verify(path: String, configuration: EngineConfiguration) async throws -> Verification {
         try Self.requireStore(path)
-        let schema: UInt32?
+        var problems: [String] = []
+        let manifest = try Self.manifest(in: path)
+        var fileMatches = false
+        if let manifest {
+            let (bytes, digest) = try BackupManifest.digest(of: path + "/data.mdb")
+            fileMatches = bytes == manifest.bytes && digest == manifest.sha256
+            if !fileMatches { problems.append("data.mdb does not match the backup's manifest (size or SHA-256 differ): the backup is damaged") }
+        }
+        let catalog: AlgorithmCatalog
+        let verified: (checked: Int, problems: [String])
         do {
-            let store = try Store(path: path, configuration: configuration)
-            defer { store.close() }
-            schema = try store.environment.read { txn in try store.readUInt32(txn, Keys.schemaVersion) }
-        } catch {
-            throw RegistryError.opening(path, error)
+            let engine = try Engine(path: path, configuration: configuration, readOnly: true)
+            catalog = engine.catalog
+            defer { engine.close() }
+            verified = try await engine.verify()
+        } catch  where !problems.isEmpty {
+            // A backup that fails its manifest may well not open: both are said.
+            return Verification(checked: 0, problems: problems + ["\(error)"], manifestChecked: true)
         }
-        if let schema, schema < Store.schemaVersion {
-            throw RegistryError(
-                .malformedRequest,
-                "\(path) has schema \(schema): checking it here would upgrade it to \(Store.schemaVersion); start the daemon "
-                    + "(which keeps a copy of the store before upgrading) or check it with the registryd that wrote it")
+        problems += verified.problems
+        // Counted after the engine closed: one process opens a store once at a time.
+        if let manifest, fileMatches, try BackupManifest.describe(directory: path, catalog: catalog).galleries != manifest.galleries {
+            problems.append("the backup's galleries do not match its manifest's counts")
         }
-        let engine = try Engine(path: path, configuration: configuration)
-        defer { engine.close() }
-        let (checked, problems) = try await engine.verify()
-        return Verification(checked: checked, problems: problems)
+        return Verification(checked: verified.checked, problems: problems, manifestChecked: manifest != nil)
     }
 
     /// What a restore did.

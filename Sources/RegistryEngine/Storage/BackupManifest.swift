@@ -32,14 +32,10 @@ struct BackupManifest: Sendable, Equatable, Codable {
 
     static let fileName = "manifest.json"
 
-    /// Reads the copy in `directory` (its `data.mdb`) and describes it; the lock files opening it
-    /// leaves are removed (nothing else uses the copy yet).
+    /// Reads the copy in `directory` (its `data.mdb`), read-only, and describes it.
     static func describe(directory: String, catalog: AlgorithmCatalog, now: Int64 = Int64(time(nil))) throws -> BackupManifest {
-        let store = try Store(path: directory, configuration: EngineConfiguration())
-        defer {
-            store.close()
-            for file in Environment.lockFiles { unlink(directory + "/" + file) }
-        }
+        let store = try Store(path: directory, configuration: EngineConfiguration(), readOnly: true)
+        defer { store.close() }
         let (schema, galleries) = try store.environment.read { txn in
             let schema = try store.readUInt32(txn, Keys.schemaVersion) ?? 0
             var templates: [UInt32: Int] = [:]

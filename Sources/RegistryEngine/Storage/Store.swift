@@ -111,30 +111,51 @@ final class Store: @unchecked Sendable {
     /// (one per algorithm), and working one out tries 64 part counts.
     private let partSizes = Mutex<[Int: Int]>([:])
 
-    init(path: String, configuration: EngineConfiguration) throws {
+    /// The named databases, in the order of the properties they fill.
+    private static let databaseNames = ["meta", "algorithms", "galleries", "templates", "vectors", "identifiers", "profiles", "audit"]
+
+    /// Opens (creating if needed) the store in `path`; `readOnly` opens an existing one without
+    /// writing anything into its directory (``Environment/Options/readOnly``).
+    init(path: String, configuration: EngineConfiguration, readOnly: Bool = false) throws {
         var options = Environment.Options()
         options.mapSize = configuration.initialMapSize
         options.maxMapSize = configuration.maximumMapSize
         options.durable = configuration.durable
         options.damageAdvice = RegistryError.restoreAdvice
+        options.readOnly = readOnly
         let environment = try Environment(path: path, options: options)
+        let handles: [Database]
         do {
-            let handles = try environment.write { txn in
-                (
-                    try txn.openDatabase("meta", create: true), try txn.openDatabase("algorithms", create: true),
-                    try txn.openDatabase("galleries", create: true), try txn.openDatabase("templates", create: true),
-                    try txn.openDatabase("vectors", create: true), try txn.openDatabase("identifiers", create: true),
-                    try txn.openDatabase("profiles", create: true), try txn.openDatabase("audit", create: true)
-                )
-            }
-            (self.meta, self.algorithms, self.galleries, self.templates, self.vectors, self.identifiers, self.profiles, self.audit) =
-                handles
+            handles = try Self.openDatabases(environment, path: path, readOnly: readOnly)
         } catch {
             environment.close()
             throw error
         }
+        self.meta = handles[0]
+        self.algorithms = handles[1]
+        self.galleries = handles[2]
+        self.templates = handles[3]
+        self.vectors = handles[4]
+        self.identifiers = handles[5]
+        self.profiles = handles[6]
+        self.audit = handles[7]
         self.environment = environment
         self.pageSize = environment.pageSize
+    }
+
+    /// The named databases (``databaseNames``), created when missing unless `readOnly`.
+    private static func openDatabases(_ environment: Environment, path: String, readOnly: Bool) throws -> [Database] {
+        guard readOnly else {
+            return try environment.write { txn in try Self.databaseNames.map { name in try txn.openDatabase(name, create: true) } }
+        }
+        let opened = Result { () throws(LMDBError) in try environment.openExistingDatabases(Self.databaseNames) }
+        if case .failure(let error) = opened, error.isNotFound {
+            throw RegistryError(
+                .malformedRequest,
+                "\(path) lacks some of the registry's databases: it was written by an older registryd (start the daemon "
+                    + "on it once, which upgrades it) or is not a registry store")
+        }
+        return try opened.get()
     }
 
     func close() {
@@ -201,6 +222,25 @@ final class Store: @unchecked Sendable {
             version += 1
         }
         try self.writeInteger(txn, Keys.schemaVersion, version)
+    }
+
+    /// For a read-only open, which can neither stamp nor migrate: the store must have this schema.
+    func requireSchema(_ txn: borrowing Transaction) throws {
+        guard let stored = try self.readUInt32(txn, Keys.schemaVersion) else {
+            throw RegistryError(.malformedRequest, "the store has no schema version: it is not a registry store")
+        }
+        guard stored <= Self.schemaVersion else {
+            throw RegistryError(
+                .internal,
+                "the store has schema version \(stored), newer than this registryd's \(Self.schemaVersion); check it with the registryd that wrote it"
+            )
+        }
+        guard stored == Self.schemaVersion else {
+            throw RegistryError(
+                .malformedRequest,
+                "the store has schema \(stored): checking it here would upgrade it to \(Self.schemaVersion); start the daemon "
+                    + "(which keeps a copy of the store before upgrading) or check it with the registryd that wrote it")
+        }
     }
 
     func readUInt32(_ txn: borrowing Transaction, _ key: [UInt8]) throws -> UInt32? {
