@@ -131,7 +131,7 @@ let package = Package(
             swiftSettings: strictSettings),
         // What the test targets share: temporary directories, the products' executables.
         .target(
-            name: "TestSupport", dependencies: ["RegistryProtocol", "SyntheticFaces", protobuf], path: "Tests/TestSupport",
+            name: "TestSupport", dependencies: ["RegistryModel", "RegistryProtocol", "SyntheticFaces", protobuf], path: "Tests/TestSupport",
             swiftSettings: strictSettings),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "CLMDB", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
@@ -150,7 +150,8 @@ let package = Package(
             ],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "RegistryCtlTests", dependencies: ["registryctl", "RegistryCtlInput", "RegistryModel", "TestSupport", argumentParser],
+            name: "RegistryCtlTests",
+            dependencies: ["registryctl", "RegistryCtlInput", "RegistryModel", "RegistryProtocol", "TestSupport", argumentParser, protobuf],
             swiftSettings: strictSettings),
         // The server in-process: connection handlers on embedded channels, a connection over a real store.
         .testTarget(

@@ -221,21 +221,7 @@ public final class RegistryClient: Sendable {
 
     @discardableResult
     public func defineGallery(_ configuration: GalleryConfiguration) async throws -> GalleryInfo {
-        let result = try await self.send(
-            .defineGallery(
-                .with {
-                    $0.gallery = configuration.name
-                    $0.registries = configuration.registries.map { registry in
-                        .with {
-                            $0.algorithm = registry.algorithm
-                            if let thresholds = registry.thresholds { $0.thresholds = Registry_V1_Thresholds(thresholds) }
-                            if let minimum = registry.minimumQuality { $0.minimumQuality = minimum }
-                            if let minimum = registry.minimumAutoEnrolmentQuality { $0.minimumAutoEnrolmentQuality = minimum }
-                        }
-                    }
-                    $0.liveness = Registry_V1_LivenessPolicy(configuration.liveness)
-                    $0.livenessK = configuration.livenessK
-                }))
+        let result = try await self.send(.defineGallery(Registry_V1_DefineGalleryRequest(configuration)))
         guard case .defineGallery(let gallery) = result else { throw Self.unexpected(result) }
         return GalleryInfo(gallery)
     }
@@ -265,21 +251,48 @@ public final class RegistryClient: Sendable {
         return (page.templates.map(StoredTemplate.init), page.nextAfterTemplateID == 0 ? nil : page.nextAfterTemplateID)
     }
 
+    /// One page of a gallery's liveness profiles, in identifier order, after `after` (exclusive).
+    public func exportLivenessProfiles(gallery: String = "", after: String? = nil, limit: Int = 1000) async throws -> (
+        profiles: [ProfileEntry], next: String?
+    ) {
+        let result = try await self.send(
+            .export(
+                .with {
+                    $0.gallery = gallery
+                    $0.livenessProfiles = true
+                    $0.afterIdentifier = after ?? ""
+                    $0.limit = UInt32(clamping: limit)
+                }))
+        guard case .export(let page) = result else { throw Self.unexpected(result) }
+        var profiles: [ProfileEntry] = []
+        for entry in page.livenessProfiles {
+            guard let profile = ProfileEntry(entry) else { throw Self.unexpected(result) }
+            profiles.append(profile)
+        }
+        return (profiles, page.hasNextAfterIdentifier ? page.nextAfterIdentifier : nil)
+    }
+
     public func importTemplates(gallery: String = "", _ items: [ImportItem]) async throws -> [UInt64] {
         try await self.importTemplates(gallery: gallery, items, skipExisting: false).templateIds
     }
 
     /// Imports items keeping their time, source and quality (see ``Engine/importTemplates(gallery:_:skipExisting:)``).
-    public func importTemplates(gallery: String = "", _ items: [ImportItem], skipExisting: Bool) async throws -> ImportOutcome {
+    /// `profiles` are set after the items, in the same transaction.
+    public func importTemplates(
+        gallery: String = "", _ items: [ImportItem], skipExisting: Bool, profiles: [ProfileEntry] = []
+    ) async throws -> ImportOutcome {
         let result = try await self.send(
             .import(
                 .with {
                     $0.gallery = gallery
                     $0.items = items.map(Registry_V1_ImportRequest.Item.init)
                     $0.skipExisting = skipExisting
+                    $0.livenessProfiles = profiles.map(Registry_V1_LivenessProfileEntry.init)
                 }))
         guard case .import(let imported) = result else { throw Self.unexpected(result) }
-        return ImportOutcome(templateIds: imported.templateIds, skipped: Int(imported.skipped))
+        return ImportOutcome(
+            templateIds: imported.templateIds, skipped: Int(imported.skipped), profilesStored: Int(imported.livenessProfilesStored),
+            profilesSkipped: Int(imported.livenessProfilesSkipped))
     }
 
     public func backup(to directory: String) async throws -> Int {

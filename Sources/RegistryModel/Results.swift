@@ -233,6 +233,20 @@ public struct GalleryInfo: Sendable, Hashable {
     }
 }
 
+extension GalleryConfiguration {
+    /// The definition of a gallery as it is, every threshold written out: what recreates it elsewhere.
+    public init(_ gallery: GalleryInfo) {
+        self.init(
+            name: gallery.name,
+            registries: gallery.registries.map { registry in
+                RegistryConfiguration(
+                    algorithm: registry.algorithm.version, thresholds: registry.thresholds, minimumQuality: registry.minimumQuality,
+                    minimumAutoEnrolmentQuality: registry.minimumAutoEnrolmentQuality)
+            },
+            liveness: gallery.liveness, livenessK: gallery.livenessK)
+    }
+}
+
 /// Migration progress of one registry: identifiers held out of the gallery's total.
 public struct MigrationStatus: Sendable, Hashable {
     public var algorithm: UInt32
@@ -289,9 +303,25 @@ public struct ImportItem: Sendable, Hashable {
 public struct ImportOutcome: Sendable, Hashable {
     public var templateIds: [UInt64]
     public var skipped: Int
+    /// Liveness profiles stored, and those skipped as equal to the stored one.
+    public var profilesStored: Int
+    public var profilesSkipped: Int
 
-    public init(templateIds: [UInt64], skipped: Int) {
+    public init(templateIds: [UInt64], skipped: Int, profilesStored: Int = 0, profilesSkipped: Int = 0) {
         self.templateIds = templateIds
         self.skipped = skipped
+        self.profilesStored = profilesStored
+        self.profilesSkipped = profilesSkipped
+    }
+}
+
+/// An identifier's liveness profile, as an export carries it.
+public struct ProfileEntry: Sendable, Hashable {
+    public var identifier: String
+    public var profile: LivenessProfile
+
+    public init(identifier: String, profile: LivenessProfile) {
+        self.identifier = identifier
+        self.profile = profile
     }
 }

@@ -174,6 +174,22 @@ extension LivenessProfile {
     }
 }
 
+extension Registry_V1_LivenessProfileEntry {
+    public init(_ entry: ProfileEntry) {
+        self.init()
+        self.identifier = entry.identifier
+        self.profile = Registry_V1_LivenessProfile(entry.profile)
+    }
+}
+
+extension ProfileEntry {
+    /// An entry from the wire; nil when its profile does not convert (``LivenessProfile/init(_:)``).
+    public init?(_ message: Registry_V1_LivenessProfileEntry) {
+        guard let profile = LivenessProfile(message.profile) else { return nil }
+        self.init(identifier: message.identifier, profile: profile)
+    }
+}
+
 extension Registry_V1_AuditEntry {
     public init(_ entry: AuditEntry) {
         self.init()

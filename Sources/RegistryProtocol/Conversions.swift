@@ -389,6 +389,25 @@ extension GalleryConfiguration {
     }
 }
 
+extension Registry_V1_DefineGalleryRequest {
+    /// A gallery's definition as `define_gallery` carries it (what a configuration leaves to the
+    /// defaults stays absent).
+    public init(_ configuration: GalleryConfiguration) {
+        self.init()
+        self.gallery = configuration.name
+        self.registries = configuration.registries.map { registry in
+            .with {
+                $0.algorithm = registry.algorithm
+                if let thresholds = registry.thresholds { $0.thresholds = Registry_V1_Thresholds(thresholds) }
+                if let minimum = registry.minimumQuality { $0.minimumQuality = minimum }
+                if let minimum = registry.minimumAutoEnrolmentQuality { $0.minimumAutoEnrolmentQuality = minimum }
+            }
+        }
+        self.liveness = Registry_V1_LivenessPolicy(configuration.liveness)
+        self.livenessK = configuration.livenessK
+    }
+}
+
 extension Registry_V1_LivenessPolicy {
     public init(_ policy: LivenessPolicy) {
         self.init()

@@ -2,28 +2,42 @@ import ArgumentParser
 import RegistryClient
 import RegistryModel
 
-/// `registryctl export --output FILE`: all of a gallery's templates with their data.
+/// `registryctl export --output FILE`: a dump of one gallery, or of all, that `import` recreates.
 struct ExportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Export a gallery's templates with their data to a file.",
+        abstract: "Export a gallery (or every gallery) to a file that import recreates it from.",
         discussion: """
-            Formats: protobuf (default) writes each template as a registry.v1.StoredTemplate message \
-            framed by a 4-byte big-endian length; verid writes a Ver-ID JSON array of \
-            {"identifier", "version", "data" | "landmarks"} objects. The file (mode 0600: templates are \
-            biometric data) is written under a temporary name and renamed when complete. With \
-            --output -, the data goes to standard output and the summary to standard error. A \
-            progress bar is drawn on standard error when it is a terminal.
+            Formats: protobuf (default) writes a dump: the bytes REGDUMP1, then, per gallery, its \
+            definition (registries in priority order, thresholds, quality gates, liveness policy and k), \
+            its templates in registration order with their data, registration time, source and quality, \
+            and its liveness profiles, each a registry.v1.DumpRecord framed by a 4-byte big-endian \
+            length. Exporting what an import of the dump created gives the same bytes. verid writes a \
+            Ver-ID JSON array of {"identifier", "version", "data" | "landmarks"} objects: templates \
+            only, of one gallery. The file (mode 0600: templates are biometric data) is written under a \
+            temporary name and renamed when complete. With --output -, the data goes to standard output \
+            and the summary to standard error. A progress bar is drawn on standard error when it is a \
+            terminal.
             """)
 
     @OptionGroup var options: GlobalOptions
     @OptionGroup var gallery: GalleryOptions
+
+    @Flag(help: "Export every gallery (in name order) instead of one.")
+    var all = false
 
     @Option(help: "The file format.")
     var format: TemplateFileFormat = .protobuf
 
     @Option(name: .shortAndLong, help: ArgumentHelp("The file to write (- for standard output).", valueName: "file"))
     var output: String
+
+    func validate() throws {
+        if self.all && self.gallery.gallery != nil { throw ValidationError("give either --all or --gallery, not both") }
+        if self.all && self.format == .verid {
+            throw ValidationError("Ver-ID JSON holds one gallery's templates: export --all needs --format protobuf")
+        }
+    }
 
     /// Templates per export request, at most.
     static let pageSize = 1000
@@ -46,38 +60,54 @@ struct ExportCommand: AsyncParsableCommand {
     }
 
     struct Result: CommandResult {
-        var gallery: String
+        var galleries: [String]
         var format: String
         var output: String
         var templates: Int
+        var livenessProfiles: Int
 
         func text(_ names: AlgorithmNames) -> String {
-            "exported \(Format.plural(self.templates, "template")) of gallery \(self.gallery) to \(self.output) (\(self.format))"
+            let which = self.galleries.count == 1 ? "gallery \(self.galleries[0])" : Format.plural(self.galleries.count, "gallery", "galleries")
+            var text = "exported \(Format.plural(self.templates, "template"))"
+            if self.livenessProfiles > 0 { text += " and \(Format.plural(self.livenessProfiles, "liveness profile"))" }
+            return text + " of \(which) to \(self.output) (\(self.format))"
         }
     }
 
     func run() async throws {
-        let gallery = self.gallery.name
         try await Runner(self.options, resultsToStandardError: self.output == "-").run { client in
-            // The gallery's registries give the page size and the progress bar's total; a missing
-            // gallery is reported by the export itself.
-            let info = try? await client.galleries().first(where: { $0.name == gallery })
-            let pageSize = Self.pageSize(for: info)
+            let all = try await client.galleries()
+            let selected =
+                self.all ? all.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) } : all.filter { $0.name == self.gallery.name }
+            guard !selected.isEmpty || self.all else { throw RegistryError.unknownGallery(self.gallery.name) }
             let progress = ProgressBar(label: "exporting")
-            progress.total = info?.registries.reduce(0) { $0 + $1.templateCount }
+            progress.total = selected.reduce(0) { $0 + $1.registries.reduce(0) { $0 + $1.templateCount } }
             let sink = try OutputSink(path: self.output)
             var writer = TemplateStreamWriter(format: self.format, sink: sink)
-            var count = 0
+            var templates = 0
+            var profiles = 0
             do {
                 try writer.begin()
-                var after: UInt64 = 0
-                while true {
-                    let page = try await client.export(gallery: gallery, after: after, limit: pageSize)
-                    try writer.append(page.templates)
-                    count += page.templates.count
-                    progress.update(count)
-                    guard let next = page.next else { break }
-                    after = next
+                for gallery in selected {
+                    try writer.beginGallery(GalleryConfiguration(gallery))
+                    let pageSize = Self.pageSize(for: gallery)
+                    var after: UInt64 = 0
+                    while true {
+                        let page = try await client.export(gallery: gallery.name, after: after, limit: pageSize)
+                        try writer.append(page.templates)
+                        templates += page.templates.count
+                        progress.update(templates)
+                        guard let next = page.next else { break }
+                        after = next
+                    }
+                    guard self.format == .protobuf else { continue }
+                    var afterIdentifier: String?
+                    repeat {
+                        let page = try await client.exportLivenessProfiles(gallery: gallery.name, after: afterIdentifier)
+                        try writer.append(profiles: page.profiles)
+                        profiles += page.profiles.count
+                        afterIdentifier = page.next
+                    } while afterIdentifier != nil
                 }
                 try writer.end()
                 try sink.commit()
@@ -86,7 +116,9 @@ struct ExportCommand: AsyncParsableCommand {
                 throw error
             }
             progress.finish()
-            return Result(gallery: gallery, format: self.format.rawValue, output: self.output, templates: count)
+            return Result(
+                galleries: selected.map(\.name), format: self.format.rawValue, output: self.output, templates: templates,
+                livenessProfiles: profiles)
         }
     }
 }

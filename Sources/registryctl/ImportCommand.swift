@@ -3,22 +3,26 @@ import RegistryClient
 import RegistryCtlInput
 import RegistryModel
 
-/// `registryctl import FILE`: stores exported templates (without the register checks).
+/// `registryctl import FILE`: recreates what an export holds (without the register checks).
 struct ImportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Import templates from an export file (protobuf stream or Ver-ID JSON).",
+        abstract: "Import an export file: a dump (galleries, templates, liveness profiles) or templates (Ver-ID JSON).",
         discussion: """
-            The whole file is read and checked first: a malformed file (exit 65) imports nothing. \
-            Templates are then sent in chunks of 1000 (fewer for very large templates, to keep each \
-            request under 3 MiB), each stored all or none and without the \
-            register checks; a protobuf stream (registryctl export's) keeps each template's registration \
-            time, source and quality, Ver-ID JSON gets now and source imported. When a chunk is refused, \
-            the chunks before it stay imported and the error names the item and says how many templates \
-            were imported. With --skip-existing, a template its identifier already holds in its registry \
-            (or that the file repeats) is skipped, so importing an export twice stores it once. Without \
-            --format, a file whose \
-            first character is '[' is Ver-ID JSON, anything else a protobuf stream. A progress bar is \
+            The whole file is read and checked first: a malformed file (exit 65) imports nothing. A \
+            dump (registryctl export's protobuf format) recreates each gallery in it (--gallery: only \
+            that one): a gallery the daemon lacks, or has without templates, is defined as the dump \
+            says; one that holds templates keeps its own definition (the summary says when it differs). \
+            Its templates keep their registration time, source and quality; its liveness profiles follow \
+            them. A Ver-ID JSON file (templates only) goes into --gallery, with time now and source \
+            imported; so does an export file of bare StoredTemplate frames. Templates are sent in \
+            chunks of 1000 (fewer for very large templates, to keep each request under 3 MiB), each \
+            stored all or none and without the register checks. When a chunk is refused, the chunks \
+            before it stay imported and the error names the item and says how many templates were \
+            imported. A template its identifier already holds in its registry (or that the file \
+            repeats), and a liveness profile equal to the stored one, are skipped and counted, so \
+            importing a file twice changes nothing; --duplicates stores them again. Without --format, a \
+            file whose first character is '[' is Ver-ID JSON, anything else protobuf. A progress bar is \
             drawn on standard error when it is a terminal.
             """)
 
@@ -31,8 +35,15 @@ struct ImportCommand: AsyncParsableCommand {
     @Option(help: "The file format (default: guessed from the first byte).")
     var format: TemplateFileFormat?
 
-    @Flag(help: "Skip templates already stored for their identifier (the same template in the same registry).")
+    @Flag(help: "Store templates again that their identifier already holds (by default they are skipped).")
+    var duplicates = false
+
+    @Flag(help: .hidden)
     var skipExisting = false
+
+    func validate() throws {
+        if self.duplicates && self.skipExisting { throw ValidationError("--duplicates and --skip-existing contradict each other") }
+    }
 
     /// Templates per import request, at most.
     static let chunkSize = 1000
@@ -74,19 +85,37 @@ struct ImportCommand: AsyncParsableCommand {
         return "\(file): item \(index + offset)" + rest.dropFirst(digits.count)
     }
 
+    /// Liveness profiles per import request, at most (about 200 bytes each).
+    static let profileChunkSize = 1000
+
     struct Result: CommandResult {
-        var gallery: String
+        var galleries: [String]
         var file: String
         var format: String
         var imported: Int
         var skipped: Int
         var firstTemplateId: UInt64?
         var lastTemplateId: UInt64?
+        var livenessProfiles = 0
+        var livenessProfilesSkipped = 0
+        /// Galleries defined from the dump.
+        var defined: [String] = []
+        /// Galleries that hold templates and were kept although the dump defines them differently.
+        var keptDefinitions: [String] = []
 
         func text(_ names: AlgorithmNames) -> String {
-            var text = "imported \(Format.plural(self.imported, "template")) into gallery \(self.gallery)"
-            if let first = self.firstTemplateId, let last = self.lastTemplateId { text += " (template ids \(first)-\(last))" }
+            let which = self.galleries.count == 1 ? "gallery \(self.galleries[0])" : "galleries \(self.galleries.joined(separator: ", "))"
+            var text = "imported \(Format.plural(self.imported, "template")) into \(which)"
+            if let first = self.firstTemplateId, let last = self.lastTemplateId, self.imported > 0 { text += " (template ids \(first)-\(last))" }
             if self.skipped > 0 { text += "; \(self.skipped) already stored, skipped" }
+            if self.livenessProfiles + self.livenessProfilesSkipped > 0 {
+                text += "; \(Format.plural(self.livenessProfiles, "liveness profile")) stored"
+                if self.livenessProfilesSkipped > 0 { text += ", \(self.livenessProfilesSkipped) already stored, skipped" }
+            }
+            if !self.defined.isEmpty { text += "\ndefined \(self.defined.joined(separator: ", ")) as the file does" }
+            for name in self.keptDefinitions {
+                text += "\ngallery \(name) holds templates and is defined differently from the file: its definition is kept"
+            }
             return text
         }
     }
@@ -95,29 +124,77 @@ struct ImportCommand: AsyncParsableCommand {
         let runner = Runner(self.options)
         let bytes = try runner.prepare { try FileIO.read(self.file) }
         let format = self.format ?? TemplateFileFormat.guess(bytes)
-        let items = try runner.prepare { try TemplateStreamReader.items(from: bytes, format: format, file: self.file) }
-        let gallery = self.gallery.name
+        let (sections, plainItems) = try self.contents(bytes, format: format, runner: runner)
+        let skipExisting = !self.duplicates
         try await runner.run { client in
-            let progress = ProgressBar(label: "importing", total: items.count)
-            var ids: [UInt64] = []
-            ids.reserveCapacity(items.count)
-            var skipped = 0
+            var result = Result(galleries: [], file: self.file, format: format.rawValue, imported: 0, skipped: 0)
+            let total = sections.reduce(0) { $0 + ($1?.items.count ?? plainItems.count) }
+            let progress = ProgressBar(label: "importing", total: total)
             defer { progress.finish() }
-            for chunk in Self.chunks(items) {
-                do {
-                    let outcome = try await client.importTemplates(gallery: gallery, Array(chunk), skipExisting: self.skipExisting)
-                    ids += outcome.templateIds
-                    skipped += outcome.skipped
-                } catch let error as RegistryError {
-                    var message = Self.fileRelative(error.message, offset: chunk.startIndex, file: self.file)
-                    if !ids.isEmpty { message += " (import stopped: the first \(ids.count) of \(items.count) templates were imported)" }
-                    throw RegistryError(error.code, message, details: error.details)
+            var done = 0
+            for section in sections {
+                let gallery = section?.gallery.name ?? self.gallery.name
+                result.galleries.append(gallery)
+                if let section { try await Self.prepareGallery(section.gallery, client: client, result: &result) }
+                let items = section?.items ?? plainItems
+                var ids: [UInt64] = []
+                for chunk in Self.chunks(items) {
+                    do {
+                        let outcome = try await client.importTemplates(gallery: gallery, Array(chunk), skipExisting: skipExisting)
+                        ids += outcome.templateIds
+                        result.skipped += outcome.skipped
+                        result.imported += outcome.templateIds.count - outcome.skipped
+                    } catch let error as RegistryError {
+                        var message = Self.fileRelative(error.message, offset: done + chunk.startIndex, file: self.file)
+                        if result.imported + result.skipped > 0 {
+                            message += " (import stopped: the first \(result.imported + result.skipped) of \(total) templates were imported)"
+                        }
+                        throw RegistryError(error.code, message, details: error.details)
+                    }
+                    progress.update(done + ids.count)
                 }
-                progress.update(ids.count)
+                done += items.count
+                result.firstTemplateId = result.firstTemplateId ?? ids.first
+                result.lastTemplateId = ids.last ?? result.lastTemplateId
+                let profiles = section?.profiles ?? []
+                for start in stride(from: 0, to: profiles.count, by: Self.profileChunkSize) {
+                    let chunk = Array(profiles[start..<min(profiles.count, start + Self.profileChunkSize)])
+                    let outcome = try await client.importTemplates(gallery: gallery, [], skipExisting: skipExisting, profiles: chunk)
+                    result.livenessProfiles += outcome.profilesStored
+                    result.livenessProfilesSkipped += outcome.profilesSkipped
+                }
             }
-            return Result(
-                gallery: gallery, file: self.file, format: format.rawValue, imported: ids.count - skipped, skipped: skipped,
-                firstTemplateId: ids.first, lastTemplateId: ids.last)
+            return result
         }
+    }
+
+    /// What the file holds: a dump's sections (those of --gallery only, if given), or one nil section
+    /// for the templates of a file without galleries, which go into --gallery.
+    func contents(_ bytes: [UInt8], format: TemplateFileFormat, runner: Runner) throws -> (sections: [DumpSection?], items: [ImportItem]) {
+        guard format == .protobuf && DumpFile.isDump(bytes) else {
+            return ([nil], try runner.prepare { try TemplateStreamReader.items(from: bytes, format: format, file: self.file) })
+        }
+        let all = try runner.prepare { try DumpFile.sections(from: bytes, file: self.file) }
+        guard let name = self.gallery.gallery else { return (all, []) }
+        let selected = all.filter { $0.gallery.name == name }
+        guard !selected.isEmpty else {
+            let holds = all.map(\.gallery.name).joined(separator: ", ")
+            throw runner.fail(RegistryError.malformedRequest("\(self.file) holds no gallery '\(name)' (it holds \(holds))"), names: .builtIn)
+        }
+        return (selected, [])
+    }
+
+    /// A dump's gallery in the daemon: defined as the dump says when the daemon lacks it or it holds
+    /// no template (a fresh daemon's default gallery); one that holds templates keeps its definition,
+    /// which the thresholds its templates were checked under depend on.
+    static func prepareGallery(_ definition: GalleryConfiguration, client: RegistryClient, result: inout Result) async throws {
+        let existing = try await client.galleries().first { $0.name == definition.name }
+        if let existing, GalleryConfiguration(existing) == definition { return }
+        if let existing, existing.registries.contains(where: { $0.templateCount > 0 }) {
+            result.keptDefinitions.append(definition.name)
+            return
+        }
+        try await client.defineGallery(definition)
+        result.defined.append(definition.name)
     }
 }

@@ -4,17 +4,19 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 
-/// Writes exported templates in one of the ``TemplateFileFormat``s:
+/// Writes an export in one of the ``TemplateFileFormat``s:
 ///
-/// - `protobuf`: each template as one `registry.v1.StoredTemplate` message with its data, framed as
-///   on the wire:
+/// - `protobuf`: a dump (``DumpFile``): `REGDUMP1`, then per gallery its definition, its templates
+///   with their data, time, source and quality (no id: ids belong to a store), and its liveness
+///   profiles, each a `registry.v1.DumpRecord` framed as on the wire:
 ///   ```
 ///   +--------+--------+--------+--------+-----------------------------------+
-///   |   N: u32, big-endian              | N bytes: one StoredTemplate        |
+///   |   N: u32, big-endian              | N bytes: one DumpRecord            |
 ///   +--------+--------+--------+--------+-----------------------------------+
 ///   ```
 /// - `verid`: a JSON array of `{"identifier": ..., "version": N, "data": [...]}` (vectors) and
-///   `{"identifier": ..., "version": 1000, "landmarks": [{"name", "x", "y", "z"}]}` (landmarks).
+///   `{"identifier": ..., "version": 1000, "landmarks": [{"name", "x", "y", "z"}]}` (landmarks):
+///   templates only (Ver-ID's own format has no place for a gallery's definition or profiles).
 struct TemplateStreamWriter {
     let format: TemplateFileFormat
     let sink: OutputSink
@@ -27,7 +29,16 @@ struct TemplateStreamWriter {
 
     /// Starts the file.
     func begin() throws(OutputFileError) {
-        if self.format == .verid { try self.sink.write("[") }
+        switch self.format {
+        case .protobuf: try self.sink.write(DumpFile.magic)
+        case .verid: try self.sink.write("[")
+        }
+    }
+
+    /// Starts a gallery's section: its definition (protobuf only).
+    func beginGallery(_ gallery: GalleryConfiguration) throws {
+        guard self.format == .protobuf else { return }
+        try self.sink.write(try DumpFile.frame(.with { $0.gallery = Registry_V1_DefineGalleryRequest(gallery) }))
     }
 
     /// Appends templates, which must carry their data.
@@ -40,11 +51,19 @@ struct TemplateStreamWriter {
             }
             switch self.format {
             case .protobuf:
-                try self.sink.write(try Self.protobufRecord(stored))
+                try self.sink.write(try Self.templateRecord(stored))
             case .verid:
                 try self.sink.write((self.written == 0 ? "\n" : ",\n") + Self.veridRecord(identifier: stored.identifier, template: template))
             }
             self.written += 1
+        }
+    }
+
+    /// Appends liveness profiles (protobuf only).
+    func append(profiles: [ProfileEntry]) throws {
+        guard self.format == .protobuf else { return }
+        for entry in profiles {
+            try self.sink.write(try DumpFile.frame(.with { $0.livenessProfile = Registry_V1_LivenessProfileEntry(entry) }))
         }
     }
 
@@ -55,11 +74,11 @@ struct TemplateStreamWriter {
 
     // MARK: Records
 
-    /// One framed `StoredTemplate`: the 4-byte big-endian length and the message.
-    static func protobufRecord(_ stored: StoredTemplate) throws -> [UInt8] {
-        let message: [UInt8] = try Registry_V1_StoredTemplate(stored).serializedBytes()
-        let length = UInt32(message.count)
-        return [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)] + message
+    /// One framed dump record of a template, without its id.
+    static func templateRecord(_ stored: StoredTemplate) throws -> [UInt8] {
+        var message = Registry_V1_StoredTemplate(stored)
+        message.id = 0
+        return try DumpFile.frame(.with { $0.template = message })
     }
 
     /// One Ver-ID JSON object (no white space inside).
@@ -123,7 +142,9 @@ extension TemplateStreamReader {
     static func items(from bytes: [UInt8], format: TemplateFileFormat?, file: String) throws(InputFileError) -> [ImportItem] {
         switch format ?? TemplateFileFormat.guess(bytes) {
         case .verid: try TemplateJSON.importItems(from: bytes, file: file)
-        case .protobuf: try self.protobufItems(from: bytes, file: file)
+        case .protobuf:
+            DumpFile.isDump(bytes)
+                ? try DumpFile.sections(from: bytes, file: file).flatMap(\.items) : try self.protobufItems(from: bytes, file: file)
         }
     }
 }

@@ -3,6 +3,8 @@ import FoundationEssentials
 import Glibc
 import RegistryClient
 import RegistryModel
+import RegistryProtocol
+import SwiftProtobuf
 import TestSupport
 import Testing
 
@@ -496,6 +498,7 @@ struct TemplateStreamTests {
         let sink = try OutputSink(path: path)
         var writer = TemplateStreamWriter(format: format, sink: sink)
         try writer.begin()
+        try writer.beginGallery(GalleryConfiguration(name: "default", registries: [RegistryConfiguration(algorithm: 24)]))
         for page in pages { try writer.append(page) }
         try writer.end()
         try sink.commit()
@@ -523,8 +526,17 @@ struct TemplateStreamTests {
         #expect(try TemplateStreamReader.items(from: FileIO.read(path), format: format, file: path) == [])
     }
 
-    @Test func protobufStreamIsLengthPrefixedStoredTemplates() throws {
-        let record = try TemplateStreamWriter.protobufRecord(Self.stored[0])
+    /// A bare `StoredTemplate` frame, as export files were before dumps (still read).
+    static func legacyRecord(_ stored: StoredTemplate) throws -> [UInt8] {
+        let message: [UInt8] = try Registry_V1_StoredTemplate(stored).serializedBytes()
+        let length = UInt32(message.count)
+        return [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)] + message
+    }
+
+    @Test func legacyStreamsOfLengthPrefixedStoredTemplatesStillImport() throws {
+        let record = try Self.legacyRecord(Self.stored[0])
+        #expect(!DumpFile.isDump(record))
+        #expect(try TemplateStreamReader.items(from: record, format: nil, file: "t.pb") == Array(Self.expected(.protobuf).prefix(1)))
         let length = Int(record[0]) << 24 | Int(record[1]) << 16 | Int(record[2]) << 8 | Int(record[3])
         #expect(length == record.count - 4)
         // Truncated streams and garbage are bad input files, naming the record.
@@ -539,7 +551,7 @@ struct TemplateStreamTests {
         // A record without data cannot be imported.
         var withoutData = Self.stored[0]
         withoutData.template = nil
-        let empty = try TemplateStreamWriter.protobufRecord(withoutData)
+        let empty = try Self.legacyRecord(withoutData)
         #expect(throws: InputFileError.self) { try TemplateStreamReader.protobufItems(from: empty, file: "t.pb") }
     }
 

@@ -6,30 +6,6 @@ import Testing
 @testable import RegistryEngine
 @testable import RegistryModel
 
-/// A face-like depth surface 0.45 m away: an ellipsoid bulging toward the camera with a nose ridge,
-/// shifted a little per frame (a live face moves), with deterministic noise.
-func liveFrames(count: Int = 4, distance: Float = 0.45, seed: UInt64 = 1) -> [DepthFrame] {
-    var state = seed
-    func noise() -> Float {
-        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        return (Float(state >> 40) / Float(1 << 24) - 0.5) * 0.002
-    }
-    return (0..<count).map { index in
-        let shift = Float(index) * 0.15
-        var depths: [Float] = []
-        for row in 0..<10 {
-            for column in 0..<10 {
-                let x = (Float(column) - 4.5 + shift) / 5
-                let y = (Float(row) - 4.5) / 5
-                let bulge = max(0, 1 - x * x - y * y).squareRoot() * 0.15
-                let nose = abs(x) < 0.15 && abs(y) < 0.4 ? Float(0.02) : 0
-                depths.append(distance - bulge - nose + noise())
-            }
-        }
-        return DepthFrame(depths: depths, timestampMillis: Int64(index) * 600)
-    }
-}
-
 /// A printed photo held 0.45 m away: a flat plane, whatever the frame.
 func photoFrames(count: Int = 4) -> [DepthFrame] {
     (0..<count).map { DepthFrame(depths: [Float](repeating: 0.45, count: 100), timestampMillis: Int64($0) * 600) }

@@ -242,6 +242,37 @@ extension Engine {
         }
     }
 
+    /// One page of a gallery's liveness profiles in identifier (byte) order, after `after`
+    /// (exclusive; nil from the start).
+    /// - Returns: the profiles, and the identifier to pass as `after` for the next page (nil on the last).
+    public func exportLivenessProfiles(
+        gallery name: String = GalleryConfiguration.defaultName,
+        after: String? = nil,
+        limit: Int = 1000
+    ) throws -> (profiles: [ProfileEntry], next: String?) {
+        guard (1...10_000).contains(limit) else { throw RegistryError.malformedRequest("limit must be within 1...10000") }
+        let galleryId = try self.indexLock.withReadLock { () throws(RegistryError) in try self.gallery(named: name).id }
+        let prefix = Keys.galleryPrefix(galleryId)
+        return try self.readStore { txn in
+            var page: [ProfileEntry] = []
+            var more = false
+            // Keys are the gallery's prefix and the identifier's bytes: the 0x00 after `after` makes
+            // the smallest key past it (identifiers hold no control character).
+            let start = after.map { Keys.profile(galleryId, $0) + [0] } ?? prefix
+            try txn.forEach(self.store.profiles, from: start) { key, value in
+                guard key.starts(with: prefix) else { return .stop }
+                if page.count == limit {
+                    more = true
+                    return .stop
+                }
+                let identifier = String(decoding: UnsafeRawBufferPointer(rebasing: key[prefix.count...]), as: UTF8.self)
+                page.append(ProfileEntry(identifier: identifier, profile: try LivenessProfile(decoding: value)))
+                return .continue
+            }
+            return (page, more ? page.last?.identifier : nil)
+        }
+    }
+
     /// Writes a compacted, consistent copy of the store into the new directory `path` while the
     /// registry keeps serving (LMDB's hot copy), and `manifest.json` beside it (``BackupManifest``).
     /// Returns the copy's size in bytes.

@@ -214,13 +214,30 @@ extension Engine {
     /// `imported`, none).
     /// - Parameter skipExisting: an item whose identifier already holds the same template (the same
     ///   prepared row) in its registry, or that repeats an earlier item, is not stored again: its id
-    ///   is the stored one's. Importing an export twice then stores it once.
-    /// - Throws: ``RegistryError`` for the first invalid item, named by position and identifier
-    ///   (nothing is stored).
-    public func importTemplates(gallery name: String = GalleryConfiguration.defaultName, _ items: [ImportItem], skipExisting: Bool) async throws
-        -> ImportOutcome
-    {
+    ///   is the stored one's. Importing an export twice then stores it once. A profile equal to the
+    ///   one stored is skipped too.
+    /// - Parameter profiles: liveness profiles set after the items, in the same transaction; each
+    ///   identifier must then hold a template in the gallery. A profile already there is replaced.
+    /// - Throws: ``RegistryError`` for the first invalid item or profile, named by position and
+    ///   identifier (nothing is stored).
+    public func importTemplates(
+        gallery name: String = GalleryConfiguration.defaultName, _ items: [ImportItem], skipExisting: Bool, profiles: [ProfileEntry] = []
+    ) async throws -> ImportOutcome {
         try Names.validateGallery(name)
+        for (index, entry) in profiles.enumerated() {
+            do throws(RegistryError) {
+                try Names.validateIdentifier(entry.identifier)
+            } catch {
+                throw RegistryError(error.code, "import liveness profile \(index): \(error.message)", details: error.details)
+            }
+            // What the store could not read back is refused here, by the reading rules themselves.
+            let readable = entry.profile.encoded().withUnsafeBytes { (try? LivenessProfile(decoding: $0)) != nil }
+            guard readable, entry.profile.k <= LivenessProfile.maximumK else {
+                throw RegistryError.malformedRequest(
+                    "import liveness profile \(index) ('\(entry.identifier)'): k must be within (0, \(LivenessProfile.maximumK)] "
+                        + "and every range finite, non-negative and ordered")
+            }
+        }
         let (galleryId, prepared) = try self.indexLock.withReadLock { () throws(RegistryError) in
             let gallery = try self.gallery(named: name)
             var prepared: [(ImportItem, PreparedTemplate)] = []
@@ -263,7 +280,22 @@ extension Engine {
                 if skipExisting { batch[key] = id }
                 return id
             }
-            return ImportOutcome(templateIds: ids, skipped: skipped)
+            var outcome = ImportOutcome(templateIds: ids, skipped: skipped)
+            for (index, entry) in profiles.enumerated() {
+                guard Matching.holdsAnywhere(gallery, identifier: entry.identifier, batch: context.batch) else {
+                    throw RegistryError(
+                        .identifierNotRegistered,
+                        "import liveness profile \(index) ('\(entry.identifier)'): '\(entry.identifier)' holds no template in gallery '\(name)'")
+                }
+                if skipExisting && gallery.profile(of: entry.identifier) == entry.profile {
+                    outcome.profilesSkipped += 1
+                    continue
+                }
+                try txn.put(self.store.profiles, key: Keys.profile(gallery.id, entry.identifier), value: entry.profile.encoded())
+                context.record(.setProfile(galleryId: gallery.id, identifier: entry.identifier, profile: entry.profile))
+                outcome.profilesStored += 1
+            }
+            return outcome
         }
     }
 

@@ -2239,7 +2239,8 @@ public nonisolated struct Registry_V1_StatsResult: Sendable {
   public init() {}
 }
 
-/// Export pages through a gallery's templates in registration order.
+/// Export pages through a gallery's templates in registration order, or through its liveness
+/// profiles in identifier (byte) order.
 public nonisolated struct Registry_V1_ExportRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -2252,6 +2253,12 @@ public nonisolated struct Registry_V1_ExportRequest: Sendable {
 
   /// 1-10000; 0: 1000
   public var limit: UInt32 = 0
+
+  /// page through the liveness profiles instead of the templates
+  public var livenessProfiles: Bool = false
+
+  /// with liveness_profiles: exclusive; empty: from the start
+  public var afterIdentifier: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2269,9 +2276,46 @@ public nonisolated struct Registry_V1_ExportResult: Sendable {
   /// 0 on the last page
   public var nextAfterTemplateID: UInt64 = 0
 
+  public var livenessProfiles: [Registry_V1_LivenessProfileEntry] = []
+
+  /// absent on the last page of profiles
+  public var nextAfterIdentifier: String {
+    get {_nextAfterIdentifier ?? String()}
+    set {_nextAfterIdentifier = newValue}
+  }
+  /// Returns true if `nextAfterIdentifier` has been explicitly set.
+  public var hasNextAfterIdentifier: Bool {self._nextAfterIdentifier != nil}
+  /// Clears the value of `nextAfterIdentifier`. Subsequent reads from it will return its default value.
+  public mutating func clearNextAfterIdentifier() {self._nextAfterIdentifier = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _nextAfterIdentifier: String? = nil
+}
+
+public nonisolated struct Registry_V1_LivenessProfileEntry: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var identifier: String = String()
+
+  public var profile: Registry_V1_LivenessProfile {
+    get {_profile ?? Registry_V1_LivenessProfile()}
+    set {_profile = newValue}
+  }
+  /// Returns true if `profile` has been explicitly set.
+  public var hasProfile: Bool {self._profile != nil}
+  /// Clears the value of `profile`. Subsequent reads from it will return its default value.
+  public mutating func clearProfile() {self._profile = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _profile: Registry_V1_LivenessProfile? = nil
 }
 
 public nonisolated struct Registry_V1_ImportRequest: Sendable {
@@ -2285,8 +2329,13 @@ public nonisolated struct Registry_V1_ImportRequest: Sendable {
   public var items: [Registry_V1_ImportRequest.Item] = []
 
   /// Skip an item whose identifier already holds the same template (the same prepared data) in its
-  /// registry, or that repeats an earlier item: importing an export twice stores it once.
+  /// registry, or that repeats an earlier item: importing an export twice stores it once. Likewise a
+  /// liveness profile equal to the one stored.
   public var skipExisting: Bool = false
+
+  /// Set after the items, all or none with them: each identifier must then hold a template in the
+  /// gallery; a profile it already has is replaced.
+  public var livenessProfiles: [Registry_V1_LivenessProfileEntry] = []
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -2357,7 +2406,61 @@ public nonisolated struct Registry_V1_ImportResult: Sendable {
 
   public var skipped: UInt32 = 0
 
+  public var livenessProfilesStored: UInt32 = 0
+
+  /// equal to the stored one (skip_existing)
+  public var livenessProfilesSkipped: UInt32 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A record of registryctl export's dump file: after the 8 bytes "REGDUMP1", each record framed as
+/// on the wire (a 4-byte big-endian length, then the message). A gallery record starts the gallery's
+/// section: its templates (registration order, with data and no id: ids belong to a store) and then
+/// its liveness profiles (identifier order) follow it.
+public nonisolated struct Registry_V1_DumpRecord: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var record: Registry_V1_DumpRecord.OneOf_Record? = nil
+
+  /// every threshold written out
+  public var gallery: Registry_V1_DefineGalleryRequest {
+    get {
+      if case .gallery(let v)? = record {return v}
+      return Registry_V1_DefineGalleryRequest()
+    }
+    set {record = .gallery(newValue)}
+  }
+
+  public var template: Registry_V1_StoredTemplate {
+    get {
+      if case .template(let v)? = record {return v}
+      return Registry_V1_StoredTemplate()
+    }
+    set {record = .template(newValue)}
+  }
+
+  public var livenessProfile: Registry_V1_LivenessProfileEntry {
+    get {
+      if case .livenessProfile(let v)? = record {return v}
+      return Registry_V1_LivenessProfileEntry()
+    }
+    set {record = .livenessProfile(newValue)}
+  }
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public nonisolated enum OneOf_Record: Equatable, Sendable {
+    /// every threshold written out
+    case gallery(Registry_V1_DefineGalleryRequest)
+    case template(Registry_V1_StoredTemplate)
+    case livenessProfile(Registry_V1_LivenessProfileEntry)
+
+  }
 
   public init() {}
 }
@@ -6092,7 +6195,7 @@ nonisolated extension Registry_V1_StatsResult: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Registry_V1_ExportRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ExportRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gallery\0\u{3}after_template_id\0\u{1}limit\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gallery\0\u{3}after_template_id\0\u{1}limit\0\u{3}liveness_profiles\0\u{3}after_identifier\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6103,6 +6206,8 @@ nonisolated extension Registry_V1_ExportRequest: SwiftProtobuf.Message, SwiftPro
       case 1: try { try decoder.decodeSingularStringField(value: &self.gallery) }()
       case 2: try { try decoder.decodeSingularUInt64Field(value: &self.afterTemplateID) }()
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.limit) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.livenessProfiles) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.afterIdentifier) }()
       default: break
       }
     }
@@ -6118,6 +6223,12 @@ nonisolated extension Registry_V1_ExportRequest: SwiftProtobuf.Message, SwiftPro
     if self.limit != 0 {
       try visitor.visitSingularUInt32Field(value: self.limit, fieldNumber: 3)
     }
+    if self.livenessProfiles != false {
+      try visitor.visitSingularBoolField(value: self.livenessProfiles, fieldNumber: 4)
+    }
+    if !self.afterIdentifier.isEmpty {
+      try visitor.visitSingularStringField(value: self.afterIdentifier, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -6125,6 +6236,8 @@ nonisolated extension Registry_V1_ExportRequest: SwiftProtobuf.Message, SwiftPro
     if lhs.gallery != rhs.gallery {return false}
     if lhs.afterTemplateID != rhs.afterTemplateID {return false}
     if lhs.limit != rhs.limit {return false}
+    if lhs.livenessProfiles != rhs.livenessProfiles {return false}
+    if lhs.afterIdentifier != rhs.afterIdentifier {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -6132,7 +6245,7 @@ nonisolated extension Registry_V1_ExportRequest: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Registry_V1_ExportResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ExportResult"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}templates\0\u{3}next_after_template_id\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}templates\0\u{3}next_after_template_id\0\u{3}liveness_profiles\0\u{3}next_after_identifier\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6142,24 +6255,77 @@ nonisolated extension Registry_V1_ExportResult: SwiftProtobuf.Message, SwiftProt
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedMessageField(value: &self.templates) }()
       case 2: try { try decoder.decodeSingularUInt64Field(value: &self.nextAfterTemplateID) }()
+      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.livenessProfiles) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self._nextAfterIdentifier) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if !self.templates.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.templates, fieldNumber: 1)
     }
     if self.nextAfterTemplateID != 0 {
       try visitor.visitSingularUInt64Field(value: self.nextAfterTemplateID, fieldNumber: 2)
     }
+    if !self.livenessProfiles.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.livenessProfiles, fieldNumber: 3)
+    }
+    try { if let v = self._nextAfterIdentifier {
+      try visitor.visitSingularStringField(value: v, fieldNumber: 4)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Registry_V1_ExportResult, rhs: Registry_V1_ExportResult) -> Bool {
     if lhs.templates != rhs.templates {return false}
     if lhs.nextAfterTemplateID != rhs.nextAfterTemplateID {return false}
+    if lhs.livenessProfiles != rhs.livenessProfiles {return false}
+    if lhs._nextAfterIdentifier != rhs._nextAfterIdentifier {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_LivenessProfileEntry: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LivenessProfileEntry"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}identifier\0\u{1}profile\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.identifier) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._profile) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.identifier.isEmpty {
+      try visitor.visitSingularStringField(value: self.identifier, fieldNumber: 1)
+    }
+    try { if let v = self._profile {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_LivenessProfileEntry, rhs: Registry_V1_LivenessProfileEntry) -> Bool {
+    if lhs.identifier != rhs.identifier {return false}
+    if lhs._profile != rhs._profile {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -6167,7 +6333,7 @@ nonisolated extension Registry_V1_ExportResult: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Registry_V1_ImportRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ImportRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gallery\0\u{1}items\0\u{3}skip_existing\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gallery\0\u{1}items\0\u{3}skip_existing\0\u{3}liveness_profiles\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6178,6 +6344,7 @@ nonisolated extension Registry_V1_ImportRequest: SwiftProtobuf.Message, SwiftPro
       case 1: try { try decoder.decodeSingularStringField(value: &self.gallery) }()
       case 2: try { try decoder.decodeRepeatedMessageField(value: &self.items) }()
       case 3: try { try decoder.decodeSingularBoolField(value: &self.skipExisting) }()
+      case 4: try { try decoder.decodeRepeatedMessageField(value: &self.livenessProfiles) }()
       default: break
       }
     }
@@ -6193,6 +6360,9 @@ nonisolated extension Registry_V1_ImportRequest: SwiftProtobuf.Message, SwiftPro
     if self.skipExisting != false {
       try visitor.visitSingularBoolField(value: self.skipExisting, fieldNumber: 3)
     }
+    if !self.livenessProfiles.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.livenessProfiles, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -6200,6 +6370,7 @@ nonisolated extension Registry_V1_ImportRequest: SwiftProtobuf.Message, SwiftPro
     if lhs.gallery != rhs.gallery {return false}
     if lhs.items != rhs.items {return false}
     if lhs.skipExisting != rhs.skipExisting {return false}
+    if lhs.livenessProfiles != rhs.livenessProfiles {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -6261,7 +6432,7 @@ nonisolated extension Registry_V1_ImportRequest.Item: SwiftProtobuf.Message, Swi
 
 nonisolated extension Registry_V1_ImportResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ImportResult"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}template_ids\0\u{1}skipped\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}template_ids\0\u{1}skipped\0\u{3}liveness_profiles_stored\0\u{3}liveness_profiles_skipped\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6271,6 +6442,8 @@ nonisolated extension Registry_V1_ImportResult: SwiftProtobuf.Message, SwiftProt
       switch fieldNumber {
       case 1: try { try decoder.decodeRepeatedUInt64Field(value: &self.templateIds) }()
       case 2: try { try decoder.decodeSingularUInt32Field(value: &self.skipped) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.livenessProfilesStored) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.livenessProfilesSkipped) }()
       default: break
       }
     }
@@ -6283,12 +6456,104 @@ nonisolated extension Registry_V1_ImportResult: SwiftProtobuf.Message, SwiftProt
     if self.skipped != 0 {
       try visitor.visitSingularUInt32Field(value: self.skipped, fieldNumber: 2)
     }
+    if self.livenessProfilesStored != 0 {
+      try visitor.visitSingularUInt32Field(value: self.livenessProfilesStored, fieldNumber: 3)
+    }
+    if self.livenessProfilesSkipped != 0 {
+      try visitor.visitSingularUInt32Field(value: self.livenessProfilesSkipped, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Registry_V1_ImportResult, rhs: Registry_V1_ImportResult) -> Bool {
     if lhs.templateIds != rhs.templateIds {return false}
     if lhs.skipped != rhs.skipped {return false}
+    if lhs.livenessProfilesStored != rhs.livenessProfilesStored {return false}
+    if lhs.livenessProfilesSkipped != rhs.livenessProfilesSkipped {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_DumpRecord: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DumpRecord"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gallery\0\u{1}template\0\u{3}liveness_profile\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try {
+        var v: Registry_V1_DefineGalleryRequest?
+        var hadOneofValue = false
+        if let current = self.record {
+          hadOneofValue = true
+          if case .gallery(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.record = .gallery(v)
+        }
+      }()
+      case 2: try {
+        var v: Registry_V1_StoredTemplate?
+        var hadOneofValue = false
+        if let current = self.record {
+          hadOneofValue = true
+          if case .template(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.record = .template(v)
+        }
+      }()
+      case 3: try {
+        var v: Registry_V1_LivenessProfileEntry?
+        var hadOneofValue = false
+        if let current = self.record {
+          hadOneofValue = true
+          if case .livenessProfile(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.record = .livenessProfile(v)
+        }
+      }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    switch self.record {
+    case .gallery?: try {
+      guard case .gallery(let v)? = self.record else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    }()
+    case .template?: try {
+      guard case .template(let v)? = self.record else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    }()
+    case .livenessProfile?: try {
+      guard case .livenessProfile(let v)? = self.record else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
+    }()
+    case nil: break
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_DumpRecord, rhs: Registry_V1_DumpRecord) -> Bool {
+    if lhs.record != rhs.record {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

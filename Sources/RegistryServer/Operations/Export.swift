@@ -12,9 +12,21 @@ extension Registry_V1_ExportRequest: RegistryOperation {
 
     func perform(in context: OperationContext) async throws -> Registry_V1_ExportResult {
         let engine = context.engine
+        let limit = self.limit == 0 ? 1000 : Int(self.limit)
+        if self.livenessProfiles {
+            let page = try await context.blocking { [self] in
+                try engine.exportLivenessProfiles(
+                    gallery: RequestDispatcher.gallery(self.gallery), after: self.afterIdentifier.isEmpty ? nil : self.afterIdentifier,
+                    limit: limit)
+            }
+            return .with {
+                $0.livenessProfiles = page.profiles.map(Registry_V1_LivenessProfileEntry.init)
+                if let next = page.next { $0.nextAfterIdentifier = next }
+            }
+        }
         let page = try await context.blocking { [self] in
             try engine.exportTemplates(
-                gallery: RequestDispatcher.gallery(self.gallery), after: self.afterTemplateID, limit: self.limit == 0 ? 1000 : Int(self.limit))
+                gallery: RequestDispatcher.gallery(self.gallery), after: self.afterTemplateID, limit: limit)
         }
         return .with {
             $0.templates = page.templates.map(Registry_V1_StoredTemplate.init)

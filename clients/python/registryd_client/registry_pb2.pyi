@@ -274,6 +274,16 @@ class DepthFrame(_message.Message):
     timestamp_millis: int
     def __init__(self, depths: _Optional[_Iterable[float]] = ..., timestamp_millis: _Optional[int] = ..., face_box: _Optional[_Union[FaceBox, _Mapping]] = ...) -> None: ...
 
+class DumpRecord(_message.Message):
+    __slots__ = ["gallery", "liveness_profile", "template"]
+    GALLERY_FIELD_NUMBER: _ClassVar[int]
+    LIVENESS_PROFILE_FIELD_NUMBER: _ClassVar[int]
+    TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    gallery: DefineGalleryRequest
+    liveness_profile: LivenessProfileEntry
+    template: StoredTemplate
+    def __init__(self, gallery: _Optional[_Union[DefineGalleryRequest, _Mapping]] = ..., template: _Optional[_Union[StoredTemplate, _Mapping]] = ..., liveness_profile: _Optional[_Union[LivenessProfileEntry, _Mapping]] = ...) -> None: ...
+
 class EnrolLivenessProfileRequest(_message.Message):
     __slots__ = ["gallery", "identifier", "k", "poses"]
     class Pose(_message.Message):
@@ -312,22 +322,30 @@ class Error(_message.Message):
     def __init__(self, code: _Optional[_Union[ErrorCode, str]] = ..., message: _Optional[str] = ..., decisive: _Optional[_Union[RegistrationFinding, _Mapping]] = ..., findings: _Optional[_Iterable[_Union[RegistrationFinding, _Mapping]]] = ..., template_problem: _Optional[_Union[TemplateProblem, _Mapping]] = ..., quality_too_low: _Optional[_Union[QualityTooLow, _Mapping]] = ..., liveness: _Optional[_Union[LivenessVerdict, _Mapping]] = ...) -> None: ...
 
 class ExportRequest(_message.Message):
-    __slots__ = ["after_template_id", "gallery", "limit"]
+    __slots__ = ["after_identifier", "after_template_id", "gallery", "limit", "liveness_profiles"]
+    AFTER_IDENTIFIER_FIELD_NUMBER: _ClassVar[int]
     AFTER_TEMPLATE_ID_FIELD_NUMBER: _ClassVar[int]
     GALLERY_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    LIVENESS_PROFILES_FIELD_NUMBER: _ClassVar[int]
+    after_identifier: str
     after_template_id: int
     gallery: str
     limit: int
-    def __init__(self, gallery: _Optional[str] = ..., after_template_id: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+    liveness_profiles: bool
+    def __init__(self, gallery: _Optional[str] = ..., after_template_id: _Optional[int] = ..., limit: _Optional[int] = ..., liveness_profiles: bool = ..., after_identifier: _Optional[str] = ...) -> None: ...
 
 class ExportResult(_message.Message):
-    __slots__ = ["next_after_template_id", "templates"]
+    __slots__ = ["liveness_profiles", "next_after_identifier", "next_after_template_id", "templates"]
+    LIVENESS_PROFILES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_AFTER_IDENTIFIER_FIELD_NUMBER: _ClassVar[int]
     NEXT_AFTER_TEMPLATE_ID_FIELD_NUMBER: _ClassVar[int]
     TEMPLATES_FIELD_NUMBER: _ClassVar[int]
+    liveness_profiles: _containers.RepeatedCompositeFieldContainer[LivenessProfileEntry]
+    next_after_identifier: str
     next_after_template_id: int
     templates: _containers.RepeatedCompositeFieldContainer[StoredTemplate]
-    def __init__(self, templates: _Optional[_Iterable[_Union[StoredTemplate, _Mapping]]] = ..., next_after_template_id: _Optional[int] = ...) -> None: ...
+    def __init__(self, templates: _Optional[_Iterable[_Union[StoredTemplate, _Mapping]]] = ..., next_after_template_id: _Optional[int] = ..., liveness_profiles: _Optional[_Iterable[_Union[LivenessProfileEntry, _Mapping]]] = ..., next_after_identifier: _Optional[str] = ...) -> None: ...
 
 class Face(_message.Message):
     __slots__ = ["capture", "depth_frames", "templates"]
@@ -442,7 +460,7 @@ class IdentifyResult(_message.Message):
     def __init__(self, algorithm: _Optional[int] = ..., matches: _Optional[_Iterable[_Union[Match, _Mapping]]] = ..., auto_enrolment: _Optional[_Iterable[_Union[AutoEnrolmentOutcome, _Mapping]]] = ..., liveness: _Optional[_Union[LivenessVerdict, _Mapping]] = ...) -> None: ...
 
 class ImportRequest(_message.Message):
-    __slots__ = ["gallery", "items", "skip_existing"]
+    __slots__ = ["gallery", "items", "liveness_profiles", "skip_existing"]
     class Item(_message.Message):
         __slots__ = ["identifier", "quality", "registered_at_micros", "source", "template"]
         IDENTIFIER_FIELD_NUMBER: _ClassVar[int]
@@ -458,19 +476,25 @@ class ImportRequest(_message.Message):
         def __init__(self, identifier: _Optional[str] = ..., template: _Optional[_Union[Template, _Mapping]] = ..., registered_at_micros: _Optional[int] = ..., source: _Optional[_Union[TemplateSource, str]] = ..., quality: _Optional[float] = ...) -> None: ...
     GALLERY_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
+    LIVENESS_PROFILES_FIELD_NUMBER: _ClassVar[int]
     SKIP_EXISTING_FIELD_NUMBER: _ClassVar[int]
     gallery: str
     items: _containers.RepeatedCompositeFieldContainer[ImportRequest.Item]
+    liveness_profiles: _containers.RepeatedCompositeFieldContainer[LivenessProfileEntry]
     skip_existing: bool
-    def __init__(self, gallery: _Optional[str] = ..., items: _Optional[_Iterable[_Union[ImportRequest.Item, _Mapping]]] = ..., skip_existing: bool = ...) -> None: ...
+    def __init__(self, gallery: _Optional[str] = ..., items: _Optional[_Iterable[_Union[ImportRequest.Item, _Mapping]]] = ..., skip_existing: bool = ..., liveness_profiles: _Optional[_Iterable[_Union[LivenessProfileEntry, _Mapping]]] = ...) -> None: ...
 
 class ImportResult(_message.Message):
-    __slots__ = ["skipped", "template_ids"]
+    __slots__ = ["liveness_profiles_skipped", "liveness_profiles_stored", "skipped", "template_ids"]
+    LIVENESS_PROFILES_SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    LIVENESS_PROFILES_STORED_FIELD_NUMBER: _ClassVar[int]
     SKIPPED_FIELD_NUMBER: _ClassVar[int]
     TEMPLATE_IDS_FIELD_NUMBER: _ClassVar[int]
+    liveness_profiles_skipped: int
+    liveness_profiles_stored: int
     skipped: int
     template_ids: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, template_ids: _Optional[_Iterable[int]] = ..., skipped: _Optional[int] = ...) -> None: ...
+    def __init__(self, template_ids: _Optional[_Iterable[int]] = ..., skipped: _Optional[int] = ..., liveness_profiles_stored: _Optional[int] = ..., liveness_profiles_skipped: _Optional[int] = ...) -> None: ...
 
 class Landmark(_message.Message):
     __slots__ = ["name", "x", "y", "z"]
@@ -556,6 +580,14 @@ class LivenessProfile(_message.Message):
     realistic_depth_lower: float
     realistic_depth_upper: float
     def __init__(self, ranges: _Optional[_Iterable[_Union[LivenessProfile.Range, _Mapping]]] = ..., realistic_depth_lower: _Optional[float] = ..., realistic_depth_upper: _Optional[float] = ..., k: _Optional[float] = ..., frames: _Optional[int] = ...) -> None: ...
+
+class LivenessProfileEntry(_message.Message):
+    __slots__ = ["identifier", "profile"]
+    IDENTIFIER_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
+    identifier: str
+    profile: LivenessProfile
+    def __init__(self, identifier: _Optional[str] = ..., profile: _Optional[_Union[LivenessProfile, _Mapping]] = ...) -> None: ...
 
 class LivenessProfileResult(_message.Message):
     __slots__ = ["profile"]

@@ -1,0 +1,119 @@
+import Glibc
+import RegistryClient
+import RegistryModel
+import TestSupport
+import Testing
+
+/// `registryctl export` and `import` carry a whole store between daemons: gallery definitions,
+/// templates with their times, sources and qualities, and liveness profiles.
+@Suite struct DumpRoundTripTests {
+    /// Runs registryctl against `daemon`; its exit status and what it printed.
+    static func registryctl(_ daemon: Daemon, _ arguments: [String]) throws -> (status: Int32, output: String) {
+        let binary = try #require(siblingExecutable("registryctl"))
+        return try run([binary] + arguments + ["--socket", daemon.socketPath], log: daemon.directory + "/registryctl.out")
+    }
+
+    static func face(_ seed: Int) -> Face {
+        var values = [Float](repeating: 0, count: 128)
+        values[seed % 128] = 1
+        values[(seed * 7 + 3) % 128] = 0.5
+        return Face(FaceTemplate(algorithm: 24, vector: values))
+    }
+
+    /// The repository's examples/migration/ (this file is Tests/IntegrationTests/DumpRoundTripTests.swift).
+    static func example(_ name: String) -> String {
+        var parts = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
+        parts.removeLast(3)
+        return parts.joined(separator: "/") + "/examples/migration/" + name
+    }
+
+    /// Everything a dump should carry, as a client sees it.
+    static func state(_ client: inout RegistryClient) async throws -> [String] {
+        var lines: [String] = []
+        for gallery in try await client.galleries().sorted(by: { $0.name < $1.name }) {
+            lines.append("\(gallery.name) \(GalleryConfiguration(gallery)) identifiers=\(gallery.identifierCount)")
+            var after: UInt64 = 0
+            while true {
+                let page = try await client.export(gallery: gallery.name, after: after)
+                for stored in page.templates {
+                    lines.append(
+                        "  \(stored.identifier) \(stored.algorithm) \(stored.registeredAt) \(stored.source) \(String(describing: stored.quality)) "
+                            + "\(String(describing: stored.landmarkQuality)) \(stored.template == nil ? "no data" : "\(stored.template!.data.hashValue)")"
+                    )
+                }
+                guard let next = page.next else { break }
+                after = next
+            }
+            for entry in try await client.exportLivenessProfiles(gallery: gallery.name).profiles {
+                lines.append("  profile \(entry.identifier) \(entry.profile)")
+            }
+        }
+        return lines
+    }
+
+    @Test func exportImportExportIsByteIdenticalAndImportingTwiceChangesNothing() async throws {
+        let source = try Daemon()
+        var client = try await source.client()
+        // The default gallery, with a gap in its template ids.
+        for index in 0..<6 { _ = try await client.register(identifier: "p\(index)", face: Self.face(index), force: true) }
+        #expect(try await client.deleteIdentifier(identifier: "p2") == 1)
+        // Landmarks migrating to landmarks-aligned: auto-enrolled templates.
+        try await client.defineGallery(
+            GalleryConfiguration(name: "doors", registries: [RegistryConfiguration(algorithm: 1000), RegistryConfiguration(algorithm: 1001)]))
+        for name in ["alice", "bob", "carol"] {
+            #expect(try Self.registryctl(source, ["register", name, Self.example("\(name)-landmarks.json"), "--gallery", "doors"]).status == 0)
+            #expect(try Self.registryctl(source, ["authenticate", name, Self.example("\(name)-both.json"), "--gallery", "doors"]).status == 0)
+        }
+        // Thresholds, liveness policy and k of its own, and liveness profiles.
+        try await client.defineGallery(
+            GalleryConfiguration(
+                name: "staff",
+                registries: [
+                    RegistryConfiguration(algorithm: 24, thresholds: Thresholds(authentication: 0.61, identification: 0.63, autoEnrolment: 0.7))
+                ],
+                liveness: LivenessPolicy(authenticate: true), livenessK: 2.5))
+        for index in 0..<3 { _ = try await client.register(gallery: "staff", identifier: "s\(index)", face: Self.face(20 + index), force: true) }
+        for index in 0..<2 {
+            try await client.enrolLivenessProfile(gallery: "staff", identifier: "s\(index)", frames: enrolmentFrames(seed: UInt64(index + 1)))
+        }
+        // Quality gates, and no template: the definition alone travels.
+        try await client.defineGallery(
+            GalleryConfiguration(
+                name: "lobby", registries: [RegistryConfiguration(algorithm: 24, minimumQuality: 0.4, minimumAutoEnrolmentQuality: 0.6)]))
+        let expected = try await Self.state(&client)
+        #expect(expected.contains { $0.contains("autoEnrolled") }, "\(expected)")
+        #expect(expected.count { $0.hasPrefix("  profile ") } == 2)
+        await client.close()
+
+        let first = source.directory + "/first.dump"
+        var result = try Self.registryctl(source, ["export", "--all", "--output", first])
+        #expect(result.status == 0 && result.output.contains("exported 14 templates and 2 liveness profiles of 4 galleries"), "\(result.output)")
+
+        let target = try Daemon()
+        result = try Self.registryctl(target, ["import", first])
+        #expect(result.status == 0 && result.output.contains("imported 14 templates"), "\(result.output)")
+        #expect(result.output.contains("2 liveness profiles stored"), "\(result.output)")
+        var copy = try await target.client()
+        #expect(try await Self.state(&copy) == expected)
+        #expect(try await copy.verify().problems.isEmpty)
+
+        let second = target.directory + "/second.dump"
+        #expect(try Self.registryctl(target, ["export", "--all", "--output", second]).status == 0)
+        #expect(readFileBytes(second) == readFileBytes(first), "export → import → export differs")
+
+        // Again: nothing changes, and the summary says what was skipped.
+        result = try Self.registryctl(target, ["import", first])
+        #expect(result.status == 0 && result.output.contains("imported 0 templates"), "\(result.output)")
+        #expect(result.output.contains("14 already stored, skipped") && result.output.contains("2 already stored, skipped"), "\(result.output)")
+        #expect(try await Self.state(&copy) == expected)
+
+        // Duplicates only when asked; one gallery of the dump with --gallery.
+        result = try Self.registryctl(target, ["import", first, "--gallery", "staff", "--duplicates"])
+        #expect(result.status == 0 && result.output.contains("imported 3 templates into gallery staff"), "\(result.output)")
+        let staff = try await copy.galleries().first { $0.name == "staff" }
+        #expect(staff?.registries.first?.templateCount == 6)
+        result = try Self.registryctl(target, ["import", first, "--gallery", "nowhere"])
+        #expect(result.status != 0 && result.output.contains("holds no gallery 'nowhere'"), "\(result.output)")
+        await copy.close()
+    }
+}
