@@ -85,16 +85,28 @@ public struct AccessPolicy: Sendable {
             return
         }
         self.rules = [:]
-        for (gallery, classes) in configuration {
+        // Every problem, each with its place in the file: an operator fixes them all in one pass.
+        var problems: [String] = []
+        for (gallery, classes) in configuration.sorted(by: { $0.key < $1.key }) {
             var entry: [OperationClass: Set<Principal>] = [:]
-            for (name, principals) in classes {
+            for (name, principals) in classes.sorted(by: { $0.key < $1.key }) {
                 guard let operationClass = OperationClass(rawValue: name) else {
-                    throw ConfigurationError("access.\(gallery): unknown operation class '\(name)' (identify, enrol or admin)")
+                    problems.append("access[\"\(gallery)\"]: unknown operation class '\(name)' (identify, enrol or admin)")
+                    continue
                 }
-                entry[operationClass] = try Set(principals.map(Self.principal))
+                var allowed = Set<Principal>()
+                for (index, text) in principals.enumerated() {
+                    do {
+                        allowed.insert(try Self.principal(text))
+                    } catch {
+                        problems.append("access[\"\(gallery)\"].\(name)[\(index)]: \(error.description)")
+                    }
+                }
+                entry[operationClass] = allowed
             }
             self.rules[gallery] = entry
         }
+        guard problems.isEmpty else { throw ConfigurationError(problems.joined(separator: "\n")) }
     }
 
     /// Whether `peer` may perform an operation of `operationClass` in `gallery` ("" = every gallery).
@@ -106,19 +118,19 @@ public struct AccessPolicy: Sendable {
 
     private static func principal(_ text: String) throws(ConfigurationError) -> Principal {
         let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
-        guard parts.count == 2 else { throw ConfigurationError("access: '\(text)' is not uid:N, gid:N, user:NAME or group:NAME") }
+        guard parts.count == 2 else { throw ConfigurationError("'\(text)' is not uid:N, gid:N, user:NAME or group:NAME") }
         switch parts[0] {
         case "uid": if let id = UInt32(parts[1]) { return .uid(id) }
         case "gid": if let id = UInt32(parts[1]) { return .gid(id) }
         case "user":
             if let user = getpwnam(parts[1]) { return .uid(user.pointee.pw_uid) }
-            throw ConfigurationError("access: no user '\(parts[1])'")
+            throw ConfigurationError("no user '\(parts[1])'")
         case "group":
             if let id = Self.groupId(parts[1]) { return .gid(id) }
-            throw ConfigurationError("access: no group '\(parts[1])'")
+            throw ConfigurationError("no group '\(parts[1])'")
         default: break
         }
-        throw ConfigurationError("access: '\(text)' is not uid:N, gid:N, user:NAME or group:NAME")
+        throw ConfigurationError("'\(text)' is not uid:N, gid:N, user:NAME or group:NAME")
     }
 
     private static func groupId(_ name: String) -> UInt32? {

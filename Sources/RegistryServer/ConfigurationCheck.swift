@@ -198,10 +198,10 @@ enum JSONValue: Decodable {
 public struct ConfigurationReport: Sendable {
     public let text: String
 
-    /// - Throws: ``ConfigurationError`` with the first problem `validated()` or the access policy finds.
+    /// - Throws: ``ConfigurationError`` with every problem ``ServerConfiguration/checkedForStart()``
+    ///   finds: the checks a start makes before it binds the socket and opens the store.
     public init(_ configuration: ServerConfiguration, file: String?) throws(ConfigurationError) {
-        let (engine, galleries) = try configuration.validated()
-        _ = try AccessPolicy(configuration.access)
+        let (engine, galleries) = try configuration.checkedForStart()
         let catalog: AlgorithmCatalog
         do {
             catalog = try AlgorithmCatalog(configured: engine.algorithms)

@@ -14,6 +14,20 @@ enum FileDescriptorLimit {
     /// RLIM_INFINITY (`~0`; the C macro does not import).
     private static let unlimited = rlim_t.max
 
+    /// What ``ensure(connections:logger:)`` would refuse, without changing any limit: the hard limit
+    /// (which the soft one can be raised to) is too low. For `--check-config`.
+    static func problem(connections: Int) -> String? {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_max != Self.unlimited else { return nil }
+        return Int(limit.rlim_max) >= connections + Self.reserve ? nil : Self.refusal(connections: connections, allowed: limit.rlim_max)
+    }
+
+    private static func refusal(connections: Int, allowed: rlim_t) -> String {
+        "limits.maximumConnections is \(connections), but the process may open only \(allowed) files "
+            + "(\(Self.reserve) are needed besides connections): lower maximumConnections or raise the limit "
+            + "(LimitNOFILE= in the unit, ulimit -n)"
+    }
+
     static func ensure(connections: Int, logger: Logger) throws(ConfigurationError) {
         let needed = connections + Self.reserve
         var limit = rlimit()
@@ -28,10 +42,7 @@ enum FileDescriptorLimit {
             }
         }
         guard limit.rlim_cur == Self.unlimited || Int(limit.rlim_cur) >= needed else {
-            throw ConfigurationError(
-                "limits.maximumConnections is \(connections), but the process may open only \(limit.rlim_cur) files "
-                    + "(\(Self.reserve) are needed besides connections): lower maximumConnections or raise the limit "
-                    + "(LimitNOFILE= in the unit, ulimit -n)")
+            throw ConfigurationError(Self.refusal(connections: connections, allowed: limit.rlim_cur))
         }
     }
 }

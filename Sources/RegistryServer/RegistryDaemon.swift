@@ -23,7 +23,8 @@ public struct RegistryDaemon: Sendable {
     /// Runs until a shutdown signal, then drains and closes.
     /// - Parameter onReady: called once the store is open and the socket accepts connections.
     public func run(onReady: @escaping @Sendable (Engine) -> Void = { _ in }) async throws {
-        let (engineConfiguration, galleries) = try self.configuration.validated()
+        // Every check --check-config makes, all problems at once, before anything is bound or opened.
+        let (engineConfiguration, galleries) = try self.configuration.checkedForStart()
         try FileDescriptorLimit.ensure(connections: self.configuration.limits.maximumConnections, logger: self.logger)
         let activated = Systemd.activatedSocket()
         if activated == nil {

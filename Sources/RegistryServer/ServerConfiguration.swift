@@ -200,30 +200,34 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         }
     }
 
-    /// Checks the limits, and turns algorithms and galleries into the engine's types.
+    /// Checks the limits, and turns algorithms and galleries into the engine's types: the checks
+    /// of the file that the store's own (at open) would otherwise make, so that a start refuses what
+    /// the store would, before binding or opening anything.
+    /// - Throws: ``ConfigurationError`` listing every problem found, one per line, each with its place
+    ///   in the file (`galleries[1].registries[0].authentication: …`).
     public func validated() throws(ConfigurationError) -> (engine: EngineConfiguration, galleries: [GalleryConfiguration]) {
-        guard self.limits.maximumFrameBytes >= 64, self.limits.maximumFrameBytes <= Int(Int32.max) else {
-            throw ConfigurationError("limits.maximumFrameBytes must be within 64...\(Int32.max)")
+        var problems: [String] = []
+        func require(_ condition: Bool, _ problem: @autoclosure () -> String) {
+            if !condition { problems.append(problem()) }
         }
-        guard self.limits.maximumConnections >= 1 else { throw ConfigurationError("limits.maximumConnections must be at least 1") }
-        guard self.limits.idleTimeoutSeconds >= 1 else { throw ConfigurationError("limits.idleTimeoutSeconds must be at least 1") }
-        guard self.limits.maximumRequestsInFlight >= 1 else {
-            throw ConfigurationError("limits.maximumRequestsInFlight must be at least 1")
-        }
-        guard self.limits.frameDeadlineSeconds >= 1 else { throw ConfigurationError("limits.frameDeadlineSeconds must be at least 1") }
-        guard self.limits.maximumUnwrittenReplyBytes >= 1024 else {
-            throw ConfigurationError("limits.maximumUnwrittenReplyBytes must be at least 1024")
-        }
-        guard self.limits.maximumBufferedBytes >= self.limits.maximumFrameBytes else {
-            throw ConfigurationError("limits.maximumBufferedBytes must be at least limits.maximumFrameBytes")
-        }
-        guard self.limits.drainDeadlineSeconds >= 1 else { throw ConfigurationError("limits.drainDeadlineSeconds must be at least 1") }
-        guard (1...256).contains(self.limits.resolvedEventLoops) else { throw ConfigurationError("limits.eventLoops must be within 1...256") }
+        let limits = self.limits
+        require(
+            limits.maximumFrameBytes >= 64 && limits.maximumFrameBytes <= Int(Int32.max), "limits.maximumFrameBytes must be within 64...\(Int32.max)")
+        require(limits.maximumConnections >= 1, "limits.maximumConnections must be at least 1")
+        require(limits.idleTimeoutSeconds >= 1, "limits.idleTimeoutSeconds must be at least 1")
+        require(limits.maximumRequestsInFlight >= 1, "limits.maximumRequestsInFlight must be at least 1")
+        require(limits.frameDeadlineSeconds >= 1, "limits.frameDeadlineSeconds must be at least 1")
+        require(limits.maximumUnwrittenReplyBytes >= 1024, "limits.maximumUnwrittenReplyBytes must be at least 1024")
+        require(limits.maximumBufferedBytes >= limits.maximumFrameBytes, "limits.maximumBufferedBytes must be at least limits.maximumFrameBytes")
+        require(limits.drainDeadlineSeconds >= 1, "limits.drainDeadlineSeconds must be at least 1")
+        require((1...256).contains(limits.resolvedEventLoops), "limits.eventLoops must be within 1...256")
         var algorithms: [Algorithm] = []
-        for entry in self.algorithms {
+        for (index, entry) in self.algorithms.enumerated() {
             guard let scoreFunction = ScoreFunction(rawValue: entry.scoreFunction) else {
-                throw ConfigurationError(
-                    "algorithm \(entry.name): scoreFunction must be one of \(ScoreFunction.allCases.map(\.rawValue).joined(separator: ", "))")
+                problems.append(
+                    "algorithms[\(index)].scoreFunction: algorithm \(entry.name): scoreFunction must be one of "
+                        + ScoreFunction.allCases.map(\.rawValue).joined(separator: ", "))
+                continue
             }
             algorithms.append(
                 Algorithm(
@@ -234,43 +238,15 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         do {
             catalog = try AlgorithmCatalog(configured: algorithms)
         } catch {
-            throw ConfigurationError(error.message)
+            problems.append("algorithms: \(error.message)")
+            // The galleries are still checked, against the built-in algorithms (which always load).
+            catalog = try! AlgorithmCatalog(configured: [])
         }
         var galleries: [GalleryConfiguration] = []
-        for gallery in self.galleries {
-            var registries: [RegistryConfiguration] = []
-            for entry in gallery.registries {
-                guard
-                    let algorithm = catalog.algorithm(named: entry.algorithm)
-                        ?? UInt32(entry.algorithm).flatMap({ try? catalog.algorithm(version: $0) })
-                else {
-                    throw ConfigurationError("gallery \(gallery.name): unknown algorithm '\(entry.algorithm)'")
-                }
-                let defaults = Thresholds(defaultsFor: algorithm)
-                let identification = entry.identification ?? defaults.identification
-                let thresholds = Thresholds(
-                    authentication: entry.authentication ?? defaults.authentication, identification: identification,
-                    autoEnrolment: entry.autoEnrolment ?? identification)
-                registries.append(
-                    RegistryConfiguration(
-                        algorithm: algorithm.version, thresholds: thresholds, minimumQuality: entry.minimumQuality,
-                        minimumAutoEnrolmentQuality: entry.minimumAutoEnrolmentQuality))
+        for (index, gallery) in self.galleries.enumerated() {
+            if let configured = Self.checked(gallery, at: "galleries[\(index)]", catalog: catalog, problems: &problems) {
+                galleries.append(configured)
             }
-            var liveness = LivenessPolicy(strict: gallery.livenessStrict ?? false)
-            for operation in gallery.livenessRequiredFor ?? [] {
-                switch operation {
-                case "authenticate": liveness.authenticate = true
-                case "identify": liveness.identify = true
-                case "register": liveness.register = true
-                default:
-                    throw ConfigurationError(
-                        "gallery \(gallery.name): livenessRequiredFor takes authenticate, identify and register, not '\(operation)'")
-                }
-            }
-            galleries.append(
-                GalleryConfiguration(
-                    name: gallery.name, registries: registries, liveness: liveness,
-                    livenessK: gallery.livenessK ?? GalleryConfiguration.defaultLivenessK))
         }
         var engine = EngineConfiguration(algorithms: algorithms)
         let credential = getenv("CREDENTIALS_DIRECTORY").map { String(cString: $0) + "/store-key" }
@@ -278,26 +254,119 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
             do {
                 engine.encryptionKey = try Self.readKey(path: path)
             } catch {
-                throw ConfigurationError("\(error)")
+                problems.append("\(self.keyFile == nil ? "the store-key credential" : "keyFile"): \(error.message)")
             }
         }
         if let audit = self.audit {
             if let entries = audit.maximumEntries, entries < 1 {
-                throw ConfigurationError("audit.maximumEntries must be at least 1")
+                problems.append("audit.maximumEntries must be at least 1")
             }
             // Bounded so that the age in seconds cannot overflow (and a century is retention enough).
             if let days = audit.maximumAgeDays, !(1...Self.maximumAuditAgeDays).contains(days) {
-                throw ConfigurationError("audit.maximumAgeDays must be within 1...\(Self.maximumAuditAgeDays)")
+                problems.append("audit.maximumAgeDays must be within 1...\(Self.maximumAuditAgeDays)")
             }
             let defaults = AuditRetention()
+            let days = audit.maximumAgeDays.flatMap { (1...Self.maximumAuditAgeDays).contains($0) ? $0 : nil }
             engine.auditRetention = AuditRetention(
                 maximumEntries: audit.maximumEntries ?? defaults.maximumEntries,
-                maximumAgeSeconds: audit.maximumAgeDays.map { Int64($0) * 86_400 } ?? defaults.maximumAgeSeconds)
+                maximumAgeSeconds: days.map { Int64($0) * 86_400 } ?? defaults.maximumAgeSeconds)
         }
         if let configuredDefault = galleries.first(where: { $0.name == GalleryConfiguration.defaultName }) {
             engine.defaultGallery = configuredDefault
         }
+        guard problems.isEmpty else { throw ConfigurationError(problems.joined(separator: "\n")) }
         return (engine, galleries)
+    }
+
+    /// ``validated()``, the access policy, and what the process must be allowed at start (files for
+    /// `maximumConnections`): every check the daemon makes before it binds the socket and opens the
+    /// store, all problems at once. `registryd --check-config` and a real start both run it.
+    public func checkedForStart() throws(ConfigurationError) -> (engine: EngineConfiguration, galleries: [GalleryConfiguration]) {
+        var problems: [String] = []
+        var result: (engine: EngineConfiguration, galleries: [GalleryConfiguration])?
+        do {
+            result = try self.validated()
+        } catch {
+            problems.append(error.description)
+        }
+        do {
+            _ = try AccessPolicy(self.access)
+        } catch {
+            problems.append(error.description)
+        }
+        if self.limits.maximumConnections >= 1, let problem = FileDescriptorLimit.problem(connections: self.limits.maximumConnections) {
+            problems.append(problem)
+        }
+        guard problems.isEmpty, let result else { throw ConfigurationError(problems.joined(separator: "\n")) }
+        return result
+    }
+
+    /// One gallery of the file as the engine takes it, or nil with its problems added: its name,
+    /// registries (known algorithms, each once, thresholds within (0, 1], quality gates within
+    /// [0, 1]) and liveness settings — what the store checks again when it defines the gallery.
+    private static func checked(
+        _ gallery: GalleryEntry, at path: String, catalog: AlgorithmCatalog, problems: inout [String]
+    ) -> GalleryConfiguration? {
+        let before = problems.count
+        do throws(RegistryError) {
+            try Names.validateGallery(gallery.name)
+        } catch {
+            problems.append("\(path).name: \(error.message)")
+        }
+        if gallery.registries.isEmpty { problems.append("\(path).registries: gallery \(gallery.name) needs at least one registry") }
+        var registries: [RegistryConfiguration] = []
+        var seen = Set<UInt32>()
+        for (position, entry) in gallery.registries.enumerated() {
+            let place = "\(path).registries[\(position)]"
+            guard
+                let algorithm = catalog.algorithm(named: entry.algorithm)
+                    ?? UInt32(entry.algorithm).flatMap({ try? catalog.algorithm(version: $0) })
+            else {
+                problems.append("\(place).algorithm: gallery \(gallery.name): unknown algorithm '\(entry.algorithm)'")
+                continue
+            }
+            if !seen.insert(algorithm.version).inserted {
+                problems.append("\(place).algorithm: gallery \(gallery.name) lists \(algorithm.name) twice")
+            }
+            let defaults = Thresholds(defaultsFor: algorithm)
+            let identification = entry.identification ?? defaults.identification
+            let thresholds = Thresholds(
+                authentication: entry.authentication ?? defaults.authentication, identification: identification,
+                autoEnrolment: entry.autoEnrolment ?? identification)
+            for (name, value) in [
+                ("authentication", thresholds.authentication), ("identification", thresholds.identification),
+                ("autoEnrolment", thresholds.autoEnrolment),
+            ] where !(value > 0 && value <= 1) {
+                problems.append("\(place).\(name): \(algorithm.name) \(name) threshold \(value) is outside (0, 1]")
+            }
+            for (name, minimum) in [("minimumQuality", entry.minimumQuality), ("minimumAutoEnrolmentQuality", entry.minimumAutoEnrolmentQuality)] {
+                if let minimum, !(0...1).contains(minimum) {
+                    problems.append("\(place).\(name): \(algorithm.name) \(name) \(minimum) is outside [0, 1]")
+                }
+            }
+            registries.append(
+                RegistryConfiguration(
+                    algorithm: algorithm.version, thresholds: thresholds, minimumQuality: entry.minimumQuality,
+                    minimumAutoEnrolmentQuality: entry.minimumAutoEnrolmentQuality))
+        }
+        var liveness = LivenessPolicy(strict: gallery.livenessStrict ?? false)
+        for operation in gallery.livenessRequiredFor ?? [] {
+            switch operation {
+            case "authenticate": liveness.authenticate = true
+            case "identify": liveness.identify = true
+            case "register": liveness.register = true
+            default:
+                problems.append(
+                    "\(path).livenessRequiredFor: gallery \(gallery.name): livenessRequiredFor takes authenticate, identify and register, not '\(operation)'"
+                )
+            }
+        }
+        let k = gallery.livenessK ?? GalleryConfiguration.defaultLivenessK
+        if !(k > 0 && k <= LivenessProfile.maximumK) {
+            problems.append("\(path).livenessK: gallery \(gallery.name) liveness k must be within (0, \(LivenessProfile.maximumK)]")
+        }
+        guard problems.count == before else { return nil }
+        return GalleryConfiguration(name: gallery.name, registries: registries, liveness: liveness, livenessK: k)
     }
 }
 
