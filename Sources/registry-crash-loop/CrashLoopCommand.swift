@@ -16,7 +16,10 @@ struct CrashLoopCommand: ParsableCommand {
             or SIGTERM after a random delay, reads replies until every connection closes, restarts \
             the daemon on the same data and checks: every registration acknowledged OK is stored \
             with the template sent; none answered with an error is stored; the store verifies; the \
-            earlier rounds' registrations are all there. After SIGTERM also: nothing is stored that \
+            earlier rounds' registrations are all there, less those deleted. Every eighth request \
+            deletes one of the previous round's stored identifiers instead: an acknowledged deletion \
+            stays done and its template's bytes are nowhere in data.mdb after the restart; a refused \
+            one is not carried out. After SIGTERM also: nothing is stored that \
             was not answered OK, and the daemon exited 0 within the drain deadline. At the end, every \
             template in the store is read back and compared. On a violation it prints the round, the \
             seed and the details, leaves the data directory, and exits 1.
@@ -106,6 +109,7 @@ struct CrashLoopCommand: ParsableCommand {
         let clock = ContinuousClock()
         let start = clock.now
         var summary = Summary(seed: seed)
+        var deletable: [String] = []
         for number in 1...self.rounds {
             let signal: CrashSignal =
                 switch self.signal {
@@ -114,8 +118,11 @@ struct CrashLoopCommand: ParsableCommand {
                 case .both: number % 2 == 1 ? .kill : .term
                 }
             let roundStart = clock.now
-            var round = CrashRound(number: number, signal: signal, settings: settings, storedBefore: summary.total.stored)
+            var round = CrashRound(
+                number: number, signal: signal, settings: settings, storedBefore: summary.total.stored - summary.total.deleted,
+                deletable: deletable)
             round.run()
+            deletable = round.storedIdentifiers
             summary.add(round, seconds: CrashRound.seconds(roundStart.duration(to: clock.now)))
             if !self.quiet { Output.note(summary.line(for: round, of: self.rounds)) }
             if !round.violations.isEmpty {
@@ -131,7 +138,7 @@ struct CrashLoopCommand: ParsableCommand {
         // Also after violations when every round ran (--keep-going): the counts it checks are the stored ones.
         if !self.noFinalCheck && summary.rounds == self.rounds {
             summary.finalCheckRan = true
-            for violation in FinalCheck.run(settings: settings, rounds: self.rounds, expectedTotal: summary.total.stored) {
+            for violation in FinalCheck.run(settings: settings, rounds: self.rounds, expectedTotal: summary.total.stored - summary.total.deleted) {
                 summary.finalViolations.append(violation)
                 Output.note("registry-crash-loop: VIOLATION in the final check, seed \(seed): \(violation)")
             }

@@ -28,6 +28,13 @@ struct RoundFigures {
     var lost = 0
     var unansweredStored = 0
     var refusedStored = 0
+    /// Deletions of an earlier round's registrations: sent, acknowledged, and carried out (the
+    /// identifiers gone after the restart).
+    var deletesSent = 0
+    var deletesAcknowledged = 0
+    var deleted = 0
+    /// Acknowledged deletions whose template bytes were still found in data.mdb after the restart.
+    var unerased = 0
     /// SIGTERM: seconds from the signal to the daemon's exit.
     var exitSeconds: Double?
 
@@ -41,6 +48,10 @@ struct RoundFigures {
         self.lost += other.lost
         self.unansweredStored += other.unansweredStored
         self.refusedStored += other.refusedStored
+        self.deletesSent += other.deletesSent
+        self.deletesAcknowledged += other.deletesAcknowledged
+        self.deleted += other.deleted
+        self.unerased += other.unerased
         if let seconds = other.exitSeconds { self.exitSeconds = max(self.exitSeconds ?? 0, seconds) }
     }
 }
@@ -79,19 +90,28 @@ struct CrashRound {
     let number: Int
     let signal: CrashSignal
     let settings: RoundSettings
-    /// Templates stored before this round (every earlier round's stored registrations).
+    /// Templates stored before this round (every earlier round's stored registrations, less those deleted).
     let storedBefore: Int
+    /// The previous round's stored identifiers: every `deleteEvery`-th request deletes the next of them.
+    let deletable: [String]
+    static let deleteEvery = 8
 
     private(set) var figures = RoundFigures()
     private(set) var violations: [String] = []
     private(set) var delayMilliseconds = 0
+    /// This round's registrations found stored after the restart (the next round deletes some).
+    private(set) var storedIdentifiers: [String] = []
     private var outcomes: [[Outcome]] = []
+    /// Per connection, the requests that were deletions: sequence → the identifier deleted.
+    private var deletions: [[Int: String]] = []
+    private var nextDeletion = 0
 
-    init(number: Int, signal: CrashSignal, settings: RoundSettings, storedBefore: Int) {
+    init(number: Int, signal: CrashSignal, settings: RoundSettings, storedBefore: Int, deletable: [String] = []) {
         self.number = number
         self.signal = signal
         self.settings = settings
         self.storedBefore = storedBefore
+        self.deletable = deletable
     }
 
     mutating func run() {
@@ -127,6 +147,7 @@ struct CrashRound {
     private mutating func load(_ daemon: Daemon) throws {
         let connections = try (0..<self.settings.connections).map { _ in try FrameConnection(path: self.settings.socketPath) }
         self.outcomes = Array(repeating: [], count: connections.count)
+        self.deletions = Array(repeating: [:], count: connections.count)
         var answered = Array(repeating: 0, count: connections.count)
         let clock = ContinuousClock()
         let signalAt = clock.now.advanced(by: .milliseconds(self.delayMilliseconds))
@@ -150,7 +171,15 @@ struct CrashRound {
                 // Keep `window` requests in flight on each open connection; none are sent after the signal.
                 for (index, connection) in connections.enumerated() where !connection.readClosed && !connection.writeClosed {
                     while self.outcomes[index].count - answered[index] < self.settings.window {
-                        try connection.enqueue(self.registerRequest(connection: index, sequence: self.outcomes[index].count))
+                        let sequence = self.outcomes[index].count
+                        if sequence % Self.deleteEvery == Self.deleteEvery - 1 && self.nextDeletion < self.deletable.count {
+                            let identifier = self.deletable[self.nextDeletion]
+                            self.nextDeletion += 1
+                            self.deletions[index][sequence] = identifier
+                            try connection.enqueue(Self.deleteRequest(identifier, sequence: sequence))
+                        } else {
+                            try connection.enqueue(self.registerRequest(connection: index, sequence: sequence))
+                        }
                         self.outcomes[index].append(.unanswered)
                     }
                 }
@@ -197,15 +226,30 @@ struct CrashRound {
                 self.violations.append("the daemon ended with \(status) after SIGTERM (expected exit status 0)")
             }
         }
-        for outcome in self.outcomes.joined() {
-            self.figures.sent += 1
-            switch outcome {
-            case .ok: self.figures.acknowledged += 1
-            case .refused(.shuttingDown): self.figures.shuttingDown += 1
-            case .refused: self.figures.otherErrors += 1
-            case .unanswered: self.figures.unanswered += 1
+        for (index, outcomes) in self.outcomes.enumerated() {
+            for (sequence, outcome) in outcomes.enumerated() where self.deletions[index][sequence] != nil {
+                self.figures.deletesSent += 1
+                if outcome == .ok { self.figures.deletesAcknowledged += 1 }
             }
         }
+        for (index, outcomes) in self.outcomes.enumerated() {
+            for (sequence, outcome) in outcomes.enumerated() where self.deletions[index][sequence] == nil {
+                self.figures.sent += 1
+                switch outcome {
+                case .ok: self.figures.acknowledged += 1
+                case .refused(.shuttingDown): self.figures.shuttingDown += 1
+                case .refused: self.figures.otherErrors += 1
+                case .unanswered: self.figures.unanswered += 1
+                }
+            }
+        }
+    }
+
+    private static func deleteRequest(_ identifier: String, sequence: Int) -> Registry_V1_Request {
+        var request = Registry_V1_Request()
+        request.id = UInt64(sequence) + 1
+        request.deleteIdentifier = .with { $0.identifier = identifier }
+        return request
     }
 
     private func registerRequest(connection: Int, sequence: Int) -> Registry_V1_Request {
@@ -232,9 +276,25 @@ struct CrashRound {
         }
         let sequence = answered
         answered += 1
-        let identifier = Registration(round: self.number, connection: connection, sequence: sequence).identifier
+        let deleted = self.deletions[connection][sequence]
+        let identifier = deleted ?? Registration(round: self.number, connection: connection, sequence: sequence).identifier
         guard reply.id == UInt64(sequence) + 1 else {
             self.violations.append("connection \(connection): reply id \(reply.id) where \(sequence + 1) (\(identifier)) was due")
+            return
+        }
+        if deleted != nil {
+            switch reply.result {
+            case .deleteIdentifier(let result)?:
+                if result.templatesDeleted == 1 {
+                    self.outcomes[connection][sequence] = .ok
+                } else {
+                    self.violations.append("deleting \(identifier): \(result.templatesDeleted) templates deleted (expected its 1)")
+                }
+            case .error(let error)?:
+                self.outcomes[connection][sequence] = .refused(error.code)
+            default:
+                self.violations.append("deleting \(identifier): answered with a reply that is not a deletion's")
+            }
             return
         }
         switch reply.result {
@@ -287,13 +347,14 @@ struct CrashRound {
             after = page.next
         }
         self.figures.stored = stored.count
+        self.storedIdentifiers = stored.sorted()
 
         var sentIdentifiers = Set<String>()
         var lost: [String] = []
         var refusedStored: [String] = []
         var unansweredStored: [String] = []
         for (connectionIndex, outcomes) in self.outcomes.enumerated() {
-            for (sequence, outcome) in outcomes.enumerated() {
+            for (sequence, outcome) in outcomes.enumerated() where self.deletions[connectionIndex][sequence] == nil {
                 let identifier = Registration(round: self.number, connection: connectionIndex, sequence: sequence).identifier
                 sentIdentifiers.insert(identifier)
                 let isStored = stored.contains(identifier)
@@ -356,15 +417,45 @@ struct CrashRound {
             self.violations.append("\(wrongData.count) stored registrations do not hold what was sent: \(Self.some(wrongData))")
         }
 
+        // The deletions: an acknowledged one is carried out and its template erased from data.mdb (the
+        // restart's open finishes any erasure the crash cut short); a refused one, or after SIGTERM an
+        // unanswered one, is not carried out.
+        let remaining = try self.identifiers(withPrefix: Registration.prefix(round: self.number - 1), on: connection, request)
+        var undone: [String] = []
+        var unasked: [String] = []
+        var erased: [[Float]] = []
+        for (index, outcomes) in self.outcomes.enumerated() {
+            for (sequence, identifier) in self.deletions[index] {
+                let kept = remaining.contains(identifier)
+                switch outcomes[sequence] {
+                case .ok where kept: undone.append(identifier)
+                case .ok: erased.append(Registration(identifier: identifier)!.template(seed: self.settings.seed))
+                case .refused where !kept: unasked.append(identifier)
+                case .unanswered where !kept && self.signal == .term: unasked.append(identifier)
+                default: break
+                }
+            }
+        }
+        let deletedNow = self.deletable.count - remaining.intersection(self.deletable).count
+        self.figures.deleted = deletedNow
+        if !undone.isEmpty { self.violations.append("\(undone.count) acknowledged deletions were undone: \(Self.some(undone))") }
+        if !unasked.isEmpty {
+            self.violations.append("\(unasked.count) deletions refused or never answered were carried out: \(Self.some(unasked))")
+        }
+        self.figures.unerased = Self.countFound(erased, in: self.settings.dataDirectory + "/data.mdb")
+        if self.figures.unerased > 0 {
+            self.violations.append("\(self.figures.unerased) of \(erased.count) deleted templates are still in data.mdb")
+        }
+
         // Earlier rounds' registrations are all still there (counted; their data is checked at the end).
-        let expectedTotal = self.storedBefore + stored.count
+        let expectedTotal = self.storedBefore - deletedNow + stored.count
         let galleries = try connection.call(request { $0.listGalleries = .init() })
         guard case .listGalleries(let list)? = galleries.result, let gallery = list.galleries.first(where: { $0.name == "default" }) else {
             throw CrashLoopError("list_galleries: \(Self.describe(galleries))")
         }
         if gallery.identifierCount != UInt64(expectedTotal) {
             self.violations.append(
-                "the default gallery holds \(gallery.identifierCount) identifiers, expected \(expectedTotal) (\(self.storedBefore) from earlier rounds + \(stored.count))"
+                "the default gallery holds \(gallery.identifierCount) identifiers, expected \(expectedTotal) (\(self.storedBefore) from earlier rounds - \(deletedNow) deleted + \(stored.count))"
             )
         }
 
@@ -379,6 +470,59 @@ struct CrashRound {
     }
 
     // MARK: Helpers
+
+    /// The stored identifiers that start with `prefix` (contiguous in the daemon's byte order).
+    private func identifiers(
+        withPrefix prefix: String, on connection: FrameConnection, _ request: ((inout Registry_V1_Request) -> Void) -> Registry_V1_Request
+    ) throws -> Set<String> {
+        var found = Set<String>()
+        var after = prefix
+        while true {
+            let reply = try connection.call(
+                request {
+                    $0.listIdentifiers = .with {
+                        $0.after = after
+                        $0.limit = 10_000
+                    }
+                })
+            guard case .listIdentifiers(let page)? = reply.result else { throw CrashLoopError("list_identifiers: \(Self.describe(reply))") }
+            for identifier in page.identifiers {
+                guard identifier.hasPrefix(prefix) else { return found }
+                found.insert(identifier)
+            }
+            guard page.hasNext else { return found }
+            after = page.next
+        }
+    }
+
+    /// How many of `templates` have their first 16 bytes somewhere in the file at `path` (its bytes
+    /// are compared, never shown).
+    static func countFound(_ templates: [[Float]], in path: String) -> Int {
+        guard !templates.isEmpty, let file = fopen(path, "rb") else { return 0 }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            if count == 0 { break }
+            bytes += buffer[0..<count]
+        }
+        // One pass over the file: each offset's first 8 bytes looked up among the templates'.
+        var byPrefix: [UInt64: [Int]] = [:]
+        let needles = templates.map { template in template.prefix(4).withUnsafeBytes { Array($0) } }
+        for (index, needle) in needles.enumerated() {
+            byPrefix[needle.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }, default: []].append(index)
+        }
+        var found = Set<Int>()
+        bytes.withUnsafeBytes { file in
+            guard file.count >= 16 else { return }
+            for offset in 0...(file.count - 16) {
+                guard let candidates = byPrefix[file.loadUnaligned(fromByteOffset: offset, as: UInt64.self)] else { continue }
+                for index in candidates where needles[index].elementsEqual(file[offset..<offset + 16]) { found.insert(index) }
+            }
+        }
+        return found.count
+    }
 
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18

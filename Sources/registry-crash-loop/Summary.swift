@@ -37,7 +37,8 @@ struct Summary {
         let f = round.figures
         var line = "round \(round.number)/\(rounds) SIG\(round.signal.rawValue.uppercased()) after \(round.delayMilliseconds) ms: "
         line += "\(f.sent) sent, \(f.acknowledged) acknowledged, \(f.shuttingDown) SHUTTING_DOWN, \(f.otherErrors) other errors, "
-        line += "\(f.unanswered) unanswered (\(f.unansweredStored) of them stored), \(f.stored) stored, \(f.lost) lost"
+        line += "\(f.unanswered) unanswered (\(f.unansweredStored) of them stored), \(f.stored) stored, \(f.lost) lost; "
+        line += "\(f.deletesSent) deletions sent, \(f.deletesAcknowledged) acknowledged, \(f.deleted) carried out, \(f.unerased) left in data.mdb"
         if let exit = f.exitSeconds { line += ", exited \(Self.fixed(exit, 3)) s after SIGTERM" }
         line += "; \(Self.fixed(self.roundSeconds.last ?? 0, 2)) s"
         if !round.violations.isEmpty { line += " — \(round.violations.count) VIOLATIONS" }
@@ -49,7 +50,9 @@ struct Summary {
         var line = "registry-crash-loop: \(self.rounds) rounds (\(self.killRounds) SIGKILL, \(self.termRounds) SIGTERM), seed \(self.seed): "
         line += "\(t.sent) registrations sent, \(t.acknowledged) acknowledged, \(t.stored) stored, \(t.lost) lost, "
         line += "unanswered but stored \(self.unansweredStoredTerm) after SIGTERM (\(self.unansweredStoredKill) after SIGKILL, allowed), "
-        line += "\(t.refusedStored) refused but stored, \(t.shuttingDown) SHUTTING_DOWN, \(t.otherErrors) other errors"
+        line += "\(t.refusedStored) refused but stored, \(t.shuttingDown) SHUTTING_DOWN, \(t.otherErrors) other errors; "
+        line += "\(t.deletesSent) deletions sent, \(t.deletesAcknowledged) acknowledged, \(t.deleted) carried out, "
+        line += "\(t.unerased) deleted templates left in data.mdb"
         if let exit = t.exitSeconds { line += ", slowest exit after SIGTERM \(Self.fixed(exit, 3)) s" }
         if self.finalCheckRan { line += self.finalViolations.isEmpty ? "; every template read back intact" : "; the final read-back FAILED" }
         line += "; \(Self.fixed(self.seconds, 1)) s (\(Self.fixed(self.seconds / Double(max(1, self.rounds)), 2)) s per round) — "
@@ -84,6 +87,10 @@ struct Summary {
             ("refused_stored", "\(t.refusedStored)"),
             ("shutting_down", "\(t.shuttingDown)"),
             ("other_errors", "\(t.otherErrors)"),
+            ("deletions_sent", "\(t.deletesSent)"),
+            ("deletions_acknowledged", "\(t.deletesAcknowledged)"),
+            ("deleted", "\(t.deleted)"),
+            ("deleted_left_in_file", "\(t.unerased)"),
             ("max_term_exit_seconds", t.exitSeconds.map { Self.fixed($0, 4) } ?? "null"),
             ("failed_rounds", "[" + self.failedRounds.map(String.init).joined(separator: ",") + "]"),
             ("final_check", !self.finalCheckRan ? "\"skipped\"" : self.finalViolations.isEmpty ? "\"passed\"" : "\"failed\""),
