@@ -14,22 +14,7 @@ import Testing
         return Array(values.prefix(4)).withUnsafeBytes { Array($0) }
     }
 
-    static func count(_ patterns: [[UInt8]], in dataPath: String) -> Int {
-        guard let file = fopen(dataPath + "/data.mdb", "r") else { return -1 }
-        defer { fclose(file) }
-        var data: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while case let count = fread(&buffer, 1, buffer.count, file), count > 0 { data += buffer[0..<count] }
-        return patterns.count { pattern in
-            data.withUnsafeBytes { haystack in
-                pattern.withUnsafeBytes { needle in
-                    (0...(haystack.count - needle.count)).contains { offset in
-                        haystack[offset] == needle[0] && memcmp(haystack.baseAddress! + offset, needle.baseAddress!, needle.count) == 0
-                    }
-                }
-            }
-        }
-    }
+    static func count(_ patterns: [[UInt8]], in dataPath: String) -> Int { DataFileScan(directory: dataPath).count(patterns) }
 
     @Test func deletedTemplatesAreGoneFromTheFileAfterTheReplyAndAfterAKillRightAfterIt() async throws {
         let daemon = try Daemon()

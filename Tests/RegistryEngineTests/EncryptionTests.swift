@@ -13,16 +13,6 @@ import Testing
     /// A template whose bytes are easy to find in a file.
     static let distinctive: [Float] = (0..<128).map { Float($0 + 1) / 1000 }
 
-    static func fileContains(_ path: String, _ needle: [UInt8]) -> Bool {
-        guard let file = fopen(path + "/data.mdb", "r") else { return false }
-        defer { fclose(file) }
-        var data: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while case let count = fread(&buffer, 1, buffer.count, file), count > 0 { data += buffer[0..<count] }
-        guard data.count >= needle.count else { return false }
-        return (0...(data.count - needle.count)).contains { data[$0] == needle[0] && Array(data[$0..<($0 + needle.count)]) == needle }
-    }
-
     /// The first 32 bytes of the template as the engine stores it (normalised float32s).
     static var storedPrefix: [UInt8] {
         let norm = Self.distinctive.reduce(0) { $0 + Double($1) * Double($1) }.squareRoot()
@@ -44,7 +34,7 @@ import Testing
             _ = try await engine.register(identifier: "alice", face: Face(FaceTemplate(algorithm: 24, vector: Self.distinctive)))
             engine.close()
             // The control proves the search finds the bytes when they are there.
-            #expect(Self.fileContains(directory.path, Self.storedPrefix) == !encrypted, "encrypted: \(encrypted)")
+            #expect(DataFileScan(directory: directory.path).contains(Self.storedPrefix) == !encrypted, "encrypted: \(encrypted)")
         }
     }
 
@@ -87,7 +77,7 @@ import Testing
             // until they are reused. A compacting copy (backup) leaves free pages out, so it is clean.
             let copy = directory.path + "-compacted"
             _ = try engine.backup(to: copy)
-            #expect(!Self.fileContains(copy, Self.storedPrefix), "a compacted encrypted copy must hold no template bytes")
+            #expect(!DataFileScan(directory: copy).contains(Self.storedPrefix), "a compacted encrypted copy must hold no template bytes")
             unlink(copy + "/data.mdb")
             rmdir(copy)
             engine.close()

@@ -37,38 +37,10 @@ import Testing
         }
     }
 
-    static func fileBytes(_ path: String) -> [UInt8] {
-        guard let file = fopen(path + "/data.mdb", "r") else { return [] }
-        defer { fclose(file) }
-        var data: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while case let count = fread(&buffer, 1, buffer.count, file), count > 0 { data += buffer[0..<count] }
-        return data
-    }
-
     /// How many of `traces` have any window somewhere in data.mdb.
     static func found(_ traces: [Traces], in path: String) -> Int {
-        let data = Self.fileBytes(path)
-        return traces.count { trace in
-            trace.windows.contains { window in
-                data.withUnsafeBytes { haystack in window.withUnsafeBytes { needle in Self.contains(haystack, needle) } }
-            }
-        }
-    }
-
-    /// Whether `needle` occurs in `haystack` (memchr for its first byte, then memcmp).
-    static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: UnsafeRawBufferPointer) -> Bool {
-        guard let base = haystack.baseAddress, let pattern = needle.baseAddress, let first = needle.first, haystack.count >= needle.count else {
-            return false
-        }
-        var offset = 0
-        let last = haystack.count - needle.count
-        while offset <= last, let hit = memchr(base + offset, Int32(first), last - offset + 1) {
-            offset = base.distance(to: UnsafeRawPointer(hit))
-            if memcmp(base + offset, pattern, needle.count) == 0 { return true }
-            offset += 1
-        }
-        return false
+        let file = DataFileScan(directory: path)
+        return traces.count { trace in trace.windows.contains { file.contains($0) } }
     }
 
     /// Waits (up to 2 s) until no erasable free page holds data and no removal waits, as the writer
