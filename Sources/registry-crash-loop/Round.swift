@@ -327,25 +327,7 @@ struct CrashRound {
         }
 
         // This round's identifiers in the store: they are contiguous in byte order.
-        let prefix = Registration.prefix(round: self.number)
-        var stored = Set<String>()
-        var after = prefix
-        listing: while true {
-            let reply = try connection.call(
-                request {
-                    $0.listIdentifiers = .with {
-                        $0.after = after
-                        $0.limit = 10_000
-                    }
-                })
-            guard case .listIdentifiers(let page)? = reply.result else { throw CrashLoopError("list_identifiers: \(Self.describe(reply))") }
-            for identifier in page.identifiers {
-                guard identifier.hasPrefix(prefix) else { break listing }
-                stored.insert(identifier)
-            }
-            guard page.hasNext else { break }
-            after = page.next
-        }
+        let stored = try self.identifiers(withPrefix: Registration.prefix(round: self.number), on: connection, request)
         self.figures.stored = stored.count
         self.storedIdentifiers = stored.sorted()
 
@@ -471,7 +453,8 @@ struct CrashRound {
 
     // MARK: Helpers
 
-    /// The stored identifiers that start with `prefix` (contiguous in the daemon's byte order).
+    /// The stored identifiers that start with `prefix`: a round's identifiers are contiguous in the
+    /// daemon's byte order.
     private func identifiers(
         withPrefix prefix: String, on connection: FrameConnection, _ request: ((inout Registry_V1_Request) -> Void) -> Registry_V1_Request
     ) throws -> Set<String> {
