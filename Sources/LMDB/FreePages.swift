@@ -36,6 +36,9 @@ struct ErasureState {
     var unsynced = false
     /// The oldest snapshot at the last pass: the pages freed before it were wiped then (0: no pass).
     var passOldest = 0
+
+    /// Whether the last commit removed data: its pages can be wiped only after a later commit.
+    var removalAwaitsCommit: Bool { self.lastRemoval != 0 && self.lastRemoval == self.lastCommit }
 }
 
 extension Environment {
@@ -131,13 +134,13 @@ extension Environment {
     /// Whether the erasure of a removal waits for a commit after it (nothing has been committed
     /// since): a write that changes anything then lets ``eraseFreePages(sync:)`` finish it.
     public var removalAwaitsCommit: Bool {
-        self.writerLock.withLock { self.erasure.lastRemoval != 0 && self.erasure.lastRemoval == self.lastCommittedTransaction }
+        self.writerLock.withLock { self.erasure.removalAwaitsCommit }
     }
 
     /// ``removalAwaitsCommit`` from inside a write transaction (which holds the writer lock).
     public func removalAwaitsCommit(within txn: borrowing Transaction) -> Bool {
         precondition(!txn.isReadOnly, "only a write transaction holds the writer lock")
-        return self.erasure.lastRemoval != 0 && self.erasure.lastRemoval == self.erasure.lastCommit
+        return self.erasure.removalAwaitsCommit
     }
 
     /// Whether an erasure is under way: a removal's pages are not all wiped yet, or its zeros not

@@ -18,16 +18,6 @@ public struct Thresholds: Sendable, Hashable {
             identification: algorithm.defaultThreshold,
             autoEnrolment: algorithm.defaultThreshold)
     }
-
-    package func validate(for algorithm: Algorithm) throws(RegistryError) {
-        for (name, value) in [
-            ("authentication", self.authentication), ("identification", self.identification),
-            ("autoEnrolment", self.autoEnrolment),
-        ] where !(value > 0 && value <= 1) {
-            // 0 would let every pair "match", including landmark pairs that cannot be compared.
-            throw .malformedRequest("\(algorithm.name) \(name) threshold \(value) is outside (0, 1]")
-        }
-    }
 }
 
 /// One registry of a gallery as configured: the algorithm and, optionally, its thresholds and the
@@ -104,6 +94,73 @@ public struct GalleryConfiguration: Sendable, Hashable {
     public static let defaultGallery = GalleryConfiguration(
         name: Self.defaultName,
         registries: Algorithm.builtIn.filter { $0 != .alignedLandmarks }.map { RegistryConfiguration(algorithm: $0.version) })
+}
+
+extension GalleryConfiguration {
+    /// A rule of gallery definitions that this one breaks: where (the registry's position in
+    /// ``registries``, nil for the gallery itself; and the field) and what `define_gallery` answers.
+    package struct Problem: Sendable {
+        package var registry: Int?
+        package var field: String
+        package var error: RegistryError
+    }
+
+    /// Every rule a definition must keep that needs no store: a valid name, at least one registry,
+    /// each registry's algorithm known and listed once, thresholds (given or the algorithm's
+    /// defaults) within (0, 1], quality gates within [0, 1], liveness k within (0, maximumK]. The
+    /// engine refuses a definition with the first problem (`define_gallery`, and the galleries of the
+    /// configuration at start), and the configuration check lists them all: one set of rules.
+    package func problems(catalog: AlgorithmCatalog) -> [Problem] {
+        var problems: [Problem] = []
+        do throws(RegistryError) {
+            try Names.validateGallery(self.name)
+        } catch {
+            problems.append(Problem(registry: nil, field: "name", error: error))
+        }
+        if self.registries.isEmpty {
+            problems.append(
+                Problem(registry: nil, field: "registries", error: .malformedRequest("gallery '\(self.name)' needs at least one registry")))
+        }
+        var seen = Set<UInt32>()
+        for (position, entry) in self.registries.enumerated() {
+            let algorithm: Algorithm
+            do throws(RegistryError) {
+                algorithm = try catalog.algorithm(version: entry.algorithm)
+            } catch {
+                problems.append(Problem(registry: position, field: "algorithm", error: error))
+                continue
+            }
+            if !seen.insert(entry.algorithm).inserted {
+                problems.append(
+                    Problem(registry: position, field: "algorithm", error: .malformedRequest("gallery '\(self.name)' lists \(algorithm) twice")))
+            }
+            let thresholds = entry.thresholds ?? Thresholds(defaultsFor: algorithm)
+            for (field, value) in [
+                ("authentication", thresholds.authentication), ("identification", thresholds.identification),
+                ("autoEnrolment", thresholds.autoEnrolment),
+            ] where !(value > 0 && value <= 1) {
+                // 0 would let every pair "match", including landmark pairs that cannot be compared.
+                problems.append(
+                    Problem(
+                        registry: position, field: field,
+                        error: .malformedRequest("\(algorithm.name) \(field) threshold \(value) is outside (0, 1]")))
+            }
+            for (field, minimum) in [("minimumQuality", entry.minimumQuality), ("minimumAutoEnrolmentQuality", entry.minimumAutoEnrolmentQuality)] {
+                if let minimum, !(0...1).contains(minimum) {
+                    problems.append(
+                        Problem(registry: position, field: field, error: .malformedRequest("\(algorithm.name) \(field) \(minimum) is outside [0, 1]"))
+                    )
+                }
+            }
+        }
+        if !(self.livenessK > 0 && self.livenessK <= LivenessProfile.maximumK) {
+            problems.append(
+                Problem(
+                    registry: nil, field: "livenessK",
+                    error: .malformedRequest("gallery '\(self.name)' liveness k must be within (0, \(LivenessProfile.maximumK)]")))
+        }
+        return problems
+    }
 }
 
 /// How the engine opens its store.

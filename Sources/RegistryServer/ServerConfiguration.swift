@@ -301,53 +301,35 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         return result
     }
 
-    /// One gallery of the file as the engine takes it, or nil with its problems added: its name,
-    /// registries (known algorithms, each once, thresholds within (0, 1], quality gates within
-    /// [0, 1]) and liveness settings — what the store checks again when it defines the gallery.
+    /// One gallery of the file as the engine takes it, or nil with its problems added: its
+    /// algorithms named as the file may name them (name or version), its liveness settings, and then
+    /// the rules the engine applies to every definition (``GalleryConfiguration/problems(catalog:)``),
+    /// each placed in the file.
     private static func checked(
         _ gallery: GalleryEntry, at path: String, catalog: AlgorithmCatalog, problems: inout [String]
     ) -> GalleryConfiguration? {
         let before = problems.count
-        do throws(RegistryError) {
-            try Names.validateGallery(gallery.name)
-        } catch {
-            problems.append("\(path).name: \(error.message)")
-        }
-        if gallery.registries.isEmpty { problems.append("\(path).registries: gallery \(gallery.name) needs at least one registry") }
         var registries: [RegistryConfiguration] = []
-        var seen = Set<UInt32>()
+        // The file's position of each registry kept in `registries`.
+        var positions: [Int] = []
         for (position, entry) in gallery.registries.enumerated() {
-            let place = "\(path).registries[\(position)]"
             guard
                 let algorithm = catalog.algorithm(named: entry.algorithm)
                     ?? UInt32(entry.algorithm).flatMap({ try? catalog.algorithm(version: $0) })
             else {
-                problems.append("\(place).algorithm: gallery \(gallery.name): unknown algorithm '\(entry.algorithm)'")
+                problems.append("\(path).registries[\(position)].algorithm: gallery \(gallery.name): unknown algorithm '\(entry.algorithm)'")
                 continue
-            }
-            if !seen.insert(algorithm.version).inserted {
-                problems.append("\(place).algorithm: gallery \(gallery.name) lists \(algorithm.name) twice")
             }
             let defaults = Thresholds(defaultsFor: algorithm)
             let identification = entry.identification ?? defaults.identification
             let thresholds = Thresholds(
                 authentication: entry.authentication ?? defaults.authentication, identification: identification,
                 autoEnrolment: entry.autoEnrolment ?? identification)
-            for (name, value) in [
-                ("authentication", thresholds.authentication), ("identification", thresholds.identification),
-                ("autoEnrolment", thresholds.autoEnrolment),
-            ] where !(value > 0 && value <= 1) {
-                problems.append("\(place).\(name): \(algorithm.name) \(name) threshold \(value) is outside (0, 1]")
-            }
-            for (name, minimum) in [("minimumQuality", entry.minimumQuality), ("minimumAutoEnrolmentQuality", entry.minimumAutoEnrolmentQuality)] {
-                if let minimum, !(0...1).contains(minimum) {
-                    problems.append("\(place).\(name): \(algorithm.name) \(name) \(minimum) is outside [0, 1]")
-                }
-            }
             registries.append(
                 RegistryConfiguration(
                     algorithm: algorithm.version, thresholds: thresholds, minimumQuality: entry.minimumQuality,
                     minimumAutoEnrolmentQuality: entry.minimumAutoEnrolmentQuality))
+            positions.append(position)
         }
         var liveness = LivenessPolicy(strict: gallery.livenessStrict ?? false)
         for operation in gallery.livenessRequiredFor ?? [] {
@@ -361,12 +343,15 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
                 )
             }
         }
-        let k = gallery.livenessK ?? GalleryConfiguration.defaultLivenessK
-        if !(k > 0 && k <= LivenessProfile.maximumK) {
-            problems.append("\(path).livenessK: gallery \(gallery.name) liveness k must be within (0, \(LivenessProfile.maximumK)]")
+        let configuration = GalleryConfiguration(
+            name: gallery.name, registries: registries, liveness: liveness, livenessK: gallery.livenessK ?? GalleryConfiguration.defaultLivenessK)
+        // A gallery whose registries all name unknown algorithms has registries in the file.
+        for problem in configuration.problems(catalog: catalog) where !(problem.field == "registries" && !gallery.registries.isEmpty) {
+            let place = problem.registry.map { "\(path).registries[\(positions[$0])]" } ?? path
+            problems.append("\(place).\(problem.field): \(problem.error.message)")
         }
         guard problems.count == before else { return nil }
-        return GalleryConfiguration(name: gallery.name, registries: registries, liveness: liveness, livenessK: k)
+        return configuration
     }
 }
 

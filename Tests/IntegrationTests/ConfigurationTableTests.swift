@@ -26,16 +26,16 @@ import Testing
             expected: "galleries[0].registries[0].algorithm: gallery staff: unknown algorithm 'arcfaec'"),
         Case(
             json: #"{"galleries": [{"name": "staff", "registries": [{"algorithm": "arcface"}, {"algorithm": "24"}]}]}"#,
-            expected: "galleries[0].registries[1].algorithm: gallery staff lists arcface twice"),
+            expected: "galleries[0].registries[1].algorithm: gallery 'staff' lists arcface (24) twice"),
         Case(
             json: #"{"galleries": [{"name": "staff", "registries": [{"algorithm": "arcface"}], "livenessK": 50}]}"#,
-            expected: "galleries[0].livenessK: gallery staff liveness k must be within (0, 10.0]"),
+            expected: "galleries[0].livenessK: gallery 'staff' liveness k must be within (0, 10.0]"),
         Case(
             json: #"{"galleries": [{"name": "staff", "registries": [{"algorithm": "arcface", "minimumQuality": 2}]}]}"#,
             expected: "galleries[0].registries[0].minimumQuality: arcface minimumQuality 2.0 is outside [0, 1]"),
         Case(
             json: #"{"galleries": [{"name": "staff", "registries": []}]}"#,
-            expected: "galleries[0].registries: gallery staff needs at least one registry"),
+            expected: "galleries[0].registries: gallery 'staff' needs at least one registry"),
         Case(json: #"{"access": {"*": {"admin": ["user:nobody-here-at-all"]}}}"#, expected: #"access["*"].admin[0]: no user 'nobody-here-at-all'"#),
         Case(json: #"{"keyFile": "/nonexistent/store.key"}"#, expected: "keyFile: cannot read the key file /nonexistent/store.key"),
         Case(

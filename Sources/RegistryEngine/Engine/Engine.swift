@@ -391,41 +391,25 @@ public final class Engine: @unchecked Sendable {
         _ configuration: GalleryConfiguration,
         existing: GalleryIndex?
     ) throws -> (record: GalleryRecord, algorithms: [Algorithm]) {
-        try Names.validateGallery(configuration.name)
-        guard !configuration.registries.isEmpty else {
-            throw RegistryError.malformedRequest("gallery '\(configuration.name)' needs at least one registry")
-        }
-        var seen = Set<UInt32>()
+        // The rules that need no store, shared with the configuration check.
+        if let problem = configuration.problems(catalog: self.catalog).first { throw problem.error }
         var registries: [GalleryRecord.Registry] = []
         var algorithms: [Algorithm] = []
         for entry in configuration.registries {
             let algorithm = try self.catalog.algorithm(version: entry.algorithm)
-            guard seen.insert(entry.algorithm).inserted else {
-                throw RegistryError.malformedRequest("gallery '\(configuration.name)' lists \(algorithm) twice")
-            }
-            let thresholds = entry.thresholds ?? Thresholds(defaultsFor: algorithm)
-            try thresholds.validate(for: algorithm)
-            for (name, minimum) in [("minimumQuality", entry.minimumQuality), ("minimumAutoEnrolmentQuality", entry.minimumAutoEnrolmentQuality)] {
-                if let minimum, !(0...1).contains(minimum) {
-                    throw RegistryError.malformedRequest("\(algorithm.name) \(name) \(minimum) is outside [0, 1]")
-                }
-            }
             let id = try existing?.registry(algorithm: entry.algorithm)?.id ?? self.store.takeId(txn, Keys.nextRegistryId)
             registries.append(
                 GalleryRecord.Registry(
-                    id: id, algorithm: entry.algorithm, thresholds: thresholds, minimumQuality: entry.minimumQuality,
-                    minimumAutoEnrolmentQuality: entry.minimumAutoEnrolmentQuality))
+                    id: id, algorithm: entry.algorithm, thresholds: entry.thresholds ?? Thresholds(defaultsFor: algorithm),
+                    minimumQuality: entry.minimumQuality, minimumAutoEnrolmentQuality: entry.minimumAutoEnrolmentQuality))
             algorithms.append(algorithm)
             try self.store.putAlgorithm(txn, algorithm)
         }
-        for dropped in existing?.registries ?? [] where !seen.contains(dropped.algorithm.version) && dropped.count > 0 {
+        let kept = Set(configuration.registries.map(\.algorithm))
+        for dropped in existing?.registries ?? [] where !kept.contains(dropped.algorithm.version) && dropped.count > 0 {
             throw RegistryError.malformedRequest(
                 "the \(dropped.algorithm) registry of gallery '\(configuration.name)' holds \(dropped.count) templates; delete them before removing it"
             )
-        }
-        guard configuration.livenessK > 0 && configuration.livenessK <= LivenessProfile.maximumK else {
-            throw RegistryError.malformedRequest(
-                "gallery '\(configuration.name)' liveness k must be within (0, \(LivenessProfile.maximumK)]")
         }
         let id = try existing?.id ?? self.store.takeId(txn, Keys.nextGalleryId)
         let record = GalleryRecord(

@@ -25,8 +25,7 @@ public enum OfflineStore {
         let manifest = try Self.manifest(in: path)
         var fileMatches = false
         if let manifest {
-            let (bytes, digest) = try BackupManifest.digest(of: path + "/data.mdb")
-            fileMatches = bytes == manifest.bytes && digest == manifest.sha256
+            fileMatches = try manifest.describesFile(in: path)
             if !fileMatches { problems.append("data.mdb does not match the backup's manifest (size or SHA-256 differ): the backup is damaged") }
         }
         let catalog: AlgorithmCatalog
@@ -70,8 +69,7 @@ public enum OfflineStore {
         }
         let manifest = try Self.manifest(in: backup)
         if let manifest {
-            let (bytes, digest) = try BackupManifest.digest(of: source)
-            guard bytes == manifest.bytes, digest == manifest.sha256 else {
+            guard try manifest.describesFile(in: backup) else {
                 throw RegistryError(
                     .malformedRequest, "\(source) does not match its manifest (size or SHA-256 differ): the backup is damaged; nothing was changed")
             }

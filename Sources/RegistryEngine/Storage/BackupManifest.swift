@@ -80,6 +80,12 @@ struct BackupManifest: Sendable, Equatable, Codable {
         return (total, hasher.finalize().map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined())
     }
 
+    /// Whether `directory/data.mdb` is the file this manifest describes (size and SHA-256).
+    func describesFile(in directory: String) throws(RegistryError) -> Bool {
+        let (bytes, digest) = try Self.digest(of: directory + "/data.mdb")
+        return bytes == self.bytes && digest == self.sha256
+    }
+
     /// Writes `manifest.json` into `directory` (0600: it names the galleries).
     func write(into directory: String) throws(RegistryError) {
         let path = directory + "/" + Self.fileName
