@@ -19,7 +19,9 @@ struct CrashLoopCommand: ParsableCommand {
             earlier rounds' registrations are all there, less those deleted. Every eighth request \
             deletes one of the previous round's stored identifiers instead: an acknowledged deletion \
             stays done and its template's bytes are nowhere in data.mdb after the restart; a refused \
-            one is not carried out. After SIGTERM also: nothing is stored that \
+            one is not carried out. With --power-hook (tools/power-loss) the daemon's data directory \
+            is on a file system that can lose power: the hook cuts the power instead of SIGKILL, and \
+            may aim a cut inside any start, the load or the stop; a cut start is tried again. After SIGTERM also: nothing is stored that \
             was not answered OK, and the daemon exited 0 within the drain deadline. At the end, every \
             template in the store is read back and compared. On a violation it prints the round, the \
             seed and the details, leaves the data directory, and exits 1.
@@ -47,6 +49,18 @@ struct CrashLoopCommand: ParsableCommand {
 
     @Option(help: "Directory for the socket, data and daemon log (default: a new one under $TMPDIR or /tmp). Must not hold data yet.")
     var workDirectory: String?
+
+    @Option(help: "The data directory, if not WORK/data (e.g. on tools/power-loss's file system). Must not hold data yet.")
+    var dataDirectory: String?
+
+    @Option(help: "NAME=VALUE for registryd's environment (repeatable), e.g. LD_PRELOAD=….")
+    var daemonEnvironment: [String] = []
+
+    @Option(help: "A program that cuts the power instead of SIGKILL and may cut starts and stops (tools/power-loss; see PowerHook.swift).")
+    var powerHook: String?
+
+    @Option(help: "With --power-hook: how many times one start may be cut before it counts as failed.")
+    var startAttempts: Int = 4
 
     @Option(help: "Connections pipelining registrations.")
     var connections: Int = 8
@@ -84,6 +98,10 @@ struct CrashLoopCommand: ParsableCommand {
         guard (1...4096).contains(self.window) else { throw ValidationError("--window must be 1...4096") }
         guard self.maximumDelay >= 0 else { throw ValidationError("--maximum-delay must not be negative") }
         guard self.drainDeadline > 0, self.startTimeout > 0 else { throw ValidationError("timeouts must be positive") }
+        guard self.startAttempts >= 1 else { throw ValidationError("--start-attempts must be at least 1") }
+        guard self.daemonEnvironment.allSatisfy({ $0.contains("=") && !$0.hasPrefix("=") }) else {
+            throw ValidationError("--daemon-environment takes NAME=VALUE")
+        }
     }
 
     func run() throws {
@@ -100,10 +118,17 @@ struct CrashLoopCommand: ParsableCommand {
         }
         let seed = self.seed ?? UInt64.random(in: 0...UInt64.max)
         let work = try self.makeWorkDirectory()
+        let dataDirectory = self.dataDirectory ?? work + "/data"
+        if self.dataDirectory != nil {
+            guard access(dataDirectory + "/data.mdb", F_OK) != 0 else {
+                throw ValidationError("\(dataDirectory) holds a store: the crash loop starts from an empty one")
+            }
+        }
         let settings = RoundSettings(
-            seed: seed, binary: self.daemon, socketPath: work + "/registryd.sock", dataDirectory: work + "/data",
+            seed: seed, binary: self.daemon, socketPath: work + "/registryd.sock", dataDirectory: dataDirectory,
             logPath: work + "/registryd.log", daemonArguments: self.daemonArg, connections: self.connections, window: self.window,
-            maximumDelayMilliseconds: self.maximumDelay, drainDeadlineSeconds: self.drainDeadline, startSeconds: self.startTimeout)
+            maximumDelayMilliseconds: self.maximumDelay, drainDeadlineSeconds: self.drainDeadline, startSeconds: self.startTimeout,
+            daemonEnvironment: self.daemonEnvironment, hook: self.powerHook.map(PowerHook.init(program:)), startAttempts: self.startAttempts)
         Output.note("registry-crash-loop: \(self.rounds) rounds, signal \(self.signal.rawValue), seed \(seed), work directory \(work)")
 
         let clock = ContinuousClock()
@@ -124,7 +149,10 @@ struct CrashLoopCommand: ParsableCommand {
             round.run()
             deletable = round.storedIdentifiers
             summary.add(round, seconds: CrashRound.seconds(roundStart.duration(to: clock.now)))
-            if !self.quiet { Output.note(summary.line(for: round, of: self.rounds)) }
+            if !self.quiet {
+                Output.note(summary.line(for: round, of: self.rounds))
+                for cut in round.cuts { Output.note("  cut: \(cut)") }
+            }
             if !round.violations.isEmpty {
                 let signalName = "SIG\(signal.rawValue.uppercased())"
                 for violation in round.violations {
@@ -148,7 +176,7 @@ struct CrashLoopCommand: ParsableCommand {
         if summary.passed {
             if !self.keep { Self.remove(work) }
         } else {
-            Output.note("registry-crash-loop: the data directory is left for inspection: \(work)/data (daemon log: \(work)/registryd.log)")
+            Output.note("registry-crash-loop: the data directory is left for inspection: \(dataDirectory) (daemon log: \(work)/registryd.log)")
             throw ExitCode.failure
         }
     }

@@ -34,8 +34,9 @@ final class Daemon {
     private(set) var status: ExitStatus?
     let socketPath: String
 
-    /// Starts `binary --socket SOCKET --data DATA --log-level warning EXTRA…`.
-    init(binary: String, socketPath: String, dataDirectory: String, logPath: String, extraArguments: [String]) throws {
+    /// Starts `binary --socket SOCKET --data DATA --log-level warning EXTRA…`, with `environment`
+    /// (NAME=VALUE) added to the loop's own.
+    init(binary: String, socketPath: String, dataDirectory: String, logPath: String, extraArguments: [String], environment: [String] = []) throws {
         let arguments = [binary, "--socket", socketPath, "--data", dataDirectory, "--log-level", "warning"] + extraArguments
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -45,8 +46,18 @@ final class Daemon {
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
+        var inherited: [String] = []
+        var entry = environ
+        while let pointer = entry.pointee {
+            inherited.append(String(cString: pointer))
+            entry += 1
+        }
+        let added = Set(environment.map { $0.prefix { $0 != "=" } })
+        let entries = inherited.filter { !added.contains($0.prefix { $0 != "=" }) } + environment
+        let envp: [UnsafeMutablePointer<CChar>?] = entries.map { strdup($0) } + [nil]
+        defer { for pointer in envp { free(pointer) } }
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, binary, &actions, nil, argv, environ)
+        let result = posix_spawn(&pid, binary, &actions, nil, argv, envp)
         guard result == 0 else { throw CrashLoopError("cannot start \(binary): \(String(cString: strerror(result)))") }
         self.pid = pid
         self.socketPath = socketPath

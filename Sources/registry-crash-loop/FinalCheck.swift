@@ -9,7 +9,8 @@ enum FinalCheck {
     static func run(settings: RoundSettings, rounds: Int, expectedTotal: Int) -> [String] {
         var violations: [String] = []
         do {
-            let daemon = try settings.startDaemon()
+            var cuts: [String] = []
+            let daemon = try settings.startDaemon(phase: "final-start", round: rounds + 1, cuts: &cuts)
             defer { daemon.killHard() }
             let connection = try FrameConnection(path: settings.socketPath)
             defer { connection.close() }

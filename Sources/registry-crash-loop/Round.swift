@@ -35,6 +35,15 @@ struct RoundFigures {
     var deleted = 0
     /// Acknowledged deletions whose template bytes were still found in data.mdb after the restart.
     var unerased = 0
+    /// Acknowledged deletions whose identifier was back after the restart.
+    var undone = 0
+    /// Power cuts (tools/power-loss): under load, in a start (the round's first, or the restart
+    /// after the load's cut), and in the stop after the check.
+    var loadCuts = 0
+    var startCuts = 0
+    var stopCuts = 0
+    /// Starts that failed (the daemon refused its store, or never answered): the round could not check.
+    var failedStarts = 0
     /// SIGTERM: seconds from the signal to the daemon's exit.
     var exitSeconds: Double?
 
@@ -52,6 +61,11 @@ struct RoundFigures {
         self.deletesAcknowledged += other.deletesAcknowledged
         self.deleted += other.deleted
         self.unerased += other.unerased
+        self.undone += other.undone
+        self.loadCuts += other.loadCuts
+        self.startCuts += other.startCuts
+        self.stopCuts += other.stopCuts
+        self.failedStarts += other.failedStarts
         if let seconds = other.exitSeconds { self.exitSeconds = max(self.exitSeconds ?? 0, seconds) }
     }
 }
@@ -70,17 +84,53 @@ struct RoundSettings {
     let drainDeadlineSeconds: Double
     let startSeconds: Double
 
-    func startDaemon() throws -> Daemon {
-        let daemon = try Daemon(
-            binary: self.binary, socketPath: self.socketPath, dataDirectory: self.dataDirectory, logPath: self.logPath,
-            extraArguments: self.daemonArguments)
-        do {
-            try daemon.waitUntilReady(seconds: self.startSeconds)
-        } catch {
-            daemon.killHard()
-            throw error
+    /// registryd's environment entries beyond the loop's own (NAME=VALUE), e.g. an LD_PRELOAD.
+    let daemonEnvironment: [String]
+    /// The power-loss harness (tools/power-loss): cuts the power instead of SIGKILL, and may cut any
+    /// start or stop too. Nil: the loop signals the daemon itself.
+    let hook: PowerHook?
+    /// With a hook: how often a start may be cut before the start counts as failed.
+    let startAttempts: Int
+
+    /// Starts the daemon and waits until it answers. With a hook, the start may be cut (the daemon
+    /// killed inside it): then the hook resets the files and the start is tried again, each cut's
+    /// description appended to `cuts`.
+    func startDaemon(phase: String, round: Int, cuts: inout [String]) throws -> Daemon {
+        var attempt = 1
+        while true {
+            try self.hook?.arm(phase, round: round, attempt: attempt)
+            let daemon = try Daemon(
+                binary: self.binary, socketPath: self.socketPath, dataDirectory: self.dataDirectory, logPath: self.logPath,
+                extraArguments: self.daemonArguments, environment: self.daemonEnvironment)
+            do {
+                try daemon.waitUntilReady(seconds: self.startSeconds)
+                return daemon
+            } catch {
+                daemon.killHard()
+                if let hook = self.hook, let cut = try hook.reset() {
+                    cuts.append("\(phase) attempt \(attempt): \(cut)")
+                    attempt += 1
+                    if attempt <= self.startAttempts { continue }
+                }
+                throw CrashLoopError("\(error); the daemon log ends: \(Self.lastLine(of: self.logPath))")
+            }
         }
-        return daemon
+    }
+
+    /// The last line of the daemon's log, for a failed start's message.
+    static func lastLine(of path: String) -> String {
+        guard let file = fopen(path, "rb") else { return "(no log)" }
+        defer { fclose(file) }
+        fseek(file, -min(4096, Self.size(of: file)), SEEK_END)
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let count = fread(&bytes, 1, bytes.count, file)
+        let lines = String(decoding: bytes[0..<count], as: UTF8.self).split(whereSeparator: \.isNewline)
+        return lines.last.map(String.init) ?? "(empty)"
+    }
+
+    private static func size(of file: UnsafeMutablePointer<FILE>) -> Int {
+        fseek(file, 0, SEEK_END)
+        return ftell(file)
     }
 }
 
@@ -105,6 +155,13 @@ struct CrashRound {
     /// Per connection, the requests that were deletions: sequence → the identifier deleted.
     private var deletions: [[Int: String]] = []
     private var nextDeletion = 0
+    /// What the power hook said of each cut in this round (tools/power-loss), in order.
+    private(set) var cuts: [String] = []
+    /// The load ended in a power cut (the hook's, timed or aimed) rather than the signal alone: a
+    /// SIGTERM round is then judged as a SIGKILL one (no clean exit, unanswered requests may be stored).
+    private var loadCut = false
+    /// Whether SIGTERM's promises are checked: the exit status, and nothing unanswered carried out.
+    private var termHonoured: Bool { self.signal == .term && !self.loadCut }
 
     init(number: Int, signal: CrashSignal, settings: RoundSettings, storedBefore: Int, deletable: [String] = []) {
         self.number = number
@@ -117,20 +174,49 @@ struct CrashRound {
     mutating func run() {
         var random = SeededRandom.derived(self.settings.seed, UInt64(self.number), 0xDE1A_7)
         self.delayMilliseconds = Int(random.uniform() * Double(self.settings.maximumDelayMilliseconds + 1))
+        let settings = self.settings
+        var cuts: [String] = []
+        defer {
+            self.cuts = cuts + self.cuts
+            self.figures.startCuts = self.cuts.filter { $0.hasPrefix("start") || $0.hasPrefix("restart") }.count
+            self.figures.loadCuts = self.cuts.filter { $0.hasPrefix("load") }.count
+            self.figures.stopCuts = self.cuts.filter { $0.hasPrefix("stop") }.count
+        }
+        let daemon: Daemon
         do {
-            let daemon = try self.settings.startDaemon()
+            daemon = try settings.startDaemon(phase: "start", round: self.number, cuts: &cuts)
+        } catch {
+            self.figures.failedStarts += 1
+            self.violations.append("before the restart: \(error)")
+            return
+        }
+        do {
             defer { daemon.killHard() }
+            try settings.hook?.arm("load", round: self.number)
             try self.load(daemon)
         } catch {
             self.violations.append("before the restart: \(error)")
             return
         }
+        let restarted: Daemon
         do {
-            let daemon = try self.settings.startDaemon()
+            restarted = try settings.startDaemon(phase: "restart", round: self.number, cuts: &cuts)
+        } catch {
+            self.figures.failedStarts += 1
+            self.violations.append("after the restart: \(error)")
+            return
+        }
+        do {
+            let daemon = restarted
             defer { daemon.killHard() }
             try self.check(daemon)
+            try settings.hook?.arm("stop", round: self.number)
             daemon.signal(SIGTERM)
-            if let status = daemon.wait(seconds: self.settings.drainDeadlineSeconds) {
+            let status = daemon.wait(seconds: self.settings.drainDeadlineSeconds)
+            // A cut aimed at the stop (its snapshot, its last commit) kills it: no clean exit is due.
+            if status != nil, let cut = try settings.hook?.reset() {
+                cuts.append("stop: \(cut)")
+            } else if let status {
                 if status != .exited(0) { self.violations.append("the restarted daemon, idle, ended with \(status) after SIGTERM") }
             } else {
                 self.violations.append("the restarted daemon, idle, still ran \(self.settings.drainDeadlineSeconds) s after SIGTERM")
@@ -152,6 +238,9 @@ struct CrashRound {
         let clock = ContinuousClock()
         let signalAt = clock.now.advanced(by: .milliseconds(self.delayMilliseconds))
         var signalledAt: ContinuousClock.Instant?
+        // With a hook: the daemon died before the signal, a cut aimed inside the load (confirmed by
+        // the hook's reset below, else a violation).
+        var diedEarly = false
         var exitedAt: ContinuousClock.Instant?
         // After the signal: the daemon's deadline, plus slack for a SIGKILLed one's sockets to close.
         let closeAllowance = Duration.milliseconds(Int64(self.settings.drainDeadlineSeconds * 1000) + 5000)
@@ -159,10 +248,15 @@ struct CrashRound {
         while true {
             if signalledAt == nil {
                 if clock.now >= signalAt {
-                    daemon.signal(self.signal.number)
+                    if let hook = self.settings.hook, self.signal == .kill {
+                        try hook.run(["cut", String(daemon.pid)])
+                    } else {
+                        daemon.signal(self.signal.number)
+                    }
                     signalledAt = clock.now
                 } else if daemon.poll() {
-                    self.violations.append("the daemon ended before the signal: \(daemon.status!)")
+                    if self.settings.hook == nil { self.violations.append("the daemon ended before the signal: \(daemon.status!)") }
+                    diedEarly = true
                     signalledAt = clock.now
                 }
             }
@@ -193,7 +287,13 @@ struct CrashRound {
                     self.record(reply, connection: index, answered: &answered[index])
                 }
                 if wasOpen && connection.readClosed && signalledAt == nil {
-                    self.violations.append("connection \(index) was closed by the daemon before the signal")
+                    // A cut aimed inside the load: the sockets can close before waitpid sees the end.
+                    if self.settings.hook != nil && daemon.wait(seconds: 2) != nil {
+                        diedEarly = true
+                        signalledAt = clock.now
+                    } else {
+                        self.violations.append("connection \(index) was closed by the daemon before the signal")
+                    }
                 }
             }
             if let signalledAt, connections.allSatisfy(\.readClosed) {
@@ -209,13 +309,27 @@ struct CrashRound {
         for connection in connections { connection.close() }
 
         let signalled = signalledAt ?? clock.now
+        var status: ExitStatus?
         switch self.signal {
         case .kill:
-            if daemon.wait(seconds: 10) == nil { self.violations.append("the daemon still ran 10 s after SIGKILL") }
+            status = daemon.wait(seconds: 10)
+            if status == nil { self.violations.append("the daemon still ran 10 s after SIGKILL") }
         case .term:
             let left = self.settings.drainDeadlineSeconds - Self.seconds(signalled.duration(to: clock.now))
-            let status = daemon.wait(seconds: max(0, left))
+            status = daemon.wait(seconds: max(0, left))
             if exitedAt == nil && status != nil { exitedAt = clock.now }
+        }
+        if let hook = self.settings.hook, status != nil, let cut = try hook.reset() {
+            self.cuts.append("load: \(cut)")
+            self.loadCut = true
+        }
+        if diedEarly && self.settings.hook != nil && !self.loadCut {
+            self.violations.append("the daemon ended before the signal, and no power cut was made: \(status.map { "\($0)" } ?? "?")")
+        }
+        if self.settings.hook != nil && self.signal == .kill && status != nil && !self.loadCut {
+            self.violations.append("the power hook reported no cut after it was told to cut")
+        }
+        if self.termHonoured {
             if let exitedAt { self.figures.exitSeconds = Self.seconds(signalled.duration(to: exitedAt)) }
             switch status {
             case nil:
@@ -357,7 +471,7 @@ struct CrashRound {
         if !refusedStored.isEmpty {
             self.violations.append("\(refusedStored.count) registrations answered with an error are stored: \(Self.some(refusedStored))")
         }
-        if self.signal == .term && !unansweredStored.isEmpty {
+        if self.termHonoured && !unansweredStored.isEmpty {
             self.violations.append(
                 "\(unansweredStored.count) registrations are stored that were never answered (of \(self.figures.unanswered) unanswered): \(Self.some(unansweredStored))"
             )
@@ -413,13 +527,14 @@ struct CrashRound {
                 case .ok where kept: undone.append(identifier)
                 case .ok: erased.append(Registration(identifier: identifier)!.template(seed: self.settings.seed))
                 case .refused where !kept: unasked.append(identifier)
-                case .unanswered where !kept && self.signal == .term: unasked.append(identifier)
+                case .unanswered where !kept && self.termHonoured: unasked.append(identifier)
                 default: break
                 }
             }
         }
         let deletedNow = self.deletable.count - remaining.intersection(self.deletable).count
         self.figures.deleted = deletedNow
+        self.figures.undone = undone.count
         if !undone.isEmpty { self.violations.append("\(undone.count) acknowledged deletions were undone: \(Self.some(undone))") }
         if !unasked.isEmpty {
             self.violations.append("\(unasked.count) deletions refused or never answered were carried out: \(Self.some(unasked))")

@@ -38,7 +38,10 @@ struct Summary {
         var line = "round \(round.number)/\(rounds) SIG\(round.signal.rawValue.uppercased()) after \(round.delayMilliseconds) ms: "
         line += "\(f.sent) sent, \(f.acknowledged) acknowledged, \(f.shuttingDown) SHUTTING_DOWN, \(f.otherErrors) other errors, "
         line += "\(f.unanswered) unanswered (\(f.unansweredStored) of them stored), \(f.stored) stored, \(f.lost) lost; "
-        line += "\(f.deletesSent) deletions sent, \(f.deletesAcknowledged) acknowledged, \(f.deleted) carried out, \(f.unerased) left in data.mdb"
+        line +=
+            "\(f.deletesSent) deletions sent, \(f.deletesAcknowledged) acknowledged, \(f.deleted) carried out, \(f.undone) undone, \(f.unerased) left in data.mdb"
+        let cuts = f.loadCuts + f.startCuts + f.stopCuts
+        if cuts > 0 { line += "; power cut \(cuts) times (\(f.loadCuts) under load, \(f.startCuts) in starts, \(f.stopCuts) in stops)" }
         if let exit = f.exitSeconds { line += ", exited \(Self.fixed(exit, 3)) s after SIGTERM" }
         line += "; \(Self.fixed(self.roundSeconds.last ?? 0, 2)) s"
         if !round.violations.isEmpty { line += " — \(round.violations.count) VIOLATIONS" }
@@ -52,7 +55,10 @@ struct Summary {
         line += "unanswered but stored \(self.unansweredStoredTerm) after SIGTERM (\(self.unansweredStoredKill) after SIGKILL, allowed), "
         line += "\(t.refusedStored) refused but stored, \(t.shuttingDown) SHUTTING_DOWN, \(t.otherErrors) other errors; "
         line += "\(t.deletesSent) deletions sent, \(t.deletesAcknowledged) acknowledged, \(t.deleted) carried out, "
-        line += "\(t.unerased) deleted templates left in data.mdb"
+        line += "\(t.undone) undone, \(t.unerased) deleted templates left in data.mdb"
+        let cuts = t.loadCuts + t.startCuts + t.stopCuts
+        if cuts > 0 { line += "; power cut \(cuts) times (\(t.loadCuts) under load, \(t.startCuts) in starts, \(t.stopCuts) in stops)" }
+        if t.failedStarts > 0 { line += "; \(t.failedStarts) starts FAILED" }
         if let exit = t.exitSeconds { line += ", slowest exit after SIGTERM \(Self.fixed(exit, 3)) s" }
         if self.finalCheckRan { line += self.finalViolations.isEmpty ? "; every template read back intact" : "; the final read-back FAILED" }
         line += "; \(Self.fixed(self.seconds, 1)) s (\(Self.fixed(self.seconds / Double(max(1, self.rounds)), 2)) s per round) — "
@@ -91,6 +97,11 @@ struct Summary {
             ("deletions_acknowledged", "\(t.deletesAcknowledged)"),
             ("deleted", "\(t.deleted)"),
             ("deleted_left_in_file", "\(t.unerased)"),
+            ("deletions_undone", "\(t.undone)"),
+            ("load_cuts", "\(t.loadCuts)"),
+            ("start_cuts", "\(t.startCuts)"),
+            ("stop_cuts", "\(t.stopCuts)"),
+            ("failed_starts", "\(t.failedStarts)"),
             ("max_term_exit_seconds", t.exitSeconds.map { Self.fixed($0, 4) } ?? "null"),
             ("failed_rounds", "[" + self.failedRounds.map(String.init).joined(separator: ",") + "]"),
             ("final_check", !self.finalCheckRan ? "\"skipped\"" : self.finalViolations.isEmpty ? "\"passed\"" : "\"failed\""),
