@@ -87,6 +87,11 @@ def clip(log: list[Write], low: int, high: int) -> list[Write]:
     return kept
 
 
+def pending_pages(state: Dirty) -> set[int]:
+    """The pages that unsynced writes touch (a page an O_DSYNC write covered is durable already)."""
+    return {index for w in state.log for index in range(w.offset // PAGE, (w.offset + len(w.data) - 1) // PAGE + 1)}
+
+
 class CutFileSystem:
     """The pass-through file system with a page cache that a power cut can lose (see the module
     notes). One lock serialises every operation: simple, and the daemon's I/O is small."""
@@ -156,7 +161,7 @@ class CutFileSystem:
             os.kill(tgid, signal.SIGKILL)
         except OSError:
             pass
-        self.cut = {"aim": aim, "pages": sum(len(d.pages) for d in self.dirty.values()),
+        self.cut = {"aim": aim, "pages": sum(len(pending_pages(d)) for d in self.dirty.values()),
                     "writes": sum(len(d.log) for d in self.dirty.values())}
 
     def dirty_for(self, fd: int) -> Dirty:
@@ -193,7 +198,8 @@ class CutFileSystem:
         landed = 0
         if kind == "page":
             for state in self.dirty.values():
-                for index, content in sorted(state.pages.items()):
+                for index in sorted(pending_pages(state)):
+                    content = state.pages[index]
                     if rng.random() < 0.5:
                         start = index * PAGE
                         length = max(0, min(PAGE, state.size - start))
@@ -554,7 +560,7 @@ def choose_trigger(config: dict[str, Any], phase: str, round_number: int, attemp
         aims = FIRST_START_AIMS
     elif phase in ("start", "restart") and attempt < config["start_attempts"]:
         # A start, or a start after a cut (attempt > 1: the recovery of a cut, cut again).
-        if rng.random() < (0.2 if phase == "start" else 0.3):
+        if rng.random() < (0.3 if phase == "restart" or attempt > 1 else 0.2):
             aims = START_AIMS
     elif phase == "load":
         # Half the loads end at the crash loop's random delay (a timed cut, or SIGTERM and a clean
