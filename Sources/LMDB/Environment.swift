@@ -24,6 +24,9 @@ public final class Environment: @unchecked Sendable {
     /// The files besides data.mdb that opening an environment creates in its directory (LMDB's
     /// reader table, and the lock this wrapper takes for exclusive use).
     public static let lockFiles = ["lock.mdb", "exclusive.lock"]
+    /// The file that marks a directory as holding a store whose first commit is durable (see
+    /// ``creationNote``); restores and removals of a store treat it as part of the store.
+    public static let createdMark = DataFile.createdMark
 
     /// How to open an environment.
     public struct Options: Sendable {
@@ -67,6 +70,11 @@ public final class Environment: @unchecked Sendable {
     /// holding `writerLock`.
     var erasure = ErasureState()
     private let currentMapSize: Atomic<Int>
+    /// Whether ``DataFile/createdMark`` is known to be on disk; touched only holding `writerLock`.
+    private var marked: Bool
+    /// What the open cleared away to create the store afresh (a first start that stopped before its
+    /// first commit), for the log; nil otherwise.
+    public let creationNote: String?
 
     /// Takes the exclusive lock without waiting for another registry process, but trying again for
     /// up to 200 ms: a child forked by this process (a spawn from another thread) holds a copy of
@@ -131,8 +139,9 @@ public final class Environment: @unchecked Sendable {
             throw error
         }
         // Under the lock, so no other registry process is writing the file meanwhile.
+        let found: DataFile.Found
         do {
-            try DataFile.check(directory: canonical)
+            found = try DataFile.check(directory: canonical, readOnly: options.readOnly)
         } catch {
             if lockFile >= 0 { Glibc.close(lockFile) }
             _ = Self.openPaths.withLock { $0.remove(canonical) }
@@ -169,6 +178,14 @@ public final class Environment: @unchecked Sendable {
         self.handle = env!
         self.path = canonical
         self.options = options
+        switch found {
+        case .new(let note):
+            self.creationNote = note
+            self.marked = false
+        case .existing(let marked):
+            self.creationNote = nil
+            self.marked = marked
+        }
         var info = MDB_envinfo()
         mdb_env_info(env, &info)
         self.currentMapSize = Atomic<Int>(Int(info.me_mapsize))
@@ -309,6 +326,10 @@ public final class Environment: @unchecked Sendable {
             // mdb_txn_commit frees the transaction even when it fails: never abort after it.
             try check(mdb_txn_commit(txn), "mdb_txn_commit")
             self.noteCommit(removed: changes.removals > 0)
+            // Not a failure of the commit, which is done: a mark that cannot be written now (a full
+            // disk) is tried again after the next commit; without it only a store with no valid
+            // meta page would be mistaken for an interrupted creation (DataFile.neverCommitted).
+            if !self.marked { self.marked = self.markCreated() }
             return result
         }
     }
@@ -350,6 +371,31 @@ public final class Environment: @unchecked Sendable {
                 "mdb_env_copy2(\(path))"
             )
         }
+    }
+
+    /// Records, once, that the environment holds a durable commit (``DataFile/createdMark``), after
+    /// the first commit of a new store (or of one written before the mark existed): until the mark is
+    /// there, a `data.mdb` without a commit is taken for an interrupted first start and created afresh.
+    /// Its order matters: the commit is made durable (forced, for a non-durable environment) and the
+    /// directory synced, so `data.mdb`'s entry is on disk before the mark's. Inside the gate and the
+    /// writer lock. Returns whether the mark is durably there.
+    private func markCreated() -> Bool {
+        guard mdb_env_sync(self.handle, 1) == 0, Self.syncDirectory(self.path) else { return false }
+        let markPath = self.path + "/" + DataFile.createdMark
+        let descriptor = open(markPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return false }
+        let text = "This directory holds an LMDB store whose first commit is durable.\n"
+        let written = text.utf8CString.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count - 1) }
+        let synced = fsync(descriptor) == 0
+        Glibc.close(descriptor)
+        return written == text.utf8.count && synced && Self.syncDirectory(self.path)
+    }
+
+    private static func syncDirectory(_ path: String) -> Bool {
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { Glibc.close(descriptor) }
+        return fsync(descriptor) == 0
     }
 
     /// Flushes buffers to disk (`mdb_env_sync` with force), for environments opened non-durable.

@@ -39,6 +39,7 @@ public struct RegistryDaemon: Sendable {
             if let report = engine.snapshotReport { self.logger.info("\(report)") }
             self.logger.info("store closed; bye")
         }
+        if let note = engine.creationNote { self.logger.warning("\(note)") }
         try await engine.defineGalleries(galleries)
         let info = engine.galleries()
         self.logger.info(

@@ -8,6 +8,7 @@ import Testing
 private func removeDirectory(_ path: String) {
     unlink(path + "/data.mdb")
     unlink(path + "/lock.mdb")
+    unlink(path + "/" + Environment.createdMark)
     rmdir(path)
 }
 
@@ -296,5 +297,132 @@ private struct Boom: Error {}
         try Environment(path: path).close()
         // Reopening the store it made is not creating one.
         try Environment(path: path).close()
+    }
+}
+
+/// A power cut or a kill during the very first start leaves what LMDB creates before the first commit
+/// (lock.mdb, a data.mdb that is empty, torn, or records no commit); that is started over, since no
+/// one was told anything is stored. Once the first commit is durable, a mark says so, and the same
+/// damage is refused.
+@Suite struct InterruptedCreationTests {
+    private func write(_ bytes: [UInt8], to path: String) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        #expect(fd >= 0)
+        if !bytes.isEmpty { #expect(bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } == bytes.count) }
+        close(fd)
+    }
+
+    /// What a first start leaves when it is cut before its first commit: `dataFile` nil for none.
+    private func interruptedCreation(dataFile: [UInt8]?) -> String {
+        let path = TemporaryDirectory("lmdb-tests").path
+        self.write([], to: path + "/lock.mdb")
+        if let dataFile { self.write(dataFile, to: path + "/data.mdb") }
+        return path
+    }
+
+    /// Opens `path`, writes and reads back one value: the store works.
+    private func expectUsable(_ path: String) throws {
+        let env = try Environment(path: path)
+        defer { env.close() }
+        let db = try env.write { txn in try txn.openDatabase("t", create: true) }
+        try env.write { txn in try txn.put(db, key: [1], value: [42]) }
+        #expect(try env.read { txn in try txn.get(db, key: [1]).map { Array($0) } } == [42])
+    }
+
+    /// The meta pages of a new environment that never committed (transaction 0), as LMDB writes them.
+    private func uncommittedDataFile() throws -> [UInt8] {
+        let path = TemporaryDirectory("lmdb-tests").path
+        defer {
+            unlink(path + "/exclusive.lock")
+            removeDirectory(path)
+        }
+        try Environment(path: path).close()
+        #expect(access(path + "/" + Environment.createdMark, F_OK) != 0, "no commit, so no mark")
+        let fd = open(path + "/data.mdb", O_RDONLY)
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 1 << 16)
+        let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        return Array(bytes.prefix(max(count, 0)))
+    }
+
+    @Test(arguments: ["lock.mdb alone", "empty data.mdb", "meta pages torn to zeros", "meta pages of transaction 0", "a short data.mdb"])
+    func aFirstStartCutBeforeItsFirstCommitIsStartedOver(leftover: String) throws {
+        let bytes: [UInt8]? =
+            switch leftover {
+            case "lock.mdb alone": nil
+            case "empty data.mdb": []
+            case "meta pages torn to zeros": [UInt8](repeating: 0, count: 8192)
+            case "a short data.mdb": [UInt8](repeating: 0xEE, count: 100)
+            default: try self.uncommittedDataFile()
+            }
+        let path = self.interruptedCreation(dataFile: bytes)
+        defer {
+            unlink(path + "/exclusive.lock")
+            removeDirectory(path)
+        }
+        let env = try Environment(path: path)
+        #expect(env.creationNote?.contains("created afresh") == true, "\(String(describing: env.creationNote))")
+        env.close()
+        try self.expectUsable(path)
+        #expect(access(path + "/" + Environment.createdMark, F_OK) == 0, "the first commit marks the store")
+        // Reopened, it is an existing store, not a creation.
+        let again = try Environment(path: path)
+        #expect(again.creationNote == nil)
+        again.close()
+    }
+
+    @Test func onceMarkedTheSameDamageIsRefused() throws {
+        let path = TemporaryDirectory("lmdb-tests").path
+        defer {
+            unlink(path + "/exclusive.lock")
+            removeDirectory(path)
+        }
+        try self.expectUsable(path)
+        #expect(access(path + "/" + Environment.createdMark, F_OK) == 0)
+        self.write([UInt8](repeating: 0, count: 8192), to: path + "/data.mdb")
+        let torn = #expect(throws: LMDBError.self) { _ = try Environment(path: path) }
+        #expect(torn?.isDamaged == true, "\(String(describing: torn))")
+        #expect(unlink(path + "/data.mdb") == 0)
+        let missing = #expect(throws: LMDBError.self) { _ = try Environment(path: path) }
+        #expect(missing?.isDamaged == true && missing?.message.contains("data.mdb is missing") == true, "\(String(describing: missing))")
+    }
+
+    @Test func aStoreFromBeforeTheMarkKeepsItsDataAndIsMarked() throws {
+        let path = TemporaryDirectory("lmdb-tests").path
+        defer {
+            unlink(path + "/exclusive.lock")
+            removeDirectory(path)
+        }
+        try self.expectUsable(path)
+        #expect(unlink(path + "/" + Environment.createdMark) == 0)
+        let env = try Environment(path: path)
+        #expect(env.creationNote == nil)
+        let db = try env.write { txn in try txn.openDatabase("t", create: false) }
+        #expect(try env.read { txn in try txn.get(db, key: [1]).map { Array($0) } } == [42])
+        env.close()
+        #expect(access(path + "/" + Environment.createdMark, F_OK) == 0)
+    }
+
+    @Test func aReadOnlyOpenOfAnInterruptedCreationRefusesAndWritesNothing() throws {
+        let path = self.interruptedCreation(dataFile: [])
+        defer { removeDirectory(path) }
+        var options = Environment.Options()
+        options.readOnly = true
+        let error = #expect(throws: LMDBError.self) { _ = try Environment(path: path, options: options) }
+        #expect(error?.message.contains("before its first commit") == true, "\(String(describing: error))")
+        #expect(access(path + "/data.mdb", F_OK) == 0 && access(path + "/lock.mdb", F_OK) == 0)
+    }
+
+    @Test func anInterruptedCreationBesideOtherFilesIsRefusedAndKept() throws {
+        let path = self.interruptedCreation(dataFile: [])
+        defer {
+            unlink(path + "/notes.txt")
+            unlink(path + "/exclusive.lock")
+            removeDirectory(path)
+        }
+        self.write([1], to: path + "/notes.txt")
+        let error = #expect(throws: LMDBError.self) { _ = try Environment(path: path) }
+        #expect(error?.message.contains("notes.txt") == true, "\(String(describing: error))")
+        #expect(access(path + "/data.mdb", F_OK) == 0, "nothing is cleared when the directory holds more")
     }
 }

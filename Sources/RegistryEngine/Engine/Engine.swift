@@ -28,6 +28,9 @@ public final class Engine: @unchecked Sendable {
     let path: String
     /// How the index was built at open.
     public private(set) var indexLoad = IndexLoad(fromSnapshot: false, reason: nil)
+    /// What the open cleared away to create the store afresh (a first start that stopped before its
+    /// first commit left an empty or uncommitted data file), for the daemon's log; nil otherwise.
+    public var creationNote: String? { self.store.environment.creationNote }
     /// What ``close()`` did about the index snapshot (nil until it ran), for the daemon's log.
     public private(set) var snapshotReport: String?
     private let closed = Atomic<Bool>(false)

@@ -192,7 +192,7 @@ public enum OfflineStore {
     }
 
     static func removeStore(_ directory: String) throws {
-        for name in ["data.mdb"] + Environment.lockFiles { unlink(directory + "/" + name) }
+        for name in ["data.mdb", Environment.createdMark] + Environment.lockFiles { unlink(directory + "/" + name) }
         rmdir(directory)
     }
 }
