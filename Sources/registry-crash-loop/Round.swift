@@ -104,6 +104,8 @@ struct RoundSettings {
                 extraArguments: self.daemonArguments, environment: self.daemonEnvironment)
             do {
                 try daemon.waitUntilReady(seconds: self.startSeconds)
+                // The start's aim is spent: a cut still armed must not land in what follows.
+                try self.hook?.arm("ready", round: round, attempt: attempt)
                 return daemon
             } catch {
                 daemon.killHard()
@@ -180,7 +182,7 @@ struct CrashRound {
             self.cuts = cuts + self.cuts
             self.figures.startCuts = self.cuts.filter { $0.hasPrefix("start") || $0.hasPrefix("restart") }.count
             self.figures.loadCuts = self.cuts.filter { $0.hasPrefix("load") }.count
-            self.figures.stopCuts = self.cuts.filter { $0.hasPrefix("stop") }.count
+            self.figures.stopCuts = self.cuts.filter { $0.hasPrefix("stop") || $0.hasPrefix("check") }.count
         }
         let daemon: Daemon
         do {
@@ -196,6 +198,8 @@ struct CrashRound {
             try self.load(daemon)
         } catch {
             self.violations.append("before the restart: \(error)")
+            // The daemon is dead (the deferred kill): a cut it met must not outlive the round.
+            if let cut = try? settings.hook?.reset() { cuts.append("load: \(cut)") }
             return
         }
         let restarted: Daemon
@@ -223,6 +227,7 @@ struct CrashRound {
             }
         } catch {
             self.violations.append("after the restart: \(error)")
+            if let cut = try? settings.hook?.reset() { cuts.append("check: \(cut)") }
         }
     }
 
