@@ -42,6 +42,8 @@ struct RoundFigures {
     var loadCuts = 0
     var startCuts = 0
     var stopCuts = 0
+    /// Problems `verify` reported after the restart.
+    var verifyProblems = 0
     /// Starts that failed (the daemon refused its store, or never answered): the round could not check.
     var failedStarts = 0
     /// SIGTERM: seconds from the signal to the daemon's exit.
@@ -66,6 +68,7 @@ struct RoundFigures {
         self.startCuts += other.startCuts
         self.stopCuts += other.stopCuts
         self.failedStarts += other.failedStarts
+        self.verifyProblems += other.verifyProblems
         if let seconds = other.exitSeconds { self.exitSeconds = max(self.exitSeconds ?? 0, seconds) }
     }
 }
@@ -563,6 +566,7 @@ struct CrashRound {
 
         let verify = try connection.call(request { $0.verify = .init() }, timeoutSeconds: 600)
         guard case .verify(let result)? = verify.result else { throw CrashLoopError("verify: \(Self.describe(verify))") }
+        self.figures.verifyProblems = result.problems.count
         if !result.problems.isEmpty {
             self.violations.append("verify reports \(result.problems.count) problems: \(Self.some(result.problems))")
         }

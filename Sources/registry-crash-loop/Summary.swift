@@ -102,6 +102,7 @@ struct Summary {
             ("start_cuts", "\(t.startCuts)"),
             ("stop_cuts", "\(t.stopCuts)"),
             ("failed_starts", "\(t.failedStarts)"),
+            ("verify_problems", "\(t.verifyProblems)"),
             ("max_term_exit_seconds", t.exitSeconds.map { Self.fixed($0, 4) } ?? "null"),
             ("failed_rounds", "[" + self.failedRounds.map(String.init).joined(separator: ",") + "]"),
             ("final_check", !self.finalCheckRan ? "\"skipped\"" : self.finalViolations.isEmpty ? "\"passed\"" : "\"failed\""),

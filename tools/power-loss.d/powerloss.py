@@ -29,6 +29,7 @@ The model (why each rule is what it is):
 """
 from __future__ import annotations
 
+import argparse
 import errno
 import json
 import os
@@ -38,6 +39,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -265,11 +267,9 @@ class CutFileSystem:
 
     def unlink(self, path: str) -> int:
         self.event(path, "unlink")
-        real = self.real(path)
-        info = os.lstat(real)
-        os.unlink(real)
-        if info.st_nlink <= 1 and info.st_ino in self.dirty:
-            os.close(self.dirty.pop(info.st_ino).fd)  # the data has no name left to come back under
+        # A file's unsynced state stays: an open descriptor still reads it (the snapshot is read so
+        # after its unlink), and its writer descriptor keeps the inode from being reused meanwhile.
+        os.unlink(self.real(path))
         return 0
 
     def rename(self, old: str, new: str) -> int:
@@ -697,7 +697,8 @@ def describe(p: Pass) -> list[str]:
         f"({s.get('load_cuts', 0)} under load, {s.get('start_cuts', 0)} in starts, {s.get('stop_cuts', 0)} in stops); "
         f"registrations {s.get('acknowledged', 0)} acknowledged, {s.get('lost', 0)} lost; deletions "
         f"{s.get('deletions_acknowledged', 0)} acknowledged, {s.get('deletions_undone', 0)} undone; "
-        f"{s.get('refused_stored', 0)} refused but stored; {s.get('failed_starts', 0)} failed starts; "
+        f"{s.get('refused_stored', 0)} refused but stored; {s.get('verify_problems', 0)} verify problems; "
+        f"{s.get('failed_starts', 0)} failed starts; "
         f"failed rounds {s.get('failed_rounds', [])}; final check {s.get('final_check', '?')}",
         f"  cuts by kind: {', '.join(f'{k} {v}' for k, v in sorted(kinds.items())) or 'none'}",
         f"  cuts by aim: {'; '.join(f'{k} {v}' for k, v in sorted(aims.items())) or 'none'}",
@@ -706,8 +707,6 @@ def describe(p: Pass) -> list[str]:
 
 
 def drive(argv: list[str]) -> int:
-    import argparse
-
     parser = argparse.ArgumentParser(prog="tools/power-loss", description="Power cuts under registryd (see docs/power-loss.md).")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--control-rounds", type=int, default=4, help="rounds of the negative control (0: none)")
@@ -722,8 +721,6 @@ def drive(argv: list[str]) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the state when everything passed")
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.getrandbits(63)
-    import tempfile
-
     args.work = args.work or tempfile.mkdtemp(prefix="power-loss.", dir=os.environ.get("TMPDIR", "/tmp"))
     os.makedirs(args.work, exist_ok=True)
     args.daemon = os.path.abspath(args.daemon)
