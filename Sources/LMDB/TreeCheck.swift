@@ -1,0 +1,539 @@
+import CLMDB
+import Glibc
+
+/// The structural check of `data.mdb`'s B+trees, made before LMDB maps the file (from
+/// ``DataFile/check(directory:)``): liblmdb follows page numbers and node offsets from the file without
+/// bounds checks, so a damaged branch or leaf page makes it read a wild address — a fault, or garbage
+/// taken for a record. This walks, from the newest meta page, the free-page database, the main one and
+/// every named database recorded in it (with their `MDB_DUPSORT` sub-pages and sub-databases, should a
+/// database use them), through a private read-only map of its own, and refuses what LMDB could
+/// misread:
+///
+/// - a page number outside the committed pages or the file, a page whose header names another page,
+///   a page reached twice (a cycle, or a page two parents share), a page of the wrong kind for its
+///   level (branch pages above `md_depth`, leaf pages at it, overflow pages only from `F_BIGDATA`);
+/// - `mp_lower`/`mp_upper` out of order or outside the page, a node offset outside `[mp_upper, page
+///   size)`, a node's header, key or data running off its page; an overflow run outside the file or
+///   of another length than its value needs;
+/// - keys out of order in a page, or outside the range their parent's branch keys give (LMDB's
+///   orders: bytes then length, reversed bytes, or native integers, as the database's flags say);
+/// - entry and page counts other than the database's `MDB_db` record says;
+/// - a free-page list naming a page outside the file, a page in use, or a page twice.
+///
+/// It reads branch and leaf pages, the first page of each overflow value, and free-page lists; never
+/// the body of a stored value (damage there is for the store's own record checks).
+///
+/// Layout, from mdb.c (LMDB 0.9, 64-bit): a page header is `mp_pgno` (8 bytes), `mp_pad` (2),
+/// `mp_flags` (2), `mp_lower` and `mp_upper` (2 each; an overflow page's 4-byte `mp_pages` instead),
+/// then `mp_ptrs`, the 2-byte offsets of the nodes from the page start. A node is `mn_lo`, `mn_hi`
+/// (the data size, or in a branch the child's page number with `mn_flags` as its top 16 bits),
+/// `mn_flags`, `mn_ksize`, then the key and the data. An `MDB_db` record is 48 bytes: `md_pad` (4),
+/// `md_flags` (2), `md_depth` (2), then branch, leaf and overflow page counts, entries and root (8 each).
+enum TreeCheck {
+    /// Checks the trees of the file open as `fd` (`size` bytes), whose newest valid meta page is
+    /// `meta`. A file so much shorter than its meta says that ``DataFile`` reports it as truncated is
+    /// left to it; a few missing pages at the end (which DataFile makes up with zeros) are fine as long
+    /// as no tree reaches them.
+    /// - Throws: ``LMDBError`` `MDB_CORRUPTED`, saying which page of which database is wrong and how.
+    static func check(fd: Int32, size: Int, meta: DataFile.Meta, path: String) throws(LMDBError) {
+        let pageSize = meta.pageSize
+        let slack = DataFile.maximumUnwrittenTailPages
+        guard let lastPage = Int(exactly: meta.lastPage), lastPage >= 1, lastPage <= size / pageSize + slack else { return }
+        guard let map = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), map != MAP_FAILED else {
+            throw LMDBError(code: errno, operation: "mmap(\(path))")
+        }
+        defer { munmap(map, size) }
+        var walker = Walker(
+            base: UnsafeRawPointer(map), size: size, pageSize: pageSize, lastPage: lastPage, txnid: meta.txnid, path: path)
+        try walker.run()
+    }
+
+    /// How a database orders its keys (mdb.c's `mdb_cmp_memn`, `mdb_cmp_memnr`, `mdb_cmp_cint`).
+    enum Order {
+        case bytes, reversedBytes, integers
+    }
+
+    /// One tree: its `MDB_db` record and what its pages must look like.
+    struct Tree {
+        var name: String
+        var record: Record
+        var order: Order
+        /// The leaf pages' flags: `P_LEAF`, or `P_LEAF | P_LEAF2` in an `MDB_DUPFIXED` sub-database.
+        var leafFlags: UInt16 = pLeaf
+        /// Whether leaves hold named databases' records (the main database).
+        var isMain = false
+        /// Whether leaves hold free-page lists (the free-page database).
+        var isFree = false
+        /// The order of duplicates, when the database is `MDB_DUPSORT`.
+        var duplicates: Order?
+        var duplicatesFixed = false
+        /// Whether this is the sub-database of one key's duplicates (keys may be empty).
+        var isDuplicates = false
+    }
+
+    /// An `MDB_db` record.
+    struct Record {
+        var pad: UInt32
+        var flags: UInt16
+        var depth: Int
+        var branchPages: UInt64
+        var leafPages: UInt64
+        var overflowPages: UInt64
+        var entries: UInt64
+        var root: UInt64
+    }
+
+    /// What a walk found, to compare with the record.
+    struct Counts {
+        var branchPages: UInt64 = 0
+        var leafPages: UInt64 = 0
+        var overflowPages: UInt64 = 0
+        var entries: UInt64 = 0
+    }
+
+    /// Where a key lies in the file.
+    struct Key {
+        var offset: Int
+        var count: Int
+    }
+
+    static let pBranch: UInt16 = 0x01
+    static let pLeaf: UInt16 = 0x02
+    static let pOverflow: UInt16 = 0x04
+    static let pLeaf2: UInt16 = 0x20
+    static let pSubpage: UInt16 = 0x40
+    /// Flags a written page may carry besides its kind (`P_DIRTY`, `P_LOOSE`, `P_KEEP`).
+    static let transientFlags: UInt16 = 0x10 | 0x4000 | 0x8000
+    static let fBigData: UInt16 = 0x01
+    static let fSubData: UInt16 = 0x02
+    static let fDupData: UInt16 = 0x04
+    static let headerSize = 16
+    static let nodeSize = 8
+    static let recordSize = 48
+    static let invalidPage = UInt64.max
+    /// mdb.c's `CURSOR_STACK`: no tree is deeper.
+    static let maximumDepth = 32
+    /// mdb.c's `MDB_MAXKEYSIZE`.
+    static let maximumKeySize = 511
+    /// The `md_flags` LMDB keeps in a record (`PERSISTENT_FLAGS` of what `mdb_dbi_open` takes).
+    static let knownDatabaseFlags = UInt16(MDB_REVERSEKEY | MDB_DUPSORT | MDB_INTEGERKEY | MDB_DUPFIXED | MDB_INTEGERDUP | MDB_REVERSEDUP)
+
+    struct Walker {
+        let base: UnsafeRawPointer
+        let size: Int
+        let pageSize: Int
+        let lastPage: Int
+        let txnid: UInt64
+        let path: String
+        /// One bit per page: reached by a tree or listed as free.
+        var seen: [UInt64]
+        /// Where the free-page lists are: (offset, bytes, the transaction that freed them).
+        var freeLists: [(offset: Int, count: Int, txnid: UInt64)] = []
+        /// The named databases recorded in the main one.
+        var named: [(name: String, record: Record)] = []
+
+        init(base: UnsafeRawPointer, size: Int, pageSize: Int, lastPage: Int, txnid: UInt64, path: String) {
+            self.base = base
+            self.size = size
+            self.pageSize = pageSize
+            self.lastPage = lastPage
+            self.txnid = txnid
+            self.path = path
+            self.seen = [UInt64](repeating: 0, count: lastPage / 64 + 1)
+        }
+
+        @inline(__always) func load<T: FixedWidthInteger>(_ offset: Int, _: T.Type) -> T {
+            T(littleEndian: self.base.loadUnaligned(fromByteOffset: offset, as: T.self))
+        }
+
+        func damaged(_ detail: String) -> LMDBError {
+            LMDBError(code: MDB_CORRUPTED, operation: "open(\(self.path))", detail: "data.mdb is damaged: \(detail) (transaction \(self.txnid))")
+        }
+
+        func record(at offset: Int) -> Record {
+            Record(
+                pad: self.load(offset, UInt32.self), flags: self.load(offset + 4, UInt16.self), depth: Int(self.load(offset + 6, UInt16.self)),
+                branchPages: self.load(offset + 8, UInt64.self), leafPages: self.load(offset + 16, UInt64.self),
+                overflowPages: self.load(offset + 24, UInt64.self), entries: self.load(offset + 32, UInt64.self),
+                root: self.load(offset + 40, UInt64.self))
+        }
+
+        mutating func run() throws(LMDBError) {
+            // The meta page DataFile chose: the valid one with its txnid (the first, as LMDB, on a tie).
+            var metaOffset: Int?
+            for offset in [0, self.pageSize] where offset + DataFile.headerBytes <= self.size {
+                if self.load(offset + 10, UInt16.self) & 0x08 != 0, self.load(offset + 16, UInt32.self) == DataFile.magic,
+                    self.load(offset + 144, UInt64.self) == self.txnid
+                {
+                    metaOffset = offset
+                    break
+                }
+            }
+            guard let metaOffset else { return }
+            let free = Tree(name: "the free-page database", record: self.record(at: metaOffset + 40), order: .integers, isFree: true)
+            try self.walk(free)
+            let mainRecord = self.record(at: metaOffset + 88)
+            var main = try self.tree("the main database", mainRecord)
+            main.isMain = true
+            try self.walk(main)
+            for (name, record) in self.named {
+                try self.walk(try self.tree("database '\(name)'", record))
+            }
+            try self.checkFreeLists()
+        }
+
+        /// The tree a record describes, its flags checked.
+        func tree(_ name: String, _ record: Record) throws(LMDBError) -> Tree {
+            guard record.flags & ~TreeCheck.knownDatabaseFlags == 0 else {
+                throw self.damaged("\(name) has unknown flags 0x\(String(record.flags, radix: 16))")
+            }
+            let flags = Int32(record.flags)
+            var tree = Tree(
+                name: name, record: record,
+                order: flags & MDB_REVERSEKEY != 0 ? .reversedBytes : flags & MDB_INTEGERKEY != 0 ? .integers : .bytes)
+            if flags & MDB_DUPSORT != 0 {
+                tree.duplicates = flags & MDB_INTEGERDUP != 0 ? .integers : flags & MDB_REVERSEDUP != 0 ? .reversedBytes : .bytes
+                tree.duplicatesFixed = flags & MDB_DUPFIXED != 0
+            }
+            return tree
+        }
+
+        /// Walks `tree` and compares what it holds with its record; returns its entry count.
+        @discardableResult
+        mutating func walk(_ tree: Tree) throws(LMDBError) -> UInt64 {
+            let record = tree.record
+            var counts = Counts()
+            if record.root == TreeCheck.invalidPage {
+                guard record.depth == 0, record.entries == 0, record.branchPages == 0, record.leafPages == 0, record.overflowPages == 0 else {
+                    throw self.damaged("\(tree.name) has no root page but records \(record.entries) entries and a depth of \(record.depth)")
+                }
+                return 0
+            }
+            guard (1...TreeCheck.maximumDepth).contains(record.depth) else {
+                throw self.damaged("\(tree.name) records a depth of \(record.depth)")
+            }
+            try self.visit(record.root, level: 1, lower: nil, upper: nil, tree, &counts, parent: nil)
+            func mismatch(_ what: String, _ recorded: UInt64, _ found: UInt64) -> LMDBError {
+                self.damaged("\(tree.name) records \(recorded) \(what) but holds \(found)")
+            }
+            guard counts.entries == record.entries else { throw mismatch("entries", record.entries, counts.entries) }
+            guard counts.branchPages == record.branchPages else { throw mismatch("branch pages", record.branchPages, counts.branchPages) }
+            guard counts.leafPages == record.leafPages else { throw mismatch("leaf pages", record.leafPages, counts.leafPages) }
+            guard counts.overflowPages == record.overflowPages else {
+                throw mismatch("overflow pages", record.overflowPages, counts.overflowPages)
+            }
+            return counts.entries
+        }
+
+        /// Claims pages `first ..< first + count` for `tree`: committed, in the file, reached once.
+        mutating func claim(_ first: UInt64, count: Int, _ tree: Tree, from parent: Int?) throws(LMDBError) -> Int {
+            func source() -> String { parent.map { "page \($0) of \(tree.name)" } ?? tree.name }
+            guard first >= 2, first <= UInt64(self.lastPage), UInt64(self.lastPage) - first >= UInt64(count - 1) else {
+                let what = count > 1 ? "pages \(first)…\(first &+ UInt64(count - 1))" : "page \(first)"
+                throw self.damaged("\(source()) refers to \(what), outside the committed pages 2…\(self.lastPage)")
+            }
+            let page = Int(first)
+            guard (page + count) * self.pageSize <= self.size else {
+                throw self.damaged("\(source()) refers to page \(page + count - 1), beyond the end of data.mdb (\(self.size) bytes)")
+            }
+            for index in page..<(page + count) {
+                let (word, bit) = (index >> 6, UInt64(1) << UInt64(index & 63))
+                guard self.seen[word] & bit == 0 else {
+                    throw self.damaged("page \(index) of \(tree.name) is reached twice (a cycle, or a page in two places)")
+                }
+                self.seen[word] |= bit
+            }
+            let offset = page * self.pageSize
+            let stored = self.load(offset, UInt64.self)
+            guard stored == first else { throw self.damaged("page \(page) of \(tree.name) claims to be page \(stored)") }
+            return offset
+        }
+
+        /// The number of entries in a page with header at `offset` of `room` bytes, its bounds checked.
+        func entries(_ offset: Int, room: Int, _ what: @autoclosure () -> String) throws(LMDBError) -> (count: Int, upper: Int) {
+            let lower = Int(self.load(offset + 12, UInt16.self))
+            let upper = Int(self.load(offset + 14, UInt16.self))
+            guard lower >= TreeCheck.headerSize, (lower - TreeCheck.headerSize) & 1 == 0, lower <= upper, upper <= room else {
+                throw self.damaged("\(what()) has mp_lower \(lower) and mp_upper \(upper) (page size \(room))")
+            }
+            let count = (lower - TreeCheck.headerSize) >> 1
+            guard count > 0 else { throw self.damaged("\(what()) holds no entries") }
+            return (count, upper)
+        }
+
+        /// The node at index `index` of the page at `offset` (`room` bytes, nodes from `upper`): its
+        /// offset, after checking that its header and key are in the page.
+        func node(_ offset: Int, _ index: Int, room: Int, upper: Int, _ what: @autoclosure () -> String) throws(LMDBError) -> Int {
+            let at = Int(self.load(offset + TreeCheck.headerSize + 2 * index, UInt16.self))
+            guard at >= upper, at & 1 == 0, at + TreeCheck.nodeSize <= room else {
+                throw self.damaged("\(what()) has node \(index) at offset \(at), outside \(upper)..<\(room)")
+            }
+            let keySize = Int(self.load(offset + at + 6, UInt16.self))
+            guard at + TreeCheck.nodeSize + keySize <= room else {
+                throw self.damaged("\(what()) has node \(index) with a \(keySize)-byte key running past the page's end")
+            }
+            return offset + at
+        }
+
+        func compare(_ a: Key, _ b: Key, _ order: Order) -> Int {
+            switch order {
+            case .bytes:
+                // Most keys differ in their first 8 bytes (the store's keys begin with big-endian ids).
+                if a.count >= 8 && b.count >= 8 {
+                    let x = UInt64(bigEndian: self.base.loadUnaligned(fromByteOffset: a.offset, as: UInt64.self))
+                    let y = UInt64(bigEndian: self.base.loadUnaligned(fromByteOffset: b.offset, as: UInt64.self))
+                    if x != y { return x < y ? -1 : 1 }
+                }
+                let common = min(a.count, b.count)
+                let result = common == 0 ? 0 : Int(memcmp(self.base + a.offset, self.base + b.offset, common))
+                return result != 0 ? result : a.count - b.count
+            case .reversedBytes:
+                var (i, j) = (a.count, b.count)
+                while i > 0 && j > 0 {
+                    i -= 1
+                    j -= 1
+                    let x = Int(self.base.load(fromByteOffset: a.offset + i, as: UInt8.self))
+                    let y = Int(self.base.load(fromByteOffset: b.offset + j, as: UInt8.self))
+                    if x != y { return x - y }
+                }
+                return a.count - b.count
+            case .integers:
+                let (x, y) =
+                    a.count == 8
+                    ? (self.load(a.offset, UInt64.self), self.load(b.offset, UInt64.self))
+                    : (UInt64(self.load(a.offset, UInt32.self)), UInt64(self.load(b.offset, UInt32.self)))
+                return x < y ? -1 : x > y ? 1 : 0
+            }
+        }
+
+        /// Checks a page's key against the one before it in the page and the bounds its parent gives.
+        func checkKey(
+            _ key: Key, index: Int, previous: Key?, lower: Key?, upper: Key?, _ order: Order, _ what: @autoclosure () -> String
+        ) throws(LMDBError) {
+            if order == .integers {
+                // LMDB compares integer keys as of one size: a key of another size is misread.
+                let size = key.count
+                guard size == 8 || size == 4, (previous?.count ?? size) == size, (lower?.count ?? size) == size, (upper?.count ?? size) == size
+                else { throw self.damaged("\(what()) has an integer key of \(size) bytes at node \(index)") }
+            }
+            if let previous {
+                guard self.compare(previous, key, order) < 0 else { throw self.damaged("\(what()) has keys out of order at node \(index)") }
+            } else if let lower, self.compare(lower, key, order) > 0 {
+                throw self.damaged("\(what()) has a key at node \(index) below its parent's key for it")
+            }
+            if let upper, self.compare(key, upper, order) >= 0 {
+                throw self.damaged("\(what()) has a key at node \(index) not below its parent's key for the next page")
+            }
+        }
+
+        /// Checks page `pgno` at depth `level` of `tree` and, below it, its children; its keys must lie
+        /// in `lower ..< upper`.
+        mutating func visit(
+            _ pgno: UInt64, level: Int, lower: Key?, upper: Key?, _ tree: Tree, _ counts: inout Counts, parent: Int?
+        ) throws(LMDBError) {
+            let offset = try self.claim(pgno, count: 1, tree, from: parent)
+            func what() -> String { "page \(pgno) of \(tree.name)" }
+            let flags = self.load(offset + 10, UInt16.self) & ~TreeCheck.transientFlags
+            let isLeaf = level == tree.record.depth
+            let expected = isLeaf ? tree.leafFlags : TreeCheck.pBranch
+            guard flags == expected else {
+                let kind = isLeaf ? "a leaf page (depth \(level) of \(tree.record.depth))" : "a branch page (depth \(level) of \(tree.record.depth))"
+                throw self.damaged("\(what()) has flags 0x\(String(flags, radix: 16)) where \(kind) is expected")
+            }
+            let (count, upperOffset) = try self.entries(offset, room: self.pageSize, what())
+            if isLeaf {
+                counts.leafPages += 1
+                try self.leaf(offset, count: count, upper: upperOffset, room: self.pageSize, lower: lower, bound: upper, tree, &counts, what: what())
+                return
+            }
+            counts.branchPages += 1
+            var children: [(pgno: UInt64, lower: Key?, upper: Key?)] = []
+            children.reserveCapacity(count)
+            var previous: Key?
+            for index in 0..<count {
+                let node = try self.node(offset, index, room: self.pageSize, upper: upperOffset, what())
+                let child =
+                    UInt64(self.load(node, UInt16.self)) | UInt64(self.load(node + 2, UInt16.self)) << 16
+                    | UInt64(self.load(node + 4, UInt16.self)) << 32
+                let key = Key(offset: node + TreeCheck.nodeSize, count: Int(self.load(node + 6, UInt16.self)))
+                // The first key of a branch page is not used (LMDB leaves it empty, or stale).
+                if index > 0 {
+                    try self.checkKey(key, index: index, previous: previous, lower: lower, upper: upper, tree.order, what())
+                    children[index - 1].upper = key
+                    previous = key
+                }
+                children.append((child, index > 0 ? key : lower, upper))
+            }
+            // In page order: a compacted file is then read front to back. Leaves are asked of the disk
+            // before they are read, a run of neighbours at a time, so that their reads overlap.
+            children.sort { $0.pgno < $1.pgno }
+            if level + 1 == tree.record.depth { self.prefetch(children.lazy.map(\.pgno)) }
+            for child in children {
+                try self.visit(child.pgno, level: level + 1, lower: child.lower, upper: child.upper, tree, &counts, parent: Int(pgno))
+            }
+        }
+
+        /// Starts reading `pages` (in increasing order) into the page cache without waiting for them
+        /// (`MADV_WILLNEED`); pages outside the file are left for the checks to report.
+        func prefetch<Pages: Sequence<UInt64>>(_ pages: Pages) {
+            var run: (first: UInt64, count: UInt64)?
+            func flush() {
+                guard let (first, count) = run, first < UInt64(self.size / self.pageSize) else { return }
+                let length = min(Int(count), self.size / self.pageSize - Int(first)) * self.pageSize
+                madvise(UnsafeMutableRawPointer(mutating: self.base + Int(first) * self.pageSize), length, MADV_WILLNEED)
+            }
+            for page in pages {
+                if let current = run, page == current.first &+ current.count {
+                    run = (current.first, current.count + 1)
+                } else {
+                    flush()
+                    run = (page, 1)
+                }
+            }
+            flush()
+        }
+
+        /// Checks the entries of a leaf page (or a sub-page) at `offset`, `room` bytes long.
+        mutating func leaf(
+            _ offset: Int, count: Int, upper: Int, room: Int, lower: Key?, bound: Key?, _ tree: Tree, _ counts: inout Counts,
+            what: @autoclosure () -> String
+        ) throws(LMDBError) {
+            if tree.leafFlags & TreeCheck.pLeaf2 != 0 {
+                // Fixed-size duplicates, packed after the header without nodes.
+                // Their size: a sub-page's mp_pad, or the sub-database's md_pad.
+                let keySize = tree.leafFlags & TreeCheck.pSubpage != 0 ? Int(self.load(offset + 8, UInt16.self)) : Int(tree.record.pad)
+                guard keySize > 0, TreeCheck.headerSize + count * keySize <= room else {
+                    throw self.damaged("\(what()) holds \(count) values of \(keySize) bytes, more than fit")
+                }
+                var previous: Key?
+                for index in 0..<count {
+                    let key = Key(offset: offset + TreeCheck.headerSize + index * keySize, count: keySize)
+                    try self.checkKey(key, index: index, previous: previous, lower: lower, upper: bound, tree.order, what())
+                    previous = key
+                }
+                counts.entries += UInt64(count)
+                return
+            }
+            var previous: Key?
+            for index in 0..<count {
+                let node = try self.node(offset, index, room: room, upper: upper, what())
+                let end = offset + room
+                let nodeFlags = self.load(node + 4, UInt16.self)
+                let key = Key(offset: node + TreeCheck.nodeSize, count: Int(self.load(node + 6, UInt16.self)))
+                guard key.count <= TreeCheck.maximumKeySize, key.count > 0 || tree.isDuplicates, key.count == 8 || !tree.isFree else {
+                    throw self.damaged("\(what()) has a key of \(key.count) bytes at node \(index)")
+                }
+                try self.checkKey(key, index: index, previous: previous, lower: lower, upper: bound, tree.order, what())
+                previous = key
+                let dataSize = Int(self.load(node, UInt16.self)) | Int(self.load(node + 2, UInt16.self)) << 16
+                let data = key.offset + key.count
+                let allowed: UInt16 =
+                    tree.isDuplicates
+                    ? 0
+                    : tree.duplicates != nil
+                        ? TreeCheck.fBigData | TreeCheck.fSubData | TreeCheck.fDupData
+                        : tree.isMain ? TreeCheck.fBigData | TreeCheck.fSubData : TreeCheck.fBigData
+                guard nodeFlags & ~allowed == 0, nodeFlags & TreeCheck.fBigData == 0 || nodeFlags == TreeCheck.fBigData,
+                    nodeFlags & TreeCheck.fSubData == 0 || tree.isMain || nodeFlags & TreeCheck.fDupData != 0
+                else {
+                    throw self.damaged("\(what()) has node \(index) with flags 0x\(String(nodeFlags, radix: 16))")
+                }
+                if nodeFlags & TreeCheck.fBigData != 0 {
+                    guard data + 8 <= end else { throw self.damaged("\(what()) has node \(index) running past the page's end") }
+                    let first = self.load(data, UInt64.self)
+                    let pages = (TreeCheck.headerSize - 1 + dataSize) / self.pageSize + 1
+                    let at = try self.claim(first, count: pages, tree, from: offset / self.pageSize)
+                    let flags = self.load(at + 10, UInt16.self) & ~TreeCheck.transientFlags
+                    let stored = Int(self.load(at + 12, UInt32.self))
+                    guard flags == TreeCheck.pOverflow, stored == pages else {
+                        throw self.damaged(
+                            "page \(first) of \(tree.name), the first of a \(dataSize)-byte value of \(pages) pages, has flags 0x\(String(flags, radix: 16)) and a run of \(stored) pages"
+                        )
+                    }
+                    counts.overflowPages += UInt64(pages)
+                    counts.entries += 1
+                    if tree.isFree { self.freeLists.append((at + TreeCheck.headerSize, dataSize, self.freeListKey(key))) }
+                    continue
+                }
+                guard data + dataSize <= end else {
+                    throw self.damaged("\(what()) has node \(index) with \(dataSize) bytes of data running past the page's end")
+                }
+                if nodeFlags & (TreeCheck.fSubData | TreeCheck.fDupData) == 0 {
+                    counts.entries += 1
+                    if tree.isFree { self.freeLists.append((data, dataSize, self.freeListKey(key))) }
+                    continue
+                }
+                guard nodeFlags & TreeCheck.fSubData == 0 || dataSize == TreeCheck.recordSize else {
+                    throw self.damaged("\(what()) has node \(index) holding a database record of \(dataSize) bytes")
+                }
+                if nodeFlags & TreeCheck.fDupData == 0 {
+                    // A named database's record, in the main database.
+                    self.named.append(
+                        (
+                            String(decoding: UnsafeRawBufferPointer(start: self.base + key.offset, count: key.count), as: UTF8.self),
+                            self.record(at: data)
+                        ))
+                    counts.entries += 1
+                    continue
+                }
+                counts.entries += try self.duplicates(at: data, size: dataSize, nodeFlags, of: tree, node: index, what: what())
+            }
+        }
+
+        /// Checks the duplicates of one key of a `MDB_DUPSORT` database (a sub-page in the node, or a
+        /// sub-database); returns how many there are.
+        mutating func duplicates(at data: Int, size: Int, _ nodeFlags: UInt16, of tree: Tree, node index: Int, what: String) throws(LMDBError)
+            -> UInt64
+        {
+            let fixed: UInt16 = tree.duplicatesFixed ? TreeCheck.pLeaf2 : 0
+            let name = "the duplicates at node \(index) of \(what)"
+            if nodeFlags & TreeCheck.fSubData != 0 {
+                // A sub-database: its record is the node's data (48 bytes, checked).
+                return try self.walk(
+                    Tree(
+                        name: name, record: self.record(at: data), order: tree.duplicates ?? .bytes, leafFlags: TreeCheck.pLeaf | fixed,
+                        isDuplicates: true))
+            }
+            // A sub-page: a page header and nodes, `size` bytes in all, its offsets from its own start.
+            guard size >= TreeCheck.headerSize else { throw self.damaged("\(name) form a sub-page of \(size) bytes") }
+            let flags = self.load(data + 10, UInt16.self) & ~TreeCheck.transientFlags
+            let sub = Tree(
+                name: name, record: Record(pad: 0, flags: 0, depth: 1, branchPages: 0, leafPages: 0, overflowPages: 0, entries: 0, root: 0),
+                order: tree.duplicates ?? .bytes, leafFlags: TreeCheck.pLeaf | TreeCheck.pSubpage | fixed, isDuplicates: true)
+            guard flags == sub.leafFlags else { throw self.damaged("\(name) form a sub-page with flags 0x\(String(flags, radix: 16))") }
+            var counts = Counts()
+            let (count, upper) = try self.entries(data, room: size, name)
+            try self.leaf(data, count: count, upper: upper, room: size, lower: nil, bound: nil, sub, &counts, what: name)
+            return counts.entries
+        }
+
+        func freeListKey(_ key: Key) -> UInt64 { key.count == 8 ? self.load(key.offset, UInt64.self) : 0 }
+
+        /// Checks every free-page list: each a count and that many page numbers, in decreasing order,
+        /// none used by a tree or listed twice (LMDB would hand such a page out again and overwrite
+        /// what it holds).
+        mutating func checkFreeLists() throws(LMDBError) {
+            for list in self.freeLists {
+                let what = "the free-page list of transaction \(list.txnid)"
+                guard list.count >= 8, list.count % 8 == 0 else { throw self.damaged("\(what) is \(list.count) bytes long") }
+                let listed = self.load(list.offset, UInt64.self)
+                guard listed <= UInt64(list.count / 8 - 1) else {
+                    throw self.damaged("\(what) counts \(listed) pages in \(list.count) bytes")
+                }
+                var previous = UInt64.max
+                for index in 0..<Int(listed) {
+                    let page = self.load(list.offset + 8 * (index + 1), UInt64.self)
+                    guard page >= 2, page <= UInt64(self.lastPage), page < previous else {
+                        throw self.damaged("\(what) lists page \(page) after page \(previous) (committed pages 2…\(self.lastPage))")
+                    }
+                    previous = page
+                    let (word, bit) = (Int(page) >> 6, UInt64(1) << (page & 63))
+                    guard self.seen[word] & bit == 0 else {
+                        throw self.damaged("\(what) lists page \(page), which a database uses or another list holds")
+                    }
+                    self.seen[word] |= bit
+                }
+            }
+        }
+    }
+}
