@@ -62,6 +62,12 @@ struct CrashLoopCommand: ParsableCommand {
     @Option(help: "With --power-hook: how many times one start may be cut before it counts as failed.")
     var startAttempts: Int = 4
 
+    @Option(
+        help:
+            "Registrations (round 0, all acknowledged) before round 1, which deletes among them; 100 000 or more make the daemon write its index snapshot at each clean stop."
+    )
+    var prefill: Int = 0
+
     @Option(help: "Connections pipelining registrations.")
     var connections: Int = 8
 
@@ -98,6 +104,7 @@ struct CrashLoopCommand: ParsableCommand {
         guard (1...4096).contains(self.window) else { throw ValidationError("--window must be 1...4096") }
         guard self.maximumDelay >= 0 else { throw ValidationError("--maximum-delay must not be negative") }
         guard self.drainDeadline > 0, self.startTimeout > 0 else { throw ValidationError("timeouts must be positive") }
+        guard self.prefill >= 0 else { throw ValidationError("--prefill must not be negative") }
         guard self.startAttempts >= 1 else { throw ValidationError("--start-attempts must be at least 1") }
         guard self.daemonEnvironment.allSatisfy({ $0.contains("=") && !$0.hasPrefix("=") }) else {
             throw ValidationError("--daemon-environment takes NAME=VALUE")
@@ -135,6 +142,10 @@ struct CrashLoopCommand: ParsableCommand {
         let start = clock.now
         var summary = Summary(seed: seed)
         var deletable: [String] = []
+        if self.prefill > 0 {
+            Output.note("registry-crash-loop: registering \(self.prefill) templates first (round 0)")
+            deletable = try Prefill.run(settings: settings, count: self.prefill)
+        }
         for number in 1...self.rounds {
             let signal: CrashSignal =
                 switch self.signal {
@@ -144,7 +155,7 @@ struct CrashLoopCommand: ParsableCommand {
                 }
             let roundStart = clock.now
             var round = CrashRound(
-                number: number, signal: signal, settings: settings, storedBefore: summary.total.stored - summary.total.deleted,
+                number: number, signal: signal, settings: settings, storedBefore: self.prefill + summary.total.stored - summary.total.deleted,
                 deletable: deletable)
             round.run()
             deletable = round.storedIdentifiers
@@ -166,7 +177,9 @@ struct CrashLoopCommand: ParsableCommand {
         // Also after violations when every round ran (--keep-going): the counts it checks are the stored ones.
         if !self.noFinalCheck && summary.rounds == self.rounds {
             summary.finalCheckRan = true
-            for violation in FinalCheck.run(settings: settings, rounds: self.rounds, expectedTotal: summary.total.stored - summary.total.deleted) {
+            for violation in FinalCheck.run(
+                settings: settings, rounds: self.rounds, expectedTotal: self.prefill + summary.total.stored - summary.total.deleted)
+            {
                 summary.finalViolations.append(violation)
                 Output.note("registry-crash-loop: VIOLATION in the final check, seed \(seed): \(violation)")
             }

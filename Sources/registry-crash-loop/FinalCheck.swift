@@ -29,7 +29,7 @@ enum FinalCheck {
                 let reply = try connection.call(request, timeoutSeconds: 600)
                 guard case .export(let page)? = reply.result else { throw CrashLoopError("export: \(CrashRound.describe(reply))") }
                 for template in page.templates {
-                    guard let registration = Registration(identifier: template.identifier), (1...rounds).contains(registration.round) else {
+                    guard let registration = Registration(identifier: template.identifier), (0...rounds).contains(registration.round) else {
                         wrong.append("\(template.identifier) (not an identifier this run made)")
                         continue
                     }

@@ -375,15 +375,19 @@ struct CrashRound {
     }
 
     private func registerRequest(connection: Int, sequence: Int) -> Registry_V1_Request {
-        let registration = Registration(round: self.number, connection: connection, sequence: sequence)
+        Self.registerRequest(Registration(round: self.number, connection: connection, sequence: sequence), seed: self.settings.seed)
+    }
+
+    /// The registration of `registration`'s template, with the request id its sequence + 1.
+    static func registerRequest(_ registration: Registration, seed: UInt64) -> Registry_V1_Request {
         var request = Registry_V1_Request()
-        request.id = UInt64(sequence) + 1
+        request.id = UInt64(registration.sequence) + 1
         request.register = .with {
             $0.identifier = registration.identifier
             $0.face.templates = [
                 .with {
                     $0.algorithm = Registration.algorithm
-                    $0.vector = registration.template(seed: self.settings.seed)
+                    $0.vector = registration.template(seed: seed)
                 }
             ]
         }

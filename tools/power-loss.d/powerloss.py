@@ -531,7 +531,7 @@ COMMIT_AIMS = [
     ("commit: before the meta-page write", "data.mdb", "dsync-write", 40),
 ]
 SNAPSHOT_AIMS = [
-    ("snapshot: among its writes", "index.snapshot.tmp", "write", 4),
+    ("snapshot: among its writes", "index.snapshot.tmp", "write", 300),
     ("snapshot: before its fdatasync", "index.snapshot.tmp", "fsync", 1),
     ("snapshot: before its rename", "index.snapshot.tmp", "rename", 1),
     ("snapshot: before the token's meta-page write", "data.mdb", "dsync-write", 2),
@@ -556,9 +556,11 @@ FIRST_START_AIMS = [
 def choose_trigger(config: dict[str, Any], phase: str, round_number: int, attempt: int) -> Optional[dict[str, Any]]:
     rng = random.Random(f"{config['seed']}/{phase}/{round_number}/{attempt}")
     aims: list[tuple[str, str, str, int]] = []
-    if phase == "start" and round_number == 1 and attempt == 1 and config.get("first_start_cut", True):
+    # The very first start of the empty data directory: the prefill's when there is one, else round 1's.
+    first = "prefill-start" if config.get("prefill") else "start"
+    if phase == first and round_number <= 1 and attempt == 1 and config.get("first_start_cut", True):
         aims = FIRST_START_AIMS
-    elif phase in ("start", "restart") and attempt < config["start_attempts"]:
+    elif phase in ("start", "restart", "prefill-start") and attempt < config["start_attempts"]:
         # A start, or a start after a cut (attempt > 1: the recovery of a cut, cut again).
         if rng.random() < (0.3 if phase == "restart" or attempt > 1 else 0.2):
             aims = START_AIMS
@@ -663,7 +665,8 @@ def run_pass(name: str, args: Any, seed: int, rounds: int, environment: list[str
     os.makedirs(os.path.join(state, "backing", "data"))
     os.makedirs(os.path.join(state, "mnt"))
     with open(os.path.join(state, "config.json"), "w") as config:
-        json.dump({"seed": seed, "start_attempts": 4, "first_start_cut": not args.no_first_start_cut}, config)
+        json.dump({"seed": seed, "start_attempts": 4, "first_start_cut": not args.no_first_start_cut,
+                   "prefill": args.prefill}, config)
     mount(state)
     try:
         command = [args.crash_loop, "--daemon", args.daemon, "--rounds", str(rounds), "--seed", str(seed),
@@ -673,6 +676,9 @@ def run_pass(name: str, args: Any, seed: int, rounds: int, environment: list[str
                    "--json", "--keep-going", "--keep"]
         for entry in environment:
             command += ["--daemon-environment", entry]
+        if args.prefill:
+            # A large store: the clean stops write the index snapshot, slowly through this file system.
+            command += ["--prefill", str(args.prefill), "--drain-deadline", "300", "--start-timeout", "300"]
         print(f"power-loss: {name}: {' '.join(command)}", file=sys.stderr, flush=True)
         completed = subprocess.run(command, env={**os.environ, "POWER_LOSS_STATE": state}, stdout=subprocess.PIPE,
                                    text=True, check=False)
@@ -717,6 +723,9 @@ def drive(argv: list[str]) -> int:
     parser.add_argument("--maximum-delay", type=int, default=800)
     parser.add_argument("--no-first-start-cut", action="store_true",
                         help="do not cut round 1's first start of the empty store")
+    parser.add_argument("--prefill", type=int, default=0,
+                        help="register this many templates first; 100000 or more make every clean stop write the "
+                             "index snapshot, so that the snapshot's cuts are reached (slow: minutes per round)")
     parser.add_argument("--work", default=None, help="a new directory for the state (default: under $TMPDIR)")
     parser.add_argument("--keep", action="store_true", help="keep the state when everything passed")
     args = parser.parse_args(argv)
