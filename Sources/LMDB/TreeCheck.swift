@@ -364,33 +364,13 @@ enum TreeCheck {
                 }
                 children.append((child, index > 0 ? key : lower, upper))
             }
-            // In page order: a compacted file is then read front to back. Leaves are asked of the disk
-            // before they are read, a run of neighbours at a time, so that their reads overlap.
+            // In page order: a compacted file is then read front to back. (Asking the disk for a branch's
+            // leaves ahead, MADV_WILLNEED, made a scattered store slower, not faster: the kernel's own
+            // read-around on faults does better.)
             children.sort { $0.pgno < $1.pgno }
-            if level + 1 == tree.record.depth { self.prefetch(children.lazy.map(\.pgno)) }
             for child in children {
                 try self.visit(child.pgno, level: level + 1, lower: child.lower, upper: child.upper, tree, &counts, parent: Int(pgno))
             }
-        }
-
-        /// Starts reading `pages` (in increasing order) into the page cache without waiting for them
-        /// (`MADV_WILLNEED`); pages outside the file are left for the checks to report.
-        func prefetch<Pages: Sequence<UInt64>>(_ pages: Pages) {
-            var run: (first: UInt64, count: UInt64)?
-            func flush() {
-                guard let (first, count) = run, first < UInt64(self.size / self.pageSize) else { return }
-                let length = min(Int(count), self.size / self.pageSize - Int(first)) * self.pageSize
-                madvise(UnsafeMutableRawPointer(mutating: self.base + Int(first) * self.pageSize), length, MADV_WILLNEED)
-            }
-            for page in pages {
-                if let current = run, page == current.first &+ current.count {
-                    run = (current.first, current.count + 1)
-                } else {
-                    flush()
-                    run = (page, 1)
-                }
-            }
-            flush()
         }
 
         /// Checks the entries of a leaf page (or a sub-page) at `offset`, `room` bytes long.
