@@ -1,3 +1,4 @@
+import NIOCore
 import Synchronization
 
 /// The bytes of requests and replies the daemon holds across all connections: frames read but not
@@ -61,6 +62,13 @@ final class BufferBudget: Sendable {
 final class ConnectionAccount: Sendable {
     let budget: BufferBudget
     private let held = Atomic<Int>(0)
+    /// Since when (``NIODeadline`` uptime nanoseconds) the connection has had no request in progress;
+    /// `UInt64.max` while it has one. Written by its ``ConnectionGuard``, read by ``ConnectionSlots``
+    /// to pick whom to ask to make room.
+    private let quietSince = Atomic<UInt64>(.max)
+    /// Asks the connection, on its event loop, to close itself if it has done nothing for the grace
+    /// given (``ConnectionGuard``); nil once it has ended.
+    private let makeRoom = Mutex<(@Sendable (ConnectionSlots.Graces) -> EventLoopFuture<Bool>)?>(nil)
 
     init(budget: BufferBudget) {
         self.budget = budget
@@ -79,6 +87,37 @@ final class ConnectionAccount: Sendable {
     func release(_ bytes: Int) {
         self.held.subtract(bytes, ordering: .relaxed)
         self.budget.release(bytes)
+    }
+
+    /// Records whether a request is in progress (from the connection's event loop).
+    func noteBusy(_ busy: Bool) {
+        if busy {
+            self.quietSince.store(.max, ordering: .relaxed)
+        } else if self.quietSince.load(ordering: .relaxed) == .max {
+            self.quietSince.store(NIODeadline.now().uptimeNanoseconds, ordering: .relaxed)
+        }
+    }
+
+    /// Since when the connection has had no request in progress (uptime nanoseconds); nil while it has one.
+    var idleSince: UInt64? {
+        let since = self.quietSince.load(ordering: .relaxed)
+        return since == .max ? nil : since
+    }
+
+    func setMakeRoom(_ body: (@Sendable (ConnectionSlots.Graces) -> EventLoopFuture<Bool>)?) {
+        self.makeRoom.withLock { $0 = body }
+    }
+
+    /// Asks the connection to close if it has done nothing for its grace: true when it did; nil when
+    /// it has ended already.
+    func askToMakeRoom(_ graces: ConnectionSlots.Graces) -> EventLoopFuture<Bool>? {
+        self.makeRoom.withLock { $0 }?(graces)
+    }
+
+    /// ``askToMakeRoom(_:)``, awaited; false when the connection did not close or has ended.
+    func closeToMakeRoom(_ graces: ConnectionSlots.Graces) async -> Bool {
+        guard let answer = self.askToMakeRoom(graces) else { return false }
+        return (try? await answer.get()) ?? false
     }
 
     /// Returns whatever is still held (the connection ended).

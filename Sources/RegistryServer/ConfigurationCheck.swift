@@ -11,8 +11,9 @@ enum ConfigurationCheck {
         "socketPath", "dataDirectory", "logLevel", "limits", "algorithms", "galleries", "access", "audit", "keyFile",
     ]
     static let limits: Set<String> = [
-        "maximumFrameBytes", "maximumConnections", "idleTimeoutSeconds", "frameDeadlineSeconds", "maximumRequestsInFlight",
-        "maximumUnwrittenReplyBytes", "maximumBufferedBytes", "drainDeadlineSeconds", "eventLoops",
+        "maximumFrameBytes", "maximumConnections", "maximumConnectionsPerUser", "idleTimeoutSeconds", "frameDeadlineSeconds",
+        "minimumFrameBytesPerSecond", "maximumRequestsInFlight", "maximumUnwrittenReplyBytes", "maximumBufferedBytes",
+        "drainDeadlineSeconds", "eventLoops",
     ]
     static let algorithm: Set<String> = ["version", "name", "dimension", "scoreFunction", "threshold"]
     static let gallery: Set<String> = ["name", "registries", "livenessRequiredFor", "livenessK", "livenessStrict"]
@@ -214,7 +215,8 @@ public struct ConfigurationReport: Sendable {
         lines.append("  log level    \(configuration.logLevel)")
         let limits = configuration.limits
         lines.append(
-            "  limits       \(limits.maximumConnections) connections, \(limits.maximumRequestsInFlight) requests in flight each, "
+            "  limits       \(limits.maximumConnections) connections (\(limits.resolvedMaximumConnectionsPerUser) per user), "
+                + "\(limits.maximumRequestsInFlight) requests in flight each, "
                 + "frames up to \(limits.maximumFrameBytes) bytes, \(limits.resolvedEventLoops) event loop(s), "
                 + "drain \(limits.drainDeadlineSeconds) s")
         lines.append("  algorithms   \(catalog.all.map { "\($0.name) (\($0.version))" }.joined(separator: ", "))")

@@ -9,13 +9,18 @@ import NIOCore
 ///   ``BufferBudget`` is exhausted and this connection holds bytes of it. Replies answered on the
 ///   event loop (``FastPathHandler``) are bounded this way too: a client that pipelines and never
 ///   reads stops being read from instead of growing the daemon's memory.
-/// - **Frame deadline.** Once a frame's first byte is in, the whole frame must arrive within
-///   `frameDeadline` of the daemon waiting for it; a client trickling bytes to hold a connection is
-///   closed. Time during which the daemon holds its reads back (back-pressure) does not count, and
-///   once the input is shut (draining, or the client half-closed) a partial frame is dropped.
+/// - **Frame deadline and rate.** Once a frame's first byte is in, the whole frame must arrive within
+///   `frameDeadline` of the daemon waiting for it, and after its first second (``frameGrace``) at
+///   `minimumFrameRate` bytes per second on average: a client trickling bytes to hold a connection
+///   is closed within a couple of seconds. Time during which the daemon holds its reads back
+///   (back-pressure) does not count, and once the input is shut (draining, or the client
+///   half-closed) a partial frame is dropped.
 /// - **Idle timeout.** A connection with no request in progress (no partial frame, every request
 ///   answered) that sends nothing for `idleTimeout` is closed; one waiting for the reply to its own
 ///   long request is not idle.
+/// - **Making room.** The connection tells its ``ConnectionAccount`` since when it has had no request
+///   in progress, and closes itself when ``ConnectionSlots`` asks, if it still has none and has been
+///   idle or inside an unfinished frame for at least the grace asked for.
 ///
 /// It follows frame boundaries from the length prefixes itself (without decoding) and counts
 /// requests in progress as frames completed minus replies written (one write per reply here).
@@ -27,6 +32,11 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let account: ConnectionAccount
     private let frameDeadline: TimeAmount
+    /// Bytes per second a frame in progress must average after ``frameGrace``; 0: no minimum.
+    private let minimumFrameRate: Int
+    /// How long a frame may take before its rate counts (mod_reqtimeout gives a header its first
+    /// second the same way): a frame that is written at once arrives well within it.
+    static let frameGrace = TimeAmount.seconds(1)
     private let idleTimeout: TimeAmount
     private let logger: Logger
 
@@ -35,8 +45,12 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var prefix: UInt32 = 0
     /// Body bytes of the current frame still to come.
     private var bodyRemaining = 0
+    /// Bytes of the unfinished frame received so far (prefix included).
+    private var frameBytes = 0
     /// Frames complete whose reply has not been written yet.
     private var inProgress = 0
+    /// Whether any frame has arrived whole on this connection.
+    private var completedAFrame = false
     /// Time the unfinished frame has waited for bytes while the daemon was reading, and since when
     /// it has been waiting in the current read (nil: no read outstanding, or between frames). Time
     /// the daemon itself did not read (back-pressure) does not count against the client.
@@ -53,9 +67,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var readHeld = false
     private var context: ChannelHandlerContext?
 
-    init(account: ConnectionAccount, frameDeadline: TimeAmount, idleTimeout: TimeAmount, logger: Logger) {
+    init(account: ConnectionAccount, frameDeadline: TimeAmount, minimumFrameRate: Int = 0, idleTimeout: TimeAmount, logger: Logger) {
         self.account = account
         self.frameDeadline = frameDeadline
+        self.minimumFrameRate = minimumFrameRate
         self.idleTimeout = idleTimeout
         self.logger = logger
     }
@@ -64,6 +79,11 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        let me = NIOLoopBound(self, eventLoop: context.eventLoop)
+        self.account.setMakeRoom { graces in
+            me.eventLoop.submit { me.value.closeToMakeRoom(graces) }
+        }
+        self.account.noteBusy(false)
         if context.channel.isActive { self.startWatch(context) }
     }
 
@@ -87,18 +107,25 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         var frameStarted = false
         // Walked on local copies of the state, written back once: the handler's stored properties,
         // touched inside the closure, would each cost a dynamic exclusivity check per byte.
-        var (prefix, prefixBytes, bodyRemaining, inProgress) = (self.prefix, self.prefixBytes, self.bodyRemaining, self.inProgress)
+        var (prefix, prefixBytes, bodyRemaining, inProgress, frameBytes) = (
+            self.prefix, self.prefixBytes, self.bodyRemaining, self.inProgress, self.frameBytes
+        )
         buffer.withUnsafeReadableBytes { bytes in
             var index = 0
             while index < bytes.count {
                 if bodyRemaining > 0 {
                     let take = min(bodyRemaining, bytes.count - index)
                     bodyRemaining -= take
+                    frameBytes += take
                     index += take
                     if bodyRemaining == 0 { inProgress += 1 }
                     continue
                 }
-                if prefixBytes == 0 { frameStarted = true }
+                if prefixBytes == 0 {
+                    frameStarted = true
+                    frameBytes = 0
+                }
+                frameBytes += 1
                 prefix = prefix << 8 | UInt32(bytes[index])
                 prefixBytes += 1
                 index += 1
@@ -110,7 +137,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
                 }
             }
         }
-        (self.prefix, self.prefixBytes, self.bodyRemaining, self.inProgress) = (prefix, prefixBytes, bodyRemaining, inProgress)
+        (self.prefix, self.prefixBytes, self.bodyRemaining, self.inProgress, self.frameBytes) = (
+            prefix, prefixBytes, bodyRemaining, inProgress, frameBytes
+        )
         if !self.insideFrame {
             self.frameWaited = .zero
             self.waitingSince = nil
@@ -120,6 +149,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             self.waitingSince = context.eventLoop.now
         }
         self.noteQuiet(context)
+        if self.inProgress > 0 { self.completedAFrame = true }
+        self.account.noteBusy(self.inProgress > 0)
         context.fireChannelRead(data)
     }
 
@@ -146,6 +177,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if self.inProgress > 0 { self.inProgress -= 1 }
         self.noteQuiet(context)
+        if self.inProgress == 0 { self.account.noteBusy(false) }
         context.write(data, promise: promise)
     }
 
@@ -196,13 +228,34 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         self.scheduleCheck(context)
     }
 
+    /// How long the unfinished frame has waited for bytes while the daemon was reading.
+    private func frameWait(now: NIODeadline) -> TimeAmount {
+        self.frameWaited + (self.waitingSince.map { now - $0 } ?? .zero)
+    }
+
+    /// Whether the unfinished frame is behind the minimum rate: after ``frameGrace``, fewer bytes
+    /// than the rate times the time waited beyond it.
+    private func frameTooSlow(waited: TimeAmount) -> Bool {
+        guard self.minimumFrameRate > 0, waited > Self.frameGrace else { return false }
+        let owed = Double(self.minimumFrameRate) * Double((waited - Self.frameGrace).nanoseconds) / 1e9
+        return Double(self.frameBytes) < owed
+    }
+
     private func scheduleCheck(_ context: ChannelHandlerContext) {
-        let period = TimeAmount.nanoseconds(max(50_000_000, min(self.frameDeadline.nanoseconds, self.idleTimeout.nanoseconds) / 4))
+        var longest = min(self.frameDeadline.nanoseconds, self.idleTimeout.nanoseconds) / 4
+        // The rate is checked a few times a second, so that a trickler loses its slot soon after it
+        // falls behind (one timer per connection either way).
+        if self.minimumFrameRate > 0 { longest = min(longest, Self.frameGrace.nanoseconds / 4) }
+        let period = TimeAmount.nanoseconds(max(50_000_000, longest))
         self.watch = context.eventLoop.assumeIsolated().scheduleTask(in: period) {
             let now = context.eventLoop.now
-            let waited = self.frameWaited + (self.waitingSince.map { now - $0 } ?? .zero)
+            let waited = self.frameWait(now: now)
             if self.insideFrame && !self.inputClosed && waited >= self.frameDeadline {
                 self.expire(context, "a frame was not completed within \(self.frameDeadline.nanoseconds / 1_000_000_000) s of its first byte")
+            } else if self.insideFrame && !self.inputClosed && self.frameTooSlow(waited: waited) {
+                self.expire(
+                    context,
+                    "a frame arrived slower than \(self.minimumFrameRate) bytes/s (\(self.frameBytes) bytes in \(waited.nanoseconds / 1_000_000) ms)")
             } else if let quiet = self.quietSince, now - quiet >= self.idleTimeout {
                 self.expire(context, "idle for \(self.idleTimeout.nanoseconds / 1_000_000_000) s with no request in progress")
             } else if self.watch != nil {
@@ -214,7 +267,26 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private func stop() {
         self.watch?.cancel()
         self.watch = nil
+        self.account.setMakeRoom(nil)
         self.account.budget.cancelWait(ObjectIdentifier(self))
+    }
+
+    /// Closes the connection to make room for a new one if it has no request in progress, is not
+    /// held back by the daemon, and has done nothing useful for its grace (see ``ConnectionSlots``):
+    /// inside an unfinished frame, or never having completed one, for `graces.unproductive`; idle
+    /// after requests for `graces.idleAfterRequests`. Returns whether it closed.
+    private func closeToMakeRoom(_ graces: ConnectionSlots.Graces) -> Bool {
+        guard let context = self.context, context.channel.isActive, self.inProgress == 0, !self.readHeld else { return false }
+        let now = context.eventLoop.now
+        let unproductive = self.insideFrame ? self.frameWait(now: now) : self.quietSince.map { now - $0 } ?? .zero
+        let grace = self.insideFrame || !self.completedAFrame ? graces.unproductive : graces.idleAfterRequests
+        guard unproductive >= grace else { return false }
+        self.expire(
+            context,
+            self.insideFrame
+                ? "closed to make room: inside an unfinished frame for \(unproductive.nanoseconds / 1_000_000) ms"
+                : "closed to make room: idle for \(unproductive.nanoseconds / 1_000_000) ms")
+        return true
     }
 
     private func expire(_ context: ChannelHandlerContext, _ reason: String) {

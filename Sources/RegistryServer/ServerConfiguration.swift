@@ -27,14 +27,22 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     public struct Limits: Sendable, Codable, Equatable {
         /// Largest frame accepted, checked from the length prefix.
         public var maximumFrameBytes: Int = 4 << 20
-        /// Connections served at once; more are told so and closed.
+        /// Connections served at once; more are told so and closed, unless one that is doing nothing
+        /// (idle, or trickling a frame) can be closed to make room (see ``SocketServer``).
         public var maximumConnections: Int = 256
+        /// Connections one user (peer uid) may hold at once, so that one misbehaving app cannot take
+        /// every slot from the others (nil: three quarters of ``maximumConnections``, rounded up).
+        public var maximumConnectionsPerUser: Int? = nil
         /// A connection with no request in progress that sends nothing for this long is closed (one
         /// waiting for the reply to its own long request is not idle).
         public var idleTimeoutSeconds: Int = 300
         /// A frame must arrive whole within this long of its first byte; a client trickling bytes to
         /// hold a connection slot is closed after it.
         public var frameDeadlineSeconds: Int = 10
+        /// A frame in progress must arrive at least this fast (bytes per second, after its first
+        /// second), as Apache's mod_reqtimeout `MinRate`: a client trickling bytes to hold a slot is
+        /// closed within a couple of seconds rather than at the frame deadline. 0 turns it off.
+        public var minimumFrameBytesPerSecond: Int = 1024
         /// Requests of one connection being processed at once; further frames wait unread.
         public var maximumRequestsInFlight: Int = 64
         /// Reply bytes a connection may have waiting to be written before the daemon stops reading its
@@ -53,6 +61,11 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         /// core is left to the clients, the scans and the writer).
         public var eventLoops: Int? = nil
 
+        /// The per-user connection limit in force.
+        public var resolvedMaximumConnectionsPerUser: Int {
+            self.maximumConnectionsPerUser ?? (self.maximumConnections * 3 + 3) / 4
+        }
+
         /// The event-loop thread count to use on this machine.
         public var resolvedEventLoops: Int { self.eventLoops ?? max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1) }
 
@@ -63,6 +76,9 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
             let defaults = Limits()
             self.maximumFrameBytes = try container.decodeIfPresent(Int.self, forKey: .maximumFrameBytes) ?? defaults.maximumFrameBytes
             self.maximumConnections = try container.decodeIfPresent(Int.self, forKey: .maximumConnections) ?? defaults.maximumConnections
+            self.maximumConnectionsPerUser = try container.decodeIfPresent(Int.self, forKey: .maximumConnectionsPerUser)
+            self.minimumFrameBytesPerSecond =
+                try container.decodeIfPresent(Int.self, forKey: .minimumFrameBytesPerSecond) ?? defaults.minimumFrameBytesPerSecond
             self.idleTimeoutSeconds = try container.decodeIfPresent(Int.self, forKey: .idleTimeoutSeconds) ?? defaults.idleTimeoutSeconds
             self.maximumRequestsInFlight =
                 try container.decodeIfPresent(Int.self, forKey: .maximumRequestsInFlight) ?? defaults.maximumRequestsInFlight
@@ -214,6 +230,10 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         require(
             limits.maximumFrameBytes >= 64 && limits.maximumFrameBytes <= Int(Int32.max), "limits.maximumFrameBytes must be within 64...\(Int32.max)")
         require(limits.maximumConnections >= 1, "limits.maximumConnections must be at least 1")
+        require(
+            limits.maximumConnectionsPerUser.map { $0 >= 1 && $0 <= limits.maximumConnections } ?? true,
+            "limits.maximumConnectionsPerUser must be within 1...limits.maximumConnections")
+        require(limits.minimumFrameBytesPerSecond >= 0, "limits.minimumFrameBytesPerSecond must not be negative")
         require(limits.idleTimeoutSeconds >= 1, "limits.idleTimeoutSeconds must be at least 1")
         require(limits.maximumRequestsInFlight >= 1, "limits.maximumRequestsInFlight must be at least 1")
         require(limits.frameDeadlineSeconds >= 1, "limits.frameDeadlineSeconds must be at least 1")

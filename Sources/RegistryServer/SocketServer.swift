@@ -28,6 +28,8 @@ public final class SocketServer: Service, Sendable {
     private let connections = Mutex<[ObjectIdentifier: Connection]>([:])
     private let stopping = Atomic<Bool>(false)
     private let budget: BufferBudget
+    /// Who holds the connection slots; a new connection gets one, or makes room, or is refused.
+    private let slots: ConnectionSlots
     /// Resumed with the bound path once the server accepts connections (for tests and readiness).
     public let ready: AsyncStream<String>
     private let readyContinuation: AsyncStream<String>.Continuation
@@ -54,6 +56,8 @@ public final class SocketServer: Service, Sendable {
         self.logger = logger
         self.group = group
         self.budget = BufferBudget(limit: configuration.limits.maximumBufferedBytes)
+        self.slots = ConnectionSlots(
+            limits: .init(total: configuration.limits.maximumConnections, perUser: configuration.limits.resolvedMaximumConnectionsPerUser))
         (self.ready, self.readyContinuation) = AsyncStream.makeStream()
     }
 
@@ -64,6 +68,11 @@ public final class SocketServer: Service, Sendable {
         let dispatcher = self.dispatcher
         let budget = self.budget
         let logger = self.logger
+        // The connection's handlers are added here, but not its NIOAsyncChannel: the listener drops
+        // connections accepted as it closes (SwiftNIO issue 2813), and a dropped NIOAsyncChannel
+        // traps ("Deinited NIOAsyncWriter without calling finish()"; seen on SIGTERM right after a
+        // connect). `serve` wraps the channel instead, and nothing is read before it does (autoRead
+        // is off until then), so a connection dropped unserved had no request read.
         let initializer: @Sendable (any Channel) -> EventLoopFuture<Accepted> = { channel in
             channel.eventLoop.makeCompletedFuture {
                 let account = ConnectionAccount(budget: budget)
@@ -71,13 +80,13 @@ public final class SocketServer: Service, Sendable {
                 try operations.addHandler(
                     ConnectionGuard(
                         account: account, frameDeadline: .seconds(Int64(limits.frameDeadlineSeconds)),
-                        idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)), logger: logger))
+                        minimumFrameRate: limits.minimumFrameBytesPerSecond, idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)),
+                        logger: logger))
                 let state = ConnectionState()
                 try Self.addRequestHandlers(
                     to: operations, dispatcher: dispatcher, account: account, state: state,
                     maximumRequestsInFlight: limits.maximumRequestsInFlight, maximumFrameBytes: limits.maximumFrameBytes)
-                let async = try NIOAsyncChannel<InboundRequest, ByteBuffer>(wrappingChannelSynchronously: channel)
-                return Accepted(channel: async, account: account, state: state)
+                return Accepted(channel: channel, account: account, state: state)
             }
         }
         let unwritten = limits.maximumUnwrittenReplyBytes
@@ -90,6 +99,7 @@ public final class SocketServer: Service, Sendable {
             }
             // A client that half-closes its sending side still gets every reply.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
+            .childChannelOption(.autoRead, value: false)
             .childChannelOption(.writeBufferWaterMark, value: .init(low: unwritten / 2, high: unwritten))
         let server: NIOAsyncChannel<Accepted, Never>
         let activated = self.activatedSocket
@@ -155,37 +165,51 @@ public final class SocketServer: Service, Sendable {
     /// A connection as its channel initializer leaves it: the channel, and what its handlers share
     /// with its ``Connection``.
     struct Accepted: Sendable {
-        let channel: NIOAsyncChannel<InboundRequest, ByteBuffer>
+        let channel: any Channel
         let account: ConnectionAccount
         let state: ConnectionState
     }
 
     private func serve(_ accepted: Accepted) async {
-        let async = accepted.channel
-        let channel = async.channel
+        let channel = accepted.channel
+        // Wrapped on its event loop, then reading starts (see the initializer in `run`).
+        let wrapped = channel.eventLoop.submit {
+            let async = try NIOAsyncChannel<InboundRequest, ByteBuffer>(wrappingChannelSynchronously: channel)
+            try channel.syncOptions?.setOption(.autoRead, value: true)
+            return async
+        }
+        guard let async = try? await wrapped.get() else {
+            // Closed before it was served (the client left): nothing was read from it.
+            channel.close(promise: nil)
+            return
+        }
         let connection = Connection(
             channel: channel, account: accepted.account, state: accepted.state, dispatcher: self.dispatcher,
             maximumRequestsInFlight: self.configuration.limits.maximumRequestsInFlight, logger: self.logger)
         let key = ObjectIdentifier(connection)
-        let open = self.dispatcher.counters.connections.wrappingAdd(1, ordering: .relaxed).newValue
+        self.dispatcher.counters.connections.add(1, ordering: .relaxed)
         self.connections.withLock { $0[key] = connection }
         defer {
             self.connections.withLock { $0[key] = nil }
             self.dispatcher.counters.connections.subtract(1, ordering: .relaxed)
         }
-        let maximum = self.configuration.limits.maximumConnections
-        if open > maximum {
-            self.dispatcher.metrics.connectionsRefused.increment()
-            self.logger.warning("connection refused: limit reached", metadata: ["maximumConnections": "\(maximum)"])
-            await connection.refuse(
-                async,
-                with: RegistryError(.tooManyConnections, "the daemon serves its maximum of \(maximum) connections; try again later"))
+        let peer = await Self.peer(of: channel)
+        let admission = await self.slots.admit(key, uid: peer?.uid, account: accepted.account)
+        guard admission == .admitted else {
+            if case .refused(let reason) = admission {
+                self.dispatcher.metrics.connectionsRefused.increment()
+                // Counted, and logged once a minute, not per attempt: a client retrying in a loop
+                // would otherwise flood the journal.
+                self.dispatcher.refusals.record(operation: "connect", code: RegistryError.Code.tooManyConnections.rawValue)
+                await connection.refuse(async, with: RegistryError(.tooManyConnections, reason))
+            }
             return
         }
+        defer { self.slots.leave(key) }
         self.dispatcher.metrics.connectionsAccepted.increment()
         // A connection accepted as shutdown began drains like the others.
         if self.stopping.load(ordering: .acquiring) { connection.drain() }
-        await connection.run(async, peer: await Self.peer(of: channel))
+        await connection.run(async, peer: peer)
     }
 }
 

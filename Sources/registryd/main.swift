@@ -43,6 +43,12 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Connections served at once (default: 256).")
     var maximumConnections: Int?
 
+    @Option(name: .long, help: "Connections one user (peer uid) may hold at once (default: three quarters of the maximum).")
+    var maximumConnectionsPerUser: Int?
+
+    @Option(name: .long, help: "Bytes per second a frame in progress must arrive at after its first second; 0: no minimum (default: 1024).")
+    var minimumFrameRate: Int?
+
     @Option(name: .long, help: "Seconds a connection with no request in progress may stay silent (default: 300).")
     var idleTimeout: Int?
 
@@ -112,6 +118,8 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
         if let logLevel { configuration.logLevel = logLevel }
         if let maximumFrameBytes { configuration.limits.maximumFrameBytes = maximumFrameBytes }
         if let maximumConnections { configuration.limits.maximumConnections = maximumConnections }
+        if let maximumConnectionsPerUser { configuration.limits.maximumConnectionsPerUser = maximumConnectionsPerUser }
+        if let minimumFrameRate { configuration.limits.minimumFrameBytesPerSecond = minimumFrameRate }
         if let idleTimeout { configuration.limits.idleTimeoutSeconds = idleTimeout }
         if let frameDeadline { configuration.limits.frameDeadlineSeconds = frameDeadline }
         if let drainDeadline { configuration.limits.drainDeadlineSeconds = drainDeadline }

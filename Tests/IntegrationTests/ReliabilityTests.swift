@@ -285,6 +285,63 @@ import Testing
         }
     }
 
+    /// Issue 28's reproduction, made worse: four clients of the test's own uid each announce a frame
+    /// and send one byte of it every 0.25 s, and reconnect as soon as they are closed, so that every
+    /// slot is always held by a trickler (the frame deadline, 60 s here, never helps). A legitimate
+    /// client of the same uid trying every 100 ms must still be served: tricklers fall behind the
+    /// minimum rate within about two seconds, and one that has sent nothing useful for half a second
+    /// is closed to make room for a newcomer. Before, it was refused for as long as they kept it up.
+    @Test func tricklersThatReconnectCannotLockOutALegitimateClient() async throws {
+        let daemon = try Daemon(arguments: ["--maximum-connections", "4", "--frame-deadline", "60", "--log-level", "info"])
+        let stop = Atomic<Bool>(false)
+        let connects = Atomic<Int>(0)
+        let socketPath = daemon.socketPath
+        let tricklers = (0..<4).map { _ in
+            BlockingThread {
+                while !stop.load(ordering: .relaxed) {
+                    guard let connection = try? RawConnection(socketPath, timeoutSeconds: 1) else {
+                        usleep(5_000)
+                        continue
+                    }
+                    connects.add(1, ordering: .relaxed)
+                    connection.send([0, 0, 0, 100])
+                    // Trickle until the daemon closes (EOF, a reset, or a refusal and then EOF).
+                    trickling: while !stop.load(ordering: .relaxed) {
+                        usleep(250_000)
+                        var byte: UInt8 = 0
+                        while true {
+                            let got = recv(connection.fd, &byte, 1, Int32(MSG_DONTWAIT))
+                            if got > 0 { continue }
+                            if got == 0 || errno != EAGAIN { break trickling }
+                            break
+                        }
+                        connection.send([0x0A])
+                    }
+                }
+            }
+        }
+        defer {
+            stop.store(true, ordering: .relaxed)
+            for trickler in tricklers { trickler.join() }
+        }
+        try await Task.sleep(for: .seconds(1))  // every slot held
+        let started = ContinuousClock.now
+        var served = false
+        var attempts = 0
+        while ContinuousClock.now - started < .seconds(20) && !served {
+            attempts += 1
+            if let client = try? await daemon.client() {
+                served = (try? await client.galleries()) != nil
+                await client.close()
+            }
+            if !served { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        let waited = ContinuousClock.now - started
+        #expect(served, "a legitimate client was locked out by reconnecting tricklers (\(attempts) attempts); log: \(daemon.log)")
+        #expect(connects.load(ordering: .relaxed) > 4, "the tricklers were never closed")
+        print("legitimate client served after \(waited) and \(attempts) attempt(s); tricklers connected \(connects.load(ordering: .relaxed)) times")
+    }
+
     @Test func theConnectionLimitIsARetryableRefusal() async throws {
         let daemon = try Daemon(arguments: ["--maximum-connections", "1"])
         // The one slot, once the harness's readiness probes have left it (a closing connection
