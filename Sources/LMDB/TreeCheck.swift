@@ -466,21 +466,22 @@ enum TreeCheck {
             -> UInt64
         {
             let fixed: UInt16 = tree.duplicatesFixed ? TreeCheck.pLeaf2 : 0
-            let name = "the duplicates at node \(index) of \(what)"
             if nodeFlags & TreeCheck.fSubData != 0 {
                 // A sub-database: its record is the node's data (48 bytes, checked).
                 return try self.walk(
                     Tree(
-                        name: name, record: self.record(at: data), order: tree.duplicates ?? .bytes, leafFlags: TreeCheck.pLeaf | fixed,
+                        name: "the sub-database of duplicates at node \(index) of \(what)", record: self.record(at: data),
+                        order: tree.duplicates ?? .bytes, leafFlags: TreeCheck.pLeaf | fixed,
                         isDuplicates: true))
             }
             // A sub-page: a page header and nodes, `size` bytes in all, its offsets from its own start.
-            guard size >= TreeCheck.headerSize else { throw self.damaged("\(name) form a sub-page of \(size) bytes") }
+            let name = "the sub-page of duplicates at node \(index) of \(what)"
+            guard size >= TreeCheck.headerSize else { throw self.damaged("\(name) is \(size) bytes long") }
             let flags = self.load(data + 10, UInt16.self) & ~TreeCheck.transientFlags
             let sub = Tree(
                 name: name, record: Record(pad: 0, flags: 0, depth: 1, branchPages: 0, leafPages: 0, overflowPages: 0, entries: 0, root: 0),
                 order: tree.duplicates ?? .bytes, leafFlags: TreeCheck.pLeaf | TreeCheck.pSubpage | fixed, isDuplicates: true)
-            guard flags == sub.leafFlags else { throw self.damaged("\(name) form a sub-page with flags 0x\(String(flags, radix: 16))") }
+            guard flags == sub.leafFlags else { throw self.damaged("\(name) has flags 0x\(String(flags, radix: 16))") }
             var counts = Counts()
             let (count, upper) = try self.entries(data, room: size, name)
             try self.leaf(data, count: count, upper: upper, room: size, lower: nil, bound: nil, sub, &counts, what: name)

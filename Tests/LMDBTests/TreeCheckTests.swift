@@ -70,15 +70,15 @@ import Testing
         try Environment(path: path, options: options).close()
     }
 
-    /// The orders and layouts the registry does not use, written with LMDB's own calls: integer and
-    /// reversed keys, and duplicates (sorted, fixed-size integers, and reversed) both in sub-pages
-    /// (a few per key) and in sub-databases (thousands per key).
-    @Test func otherKeyOrdersAndDuplicatesPass() throws {
+    /// A store in the orders and layouts the registry does not use, written with LMDB's own calls:
+    /// integer and reversed keys, and duplicates (sorted, fixed-size integers, and reversed) both in
+    /// sub-pages (a few per key) and in sub-databases (thousands per key).
+    static func makeStoreOfOtherLayouts() throws -> TemporaryDirectory {
         let directory = TemporaryDirectory("treecheck")
-        defer { directory.remove() }
         var options = Environment.Options()
         options.durable = false
         let env = try Environment(path: directory.path, options: options)
+        defer { env.close() }
         var txn: OpaquePointer?
         #expect(mdb_txn_begin(env.handle, nil, 0, &txn) == 0)
         func database(_ name: String, _ flags: Int32) -> MDB_dbi {
@@ -109,7 +109,7 @@ import Testing
             put(reversed, Array("name-\(random.next() % 100_000)".utf8), [2])
         }
         for key in 0..<300 {
-            // Key 0 and 1 get thousands of duplicates (a sub-database), the others a few (a sub-page).
+            // Keys 0 and 1 get thousands of duplicates (a sub-database), the others a few (a sub-page).
             let count = key < 2 ? 3_000 : 1 + key % 5
             for _ in 0..<count {
                 put(duplicates, Array("key-\(key)".utf8), Array("value-\(random.next() % 1_000_000)".utf8))
@@ -118,10 +118,40 @@ import Testing
             }
         }
         #expect(mdb_txn_commit(txn) == 0)
-        env.close()
+        return directory
+    }
+
+    @Test func otherKeyOrdersAndDuplicatesPass() throws {
+        let directory = try Self.makeStoreOfOtherLayouts()
+        defer { directory.remove() }
         let file = try DataView(directory.path)
         #expect(file.record("integers").depth >= 2 && file.record("duplicates").depth >= 2)
         try Environment(path: directory.path).close()
+    }
+
+    @Test func duplicatesOutOfOrderInASubPageAreRefused() throws {
+        let directory = try Self.makeStoreOfOtherLayouts()
+        defer { directory.remove() }
+        let file = try DataView(directory.path)
+        // The first sub-page (a node with F_DUPDATA alone) holding two duplicates or more: its first
+        // two node offsets, counted from the sub-page's start, swapped.
+        let nodes = file.leaves(of: "duplicates").flatMap { file.nodes(of: $0) }
+        let subPage = nodes.first { node in
+            let data = node + 8 + Int(file.u16(node + 6))
+            return file.u16(node + 4) == 0x04 && file.u16(data + 12) >= 16 + 4
+        }
+        let node = try #require(subPage)
+        let data = node + 8 + Int(file.u16(node + 6))
+        let (first, second) = (file.u16(data + 16), file.u16(data + 18))
+        file.write(second, at: data + 16)
+        file.write(first, at: data + 18)
+        try file.save()
+        #expect {
+            try Environment(path: directory.path).close()
+        } throws: { error in
+            let message = (error as? LMDBError)?.message ?? ""
+            return message.contains("the sub-page of duplicates at node") && message.contains("database 'duplicates' has keys out of order")
+        }
     }
 
     @Test func aPageThatClaimsToBeAnotherIsRefused() throws {
@@ -304,6 +334,12 @@ final class DataView {
             }
         }
         return level
+    }
+
+    /// Where the nodes of the page numbered `page` are.
+    func nodes(of page: Int) -> [Int] {
+        let start = page * self.pageSize
+        return (0..<((Int(self.u16(start + 12)) - 16) / 2)).map { start + Int(self.u16(start + 16 + 2 * $0)) }
     }
 
     /// Where the free-page lists are (in their node, or on their overflow pages), and their lengths.
