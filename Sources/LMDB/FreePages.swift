@@ -150,6 +150,19 @@ extension Environment {
         self.writerLock.withLock { self.erasure.lastRemoval != 0 || self.erasure.unsynced }
     }
 
+    /// Pages inside `data.mdb` that LMDB can give a write without growing the file: every page of the
+    /// free list (also those an older snapshot still holds, soon reusable) and those past the last
+    /// page in use. Reads the free list; call it outside a write transaction.
+    public func freePageCount() throws(LMDBError) -> Int {
+        try self.writerLock.withLock { () throws(LMDBError) -> Int in
+            try self.gate.withReadLock { () throws(LMDBError) -> Int in
+                guard !self.closed.load(ordering: .relaxed) else { throw LMDBError.environmentClosed }
+                let free = try self.collectFreePages()
+                return free.report.erasable + free.report.held
+            }
+        }
+    }
+
     /// The id of the last committed transaction.
     public var lastCommittedTransaction: Int {
         var info = MDB_envinfo()

@@ -188,6 +188,11 @@ public struct EngineConfiguration: Sendable {
     /// takes a fraction of a second, and every start reads and checks every payload. For tests and
     /// library users; the daemon keeps the default.
     public var snapshotMinimumTemplates: Int = 100_000
+    /// Free space kept on the store's file system for the writes that free space (deletions, the
+    /// audit trail, verify): below it, writes that add data are refused with `STORAGE_FULL` unless
+    /// the store's own free pages can hold them. nil: 1% of the file system, within 1 MiB...256 MiB;
+    /// 0: no reserve.
+    public var storageReserveBytes: Int? = nil
 
     public init(
         algorithms: [Algorithm] = [],

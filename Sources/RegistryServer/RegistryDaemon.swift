@@ -40,6 +40,10 @@ public struct RegistryDaemon: Sendable {
             self.logger.info("store closed; bye")
         }
         if let note = engine.creationNote { self.logger.warning("\(note)") }
+        let logger = self.logger
+        engine.onStorageReserveChange { reached, description in
+            if reached { logger.warning("\(description)") } else { logger.notice("\(description)") }
+        }
         try await engine.defineGalleries(galleries)
         let info = engine.galleries()
         self.logger.info(

@@ -55,6 +55,10 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         /// written before the remaining connections are closed. Keep it below the unit's
         /// TimeoutStopSec (45 s), after which systemd sends SIGKILL.
         public var drainDeadlineSeconds: Int = 30
+        /// Free bytes kept on the store's file system for deletions: below it, writes that add data
+        /// are refused with `STORAGE_FULL` while deletions, the audit trail and verify go on (nil: 1%
+        /// of the file system, within 1 MiB...256 MiB; 0: no reserve).
+        public var storageReserveBytes: Int? = nil
         /// Threads serving the socket (nil: one fewer than the cores, at least one). Clients of a Unix
         /// socket run on the same machine: measured on 2 cores with 50 connections, one event loop
         /// answered 90-96k authentications/s and two 79-86k (fewer context switches, and the other
@@ -88,6 +92,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
             self.maximumBufferedBytes = try container.decodeIfPresent(Int.self, forKey: .maximumBufferedBytes) ?? defaults.maximumBufferedBytes
             self.drainDeadlineSeconds = try container.decodeIfPresent(Int.self, forKey: .drainDeadlineSeconds) ?? defaults.drainDeadlineSeconds
             self.eventLoops = try container.decodeIfPresent(Int.self, forKey: .eventLoops)
+            self.storageReserveBytes = try container.decodeIfPresent(Int.self, forKey: .storageReserveBytes)
         }
     }
 
@@ -240,6 +245,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         require(limits.maximumUnwrittenReplyBytes >= 1024, "limits.maximumUnwrittenReplyBytes must be at least 1024")
         require(limits.maximumBufferedBytes >= limits.maximumFrameBytes, "limits.maximumBufferedBytes must be at least limits.maximumFrameBytes")
         require(limits.drainDeadlineSeconds >= 1, "limits.drainDeadlineSeconds must be at least 1")
+        require((limits.storageReserveBytes ?? 0) >= 0, "limits.storageReserveBytes must not be negative")
         require((1...256).contains(limits.resolvedEventLoops), "limits.eventLoops must be within 1...256")
         var algorithms: [Algorithm] = []
         for (index, entry) in self.algorithms.enumerated() {
@@ -269,6 +275,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
             }
         }
         var engine = EngineConfiguration(algorithms: algorithms)
+        engine.storageReserveBytes = limits.storageReserveBytes
         let credential = getenv("CREDENTIALS_DIRECTORY").map { String(cString: $0) + "/store-key" }
         if let path = self.keyFile ?? credential.flatMap({ Glibc.access($0, R_OK) == 0 ? $0 : nil }) {
             do {

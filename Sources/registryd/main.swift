@@ -49,6 +49,15 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Bytes per second a frame in progress must arrive at after its first second; 0: no minimum (default: 1024).")
     var minimumFrameRate: Int?
 
+    @Option(
+        name: .long,
+        help: """
+            Free bytes kept on the store's file system for deletions; below it, writes that add data are refused \
+            (default: 1% of the file system, 1-256 MiB; 0: none).
+            """
+    )
+    var storageReserve: Int?
+
     @Option(name: .long, help: "Seconds a connection with no request in progress may stay silent (default: 300).")
     var idleTimeout: Int?
 
@@ -120,6 +129,7 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
         if let maximumConnections { configuration.limits.maximumConnections = maximumConnections }
         if let maximumConnectionsPerUser { configuration.limits.maximumConnectionsPerUser = maximumConnectionsPerUser }
         if let minimumFrameRate { configuration.limits.minimumFrameBytesPerSecond = minimumFrameRate }
+        if let storageReserve { configuration.limits.storageReserveBytes = storageReserve }
         if let idleTimeout { configuration.limits.idleTimeoutSeconds = idleTimeout }
         if let frameDeadline { configuration.limits.frameDeadlineSeconds = frameDeadline }
         if let drainDeadline { configuration.limits.drainDeadlineSeconds = drainDeadline }

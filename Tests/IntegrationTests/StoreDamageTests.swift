@@ -256,38 +256,86 @@ import Testing
 
     // MARK: Storage errors
 
-    /// Registrations until a 2 MiB tmpfs fills: `STORAGE_FULL`, and the daemon keeps answering.
+    /// Issue 28's full disk, and the day after: registrations into an 8 MiB tmpfs until
+    /// `STORAGE_FULL` (refused for the reserve kept for deletions, before the disk is full), then
+    /// reads, deletions of half the people and `verify` all work, registrations succeed again on the
+    /// space the deletions freed inside the store, and once more after a file outside the store is
+    /// removed — all without a restart. Before the reserve, every deletion after the first
+    /// `STORAGE_FULL` failed as well (0 of 4,967 on a 16 MiB tmpfs), until a restart.
     @Test(.enabled(if: geteuid() == 0, "mounting a tmpfs needs root"))
-    func aFullDiskAnswersStorageFullAndTheDaemonKeepsServing() async throws {
-        let mount = try Self.temporaryMount(options: "size=2m")
+    func aFullDiskStillDeletesAndRegistersAgainOnceSpaceIsFreed() async throws {
+        let mount = try Self.temporaryMount(options: "size=8m")
         guard let mount else {
             print("skipped: mounting a tmpfs is not allowed here")
             return
         }
         defer { Self.unmount(mount) }
-        // The harness's data directory becomes a link to the small file system.
+        // Space taken by something else on the file system, removed later.
+        let filler = mount + "/other-files"
+        #expect(system("head -c 2097152 /dev/urandom > '\(filler)'") == 0)
+        // The harness's data directory becomes a directory on the small file system.
         let daemon = try Daemon()
         daemon.stop()
-        #expect(system("rm -rf '\(daemon.dataPath)'") == 0 && symlink(mount, daemon.dataPath) == 0)
+        #expect(system("rm -rf '\(daemon.dataPath)'") == 0 && mkdir(mount + "/data", 0o700) == 0)
+        #expect(symlink(mount + "/data", daemon.dataPath) == 0)
         try daemon.start()
         // Stopped before the unmount (defers run in reverse order).
         defer { daemon.stop() }
         let client = try await daemon.client()
         var random = SeededGenerator(seed: 7)
-        var full: RegistryError?
-        for index in 0..<20_000 {
+        func register(_ identifier: String) async throws -> RegistryError? {
             do {
                 _ = try await client.register(
-                    identifier: "person-\(index)", face: Face(FaceTemplate(algorithm: 24, vector: Self.randomVector(&random))))
+                    identifier: identifier, face: Face(FaceTemplate(algorithm: 24, vector: Self.randomVector(&random))), force: true)
+                return nil
             } catch let error as RegistryError {
-                full = error
-                break
+                return error
             }
         }
+        var stored: [String] = []
+        var full: RegistryError?
+        for index in 0..<50_000 {
+            if let refusal = try await register("person-\(index)") {
+                full = refusal
+                break
+            }
+            stored.append("person-\(index)")
+        }
         #expect(full?.code == .storageFull, "a full disk must answer STORAGE_FULL: \(String(describing: full))")
-        // Still serving: reads work, and the galleries are listed.
+        #expect(full?.message.contains("kept so that deletions still work") == true, "refused by the disk, not the reserve: \(String(describing: full))")
+        // Reads and verify.
         #expect(try await client.galleries().isEmpty == false)
         _ = try await client.identify(face: Face(FaceTemplate(algorithm: 24, vector: Self.randomVector(&random))))
+        let verified = try await client.verify()
+        #expect(verified.problems.isEmpty && verified.checked == stored.count, "\(verified)")
+        // Deletions: every one succeeds.
+        let deleting = stored.prefix(stored.count / 2)
+        var deleted = 0
+        var deleteFailures: [String] = []
+        for identifier in deleting {
+            do {
+                deleted += try await client.deleteIdentifier(identifier: identifier)
+            } catch {
+                deleteFailures.append("\(error)")
+            }
+        }
+        #expect(deleteFailures.count == 0, "\(deleteFailures.count) deletions failed, first: \(deleteFailures.first ?? "")")
+        #expect(deleted == deleting.count)
+        // Registrations again, on the pages the deletions freed inside the store: no restart.
+        var again = 0
+        for index in 0..<100 where try await register("again-\(index)") == nil { again += 1 }
+        #expect(again == 100, "after deleting \(deleted), only \(again) of 100 registrations succeeded")
+        // Fill up again, then free space outside the store: registrations go on.
+        var refilled = 0
+        while try await register("refill-\(refilled)") == nil { refilled += 1 }
+        #expect(unlink(filler) == 0)
+        var afterFreeing = 0
+        for index in 0..<100 where try await register("freed-\(index)") == nil { afterFreeing += 1 }
+        #expect(afterFreeing == 100, "after freeing 2 MiB outside the store, \(afterFreeing) of 100 registrations succeeded")
+        print(
+            "full disk: \(stored.count) registered until STORAGE_FULL; \(deleted) of \(deleting.count) deletions; "
+                + "\(again) of 100 registrations after them; \(refilled) more until full; \(afterFreeing) of 100 after freeing 2 MiB outside")
+        #expect(daemon.log.contains("storage reserve reached"), "\(daemon.log)")
         await client.close()
     }
 

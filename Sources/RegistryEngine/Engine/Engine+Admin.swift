@@ -71,7 +71,7 @@ extension Engine {
         guard name != GalleryConfiguration.defaultName else {
             throw RegistryError.malformedRequest("the default gallery always exists and cannot be deleted")
         }
-        return try await self.write(exclusive: true) { txn, context in
+        return try await self.write(exclusive: true, useReserve: true) { txn, context in
             let gallery = try self.gallery(named: name)
             let ids = try self.store.templateIds(txn, galleryId: gallery.id)
             for id in ids { try self.store.deleteTemplate(txn, id: id) }
@@ -91,7 +91,7 @@ extension Engine {
     /// - Returns: whether it existed (in that gallery).
     public func deleteTemplate(gallery name: String = GalleryConfiguration.defaultName, id: UInt64) async throws -> Bool {
         try Names.validateGallery(name)
-        return try await self.write { txn, context in
+        return try await self.write(useReserve: true) { txn, context in
             let gallery = try self.gallery(named: name)
             guard let record = try self.store.templateRecord(txn, id: id), record.galleryId == gallery.id else { return false }
             try self.store.deleteTemplate(txn, id: id)
@@ -110,7 +110,7 @@ extension Engine {
     public func deleteIdentifier(gallery name: String = GalleryConfiguration.defaultName, identifier: String) async throws -> Int {
         try Names.validateGallery(name)
         try Names.validateIdentifier(identifier)
-        return try await self.write { txn, context in
+        return try await self.write(useReserve: true) { txn, context in
             let gallery = try self.gallery(named: name)
             let ids = try self.store.templateIds(txn, galleryId: gallery.id, identifier: identifier)
             for id in ids {
@@ -311,7 +311,7 @@ extension Engine {
     /// - Returns: the number of templates checked and a description of each problem found.
     public func verify() async throws -> (checked: Int, problems: [String]) {
         if self.isReadOnly { return try self.store.environment.read { txn in try self.verify(txn) } }
-        return try await self.write(exclusive: true) { txn, _ in try self.verify(txn) }
+        return try await self.write(exclusive: true, useReserve: true) { txn, _ in try self.verify(txn) }
     }
 
     private func verify(_ txn: borrowing Transaction) throws -> (checked: Int, problems: [String]) {
@@ -490,7 +490,7 @@ extension Engine {
     public func deleteLivenessProfile(gallery name: String = GalleryConfiguration.defaultName, identifier: String) async throws -> Bool {
         try Names.validateGallery(name)
         try Names.validateIdentifier(identifier)
-        return try await self.write { txn, context in
+        return try await self.write(useReserve: true) { txn, context in
             let gallery = try self.gallery(named: name)
             let existed = try txn.delete(self.store.profiles, key: Keys.profile(gallery.id, identifier))
             context.record(.setProfile(galleryId: gallery.id, identifier: identifier, profile: nil))

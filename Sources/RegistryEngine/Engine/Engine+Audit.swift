@@ -112,6 +112,7 @@ extension Engine {
         let taken = TakenEntries()
         let request = WriteQueue.Request(
             exclusive: false,
+            useReserve: true,
             body: { txn, _ in
                 if taken.taken == nil { taken.taken = self.auditBuffer.take() }
                 if let entries = taken.taken { try self.writeAudit(txn, entries) }
@@ -207,7 +208,7 @@ extension Engine {
 
     /// Writes the audit entries waiting for their lazy flush: they ride along with an empty write.
     public func flushAudit() async throws {
-        try await self.write { _, _ in () }
+        try await self.write(useReserve: true) { _, _ in () }
     }
 
     /// The newest audit entries matching `query`, oldest first, as stored now (without flushing the

@@ -60,6 +60,7 @@ extension Engine {
         let environment = self.store.environment
         let request = WriteQueue.Request(
             exclusive: false,
+            useReserve: true,
             body: { txn, _ in
                 self.erasureCommitQueued.store(false, ordering: .releasing)
                 // Lazy requests run last in their batch: anything written before makes the commit.

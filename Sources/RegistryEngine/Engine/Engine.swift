@@ -47,6 +47,8 @@ public final class Engine: @unchecked Sendable {
     let auditBuffer = AuditBuffer()
     let auditRetention: AuditRetention
     let metrics: EngineMetrics
+    /// Keeps room on the file system for deletions (checked by the writer before each batch).
+    let reserve: StorageReserve
 
     /// The writer queue (for requests that are not ``write(exclusive:_:)`` calls).
     var writerQueue: WriteQueue { self.writer }
@@ -68,6 +70,7 @@ public final class Engine: @unchecked Sendable {
     ) throws {
         self.catalog = try AlgorithmCatalog(configured: configuration.algorithms)
         self.metrics = EngineMetrics(factory: metrics)
+        self.reserve = StorageReserve(directory: path, reserveBytes: configuration.storageReserveBytes, metrics: self.metrics)
         self.auditRetention = configuration.auditRetention
         self.path = path
         self.snapshotMinimumTemplates = configuration.snapshotMinimumTemplates
@@ -154,6 +157,15 @@ public final class Engine: @unchecked Sendable {
         self.store.close()
     }
 
+    /// Calls `body` when writes that add data start being refused to keep the file system's reserve
+    /// for deletions (true), and when they are accepted again (false), with a sentence for the log.
+    public func onStorageReserveChange(_ body: @escaping @Sendable (_ reached: Bool, _ description: String) -> Void) {
+        self.reserve.onChange.withLock { $0 = body }
+    }
+
+    /// Whether writes that add data are being refused to keep the reserve (as of the last batch).
+    public var storageReserveReached: Bool { self.reserve.reached }
+
     /// The scan kernels in use: the prefilter's level ("avx512-vnni", "avx2" or "scalar"), and
     /// whether the prefilter is off (`REGISTRY_PREFILTER=off`).
     public static var scanKernels: String { Prefilter.isEnabled ? Prefilter.levelName : "\(Prefilter.levelName), prefilter off" }
@@ -171,14 +183,17 @@ public final class Engine: @unchecked Sendable {
 
     /// Runs `body` in the next group commit and returns its result once the commit is durable and the
     /// index updated.
+    /// `useReserve`: the write frees space or adds next to nothing (a deletion, the audit trail,
+    /// verify), so it goes ahead when the file system is down to its reserve (``StorageReserve``).
     func write<T: Sendable>(
         exclusive: Bool = false,
         precheck: Precheck? = nil,
         flat: Bool = false,
+        useReserve: Bool = false,
         _ body: @escaping @Sendable (borrowing Transaction, OperationContext) throws -> T
     ) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            self.write(exclusive: exclusive, precheck: precheck, flat: flat, body) { continuation.resume(with: $0) }
+            self.write(exclusive: exclusive, precheck: precheck, flat: flat, useReserve: useReserve, body) { continuation.resume(with: $0) }
         }
     }
 
@@ -190,6 +205,7 @@ public final class Engine: @unchecked Sendable {
         exclusive: Bool = false,
         precheck: Precheck? = nil,
         flat: Bool = false,
+        useReserve: Bool = false,
         _ body: @escaping @Sendable (borrowing Transaction, OperationContext) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
@@ -197,6 +213,7 @@ public final class Engine: @unchecked Sendable {
             exclusive: exclusive,
             precheck: precheck,
             flat: flat,
+            useReserve: useReserve,
             body: { txn, context in try body(txn, context) },
             completion: { result in completion(result.map { $0 as! T }) })
         guard let writer = self.writer else {
@@ -211,6 +228,14 @@ public final class Engine: @unchecked Sendable {
     /// transaction (a failed operation is rolled back alone), one durable commit, then the index
     /// changes, then the completions.
     private func run(_ batch: [WriteQueue.Request]) {
+        var batch = batch
+        // Writes that add data are refused, before anything runs, while the file system is down to
+        // its reserve; the rest of the batch goes ahead.
+        if batch.contains(where: { !$0.useReserve }), let refusal = self.reserve.refusal(environment: self.store.environment) {
+            for request in batch where !request.useReserve { request.completion(.failure(refusal)) }
+            batch.removeAll { !$0.useReserve }
+            if batch.isEmpty { return }
+        }
         let prechecked = self.precheck(batch)
         let started = ContinuousClock.now
         let transactionBefore = self.store.environment.lastCommittedTransaction

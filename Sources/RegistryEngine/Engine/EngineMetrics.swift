@@ -16,6 +16,11 @@ public struct EngineMetrics: Sendable {
     let erasedPages: Counter
     /// Erasure passes that failed (reading or writing `data.mdb`); the next batch tries again.
     let erasureFailures: Counter
+    /// Free bytes of the store's file system at the writer's last look, and the reserve kept there
+    /// (``StorageReserve``); whether writes that add data are being refused for it (1) or not (0).
+    let filesystemFreeBytes: Gauge
+    let reserveBytes: Gauge
+    let reserveReached: Gauge
 
     init(factory: any MetricsFactory) {
         self.queueDepth = Gauge(label: Self.queueDepthLabel, factory: factory)
@@ -24,6 +29,9 @@ public struct EngineMetrics: Sendable {
         self.auditEntriesDropped = Counter(label: Self.auditEntriesDroppedLabel, factory: factory)
         self.erasedPages = Counter(label: Self.erasedPagesLabel, factory: factory)
         self.erasureFailures = Counter(label: Self.erasureFailuresLabel, factory: factory)
+        self.filesystemFreeBytes = Gauge(label: Self.filesystemFreeBytesLabel, factory: factory)
+        self.reserveBytes = Gauge(label: Self.reserveBytesLabel, factory: factory)
+        self.reserveReached = Gauge(label: Self.reserveReachedLabel, factory: factory)
     }
 
     public static let queueDepthLabel = "registryd_writer_queue_depth"
@@ -32,4 +40,7 @@ public struct EngineMetrics: Sendable {
     public static let auditEntriesDroppedLabel = "registryd_audit_entries_dropped_total"
     public static let erasedPagesLabel = "registryd_erased_pages_total"
     public static let erasureFailuresLabel = "registryd_erasure_failures_total"
+    public static let filesystemFreeBytesLabel = "registryd_storage_filesystem_free_bytes"
+    public static let reserveBytesLabel = "registryd_storage_reserve_bytes"
+    public static let reserveReachedLabel = "registryd_storage_reserve_reached"
 }

@@ -27,6 +27,9 @@ final class WriteQueue: @unchecked Sendable {
         /// registration about a tenth of its time on the writer. Should it fail otherwise after
         /// writing, the batch runs again with it nested: the promise is kept either way.
         var flat = false
+        /// Goes ahead when the file system is down to its reserve (``StorageReserve``): deletions, the
+        /// audit trail, erasure, verify.
+        var useReserve = false
         let body: Body
         let completion: Completion
         /// Submitted with ``WriteQueue/submitLazily(_:)``: a batch of lazy requests alone is one the
