@@ -302,7 +302,8 @@ import Testing
             stored.append("person-\(index)")
         }
         #expect(full?.code == .storageFull, "a full disk must answer STORAGE_FULL: \(String(describing: full))")
-        #expect(full?.message.contains("kept so that deletions still work") == true, "refused by the disk, not the reserve: \(String(describing: full))")
+        #expect(
+            full?.message.contains("kept so that deletions still work") == true, "refused by the disk, not the reserve: \(String(describing: full))")
         // Reads and verify.
         #expect(try await client.galleries().isEmpty == false)
         _ = try await client.identify(face: Face(FaceTemplate(algorithm: 24, vector: Self.randomVector(&random))))
