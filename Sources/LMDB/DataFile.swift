@@ -187,7 +187,7 @@ enum DataFile {
                 code: leftover == nil ? ENOENT : MDB_INVALID, operation: "open(\(directory)/data.mdb)",
                 detail: leftover == nil
                     ? "data.mdb is missing from a directory that is not empty (it holds \(found)); a new store is created only in an empty directory"
-                    : "\(directory) holds \(leftover) beside other files (\(found)): not a first start that can be begun again")
+                    : "\(directory) holds \(leftover ?? "") beside other files (\(found)): not a first start that can be begun again")
         }
         guard let leftover else {
             if readOnly || present.isEmpty { return .new(note: nil) }

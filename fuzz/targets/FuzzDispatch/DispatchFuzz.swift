@@ -77,7 +77,7 @@ final class DispatchFuzz: @unchecked Sendable {
     }
 
     static func remove(_ directory: String) {
-        for file in ["data.mdb", "lock.mdb", "exclusive.lock"] { unlink(directory + "/" + file) }
+        for file in ["data.mdb", "data.mdb.created", "lock.mdb", "exclusive.lock"] { unlink(directory + "/" + file) }
         rmdir(directory)
     }
 
