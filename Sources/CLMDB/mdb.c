@@ -1779,6 +1779,13 @@ mdb_page_malloc(MDB_txn *txn, unsigned num)
 			VGMEMP_ALLOC(env, ret, sz);
 			VGMEMP_DEFINED(ret, sizeof(ret->mp_next));
 			env->me_dpages = ret->mp_next;
+			/* registryd patch (see Sources/CLMDB/README.md): a page taken from the pool still
+			 * holds the page it last was; a one-page overflow value does not cover its end, which
+			 * would be written as it is. Zeroed like a page just allocated. */
+			if (!(env->me_flags & MDB_NOMEMINIT)) {
+				memset((char *)ret + PAGEHDRSZ, 0, psize - PAGEHDRSZ);
+				ret->mp_pad = 0;
+			}
 			return ret;
 		}
 		psize -= off = PAGEHDRSZ;
