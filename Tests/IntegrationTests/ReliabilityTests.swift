@@ -350,26 +350,40 @@ import Testing
 
     @Test func theConnectionLimitIsARetryableRefusal() async throws {
         let daemon = try Daemon(arguments: ["--maximum-connections", "1"])
-        // The one slot, once the harness's readiness probes have left it (a closing connection
-        // holds its slot for a moment, and a client refused meanwhile is simply retried).
-        var holder: RegistryClient?
-        while holder == nil {
-            let client = try await daemon.client()
-            if (try? await client.galleries()) != nil { holder = client } else { await client.close() }
-            try await Task.sleep(for: .milliseconds(50))
+        // The one slot, held by a client in use: a request every 50 ms from a thread of its own (an
+        // idle holder would be closed to make room after 10 s, which a loaded test process can take
+        // between two steps). First it waits for the harness's readiness probes to leave the slot.
+        let stop = Atomic<Bool>(false)
+        let holding = Atomic<Bool>(false)
+        let socketPath = daemon.socketPath
+        let holder = BlockingThread {
+            var connection: RawConnection?
+            while !stop.load(ordering: .relaxed) {
+                if connection == nil { connection = try? RawConnection(socketPath, timeoutSeconds: 10) }
+                guard let open = connection, let frame = try? RawConnection.frame(Self.request(7, .listGalleries(.init()))) else {
+                    usleep(50_000)
+                    continue
+                }
+                open.send(frame)
+                if let reply = try? open.response(), reply.id == 7, Self.errorCode(reply) == nil {
+                    holding.store(true, ordering: .relaxed)
+                } else {
+                    connection = nil  // refused while a probe held the slot: try again
+                }
+                usleep(50_000)
+            }
         }
+        while !holding.load(ordering: .relaxed) { try await Task.sleep(for: .milliseconds(20)) }
         let refused = try RawConnection(daemon.socketPath, timeoutSeconds: 30)
         let refusal = try #require(try refused.response())
         #expect(refusal.id == 0 && refusal.error.code == .tooManyConnections)
         #expect(refused.isClosedByPeer())
-        await holder?.close()
+        stop.store(true, ordering: .relaxed)
+        holder.join()
         // Retried with back-off, it gets in once the slot is free.
         var served = false
         for _ in 0..<100 where !served {
-            if let client = try? await daemon.client() {
-                served = (try? await client.galleries()) != nil
-                await client.close()
-            }
+            served = Self.servedAtOnce(daemon.socketPath)
             if !served { try await Task.sleep(for: .milliseconds(100)) }
         }
         #expect(served)
