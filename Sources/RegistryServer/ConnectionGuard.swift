@@ -272,15 +272,14 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// Closes the connection to make room for a new one if it has no request in progress, is not
-    /// held back by the daemon, and has done nothing useful for its grace (see ``ConnectionSlots``):
-    /// inside an unfinished frame, or never having completed one, for `graces.unproductive`; idle
-    /// after requests for `graces.idleAfterRequests`. Returns whether it closed.
+    /// held back by the daemon, and has done nothing useful for `graces.unproductive`: inside an
+    /// unfinished frame, or never having completed one (see ``ConnectionSlots``; one idle between
+    /// requests is left to the idle timeout). Returns whether it closed.
     private func closeToMakeRoom(_ graces: ConnectionSlots.Graces) -> Bool {
         guard let context = self.context, context.channel.isActive, self.inProgress == 0, !self.readHeld else { return false }
         let now = context.eventLoop.now
         let unproductive = self.insideFrame ? self.frameWait(now: now) : self.quietSince.map { now - $0 } ?? .zero
-        let grace = self.insideFrame || !self.completedAFrame ? graces.unproductive : graces.idleAfterRequests
-        guard unproductive >= grace else { return false }
+        guard self.insideFrame || !self.completedAFrame, unproductive >= graces.unproductive else { return false }
         self.expire(
             context,
             self.insideFrame

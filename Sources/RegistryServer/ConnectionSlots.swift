@@ -7,14 +7,15 @@ import Synchronization
 /// frame) must not be able to lock the other apps out. Two rules keep slots for them:
 /// - **A share per user.** One peer uid holds at most `perUser` slots, so another user's app always
 ///   finds some (a peer without credentials counts as one user).
-/// - **Room made from idle slots.** When the limit that applies is reached, the holder that has had
-///   no request in progress the longest is asked to close, if it has done nothing useful for its
-///   grace (nginx reuses idle keep-alive connections the same way when it runs out): half a second
-///   inside an unfinished frame or without ever completing one (a trickler, or a client that
-///   connects and waits), ten seconds idle after requests (an app's pooled connection, which will
-///   reconnect). At the per-user limit only that user's connections are candidates. A connection
-///   with a request in progress is never closed, so no request that was read goes unanswered; the
-///   holder decides on its own event loop, where that is known for sure.
+/// - **Room made from unproductive slots.** When the limit that applies is reached, the holder that
+///   has had no request in progress the longest is asked to close, if for half a second it has been
+///   inside an unfinished frame or has never completed one (a trickler, or a client that connects
+///   and waits). A connection that has made requests and is idle between them (an app's pooled
+///   connection) is left to the idle timeout: closing it would surprise a client that does not
+///   reconnect, and its user's share already bounds what it holds. At the per-user limit only that
+///   user's connections are candidates. A connection with a request in progress is never closed,
+///   so no request that was read goes unanswered; the holder decides on its own event loop, where
+///   that is known for sure.
 ///
 /// Only when no holder can be asked is the new connection refused (`TOO_MANY_CONNECTIONS`, which
 /// clients retry).
@@ -25,12 +26,10 @@ final class ConnectionSlots: Sendable {
         var graces = Graces()
     }
 
-    /// How long a holder must have done nothing before it is closed to make room.
+    /// How long a holder must have done nothing useful before it is closed to make room.
     struct Graces: Sendable {
         /// Inside an unfinished frame, or connected without completing one.
         var unproductive: TimeAmount = .milliseconds(500)
-        /// Idle after completing requests.
-        var idleAfterRequests: TimeAmount = .seconds(10)
     }
 
     enum Admission: Equatable, Sendable {
@@ -71,7 +70,7 @@ final class ConnectionSlots: Sendable {
                     return (.admitted, nil, nil)
                 }
                 let now = NIODeadline.now().uptimeNanoseconds
-                let grace = UInt64(min(self.limits.graces.unproductive, self.limits.graces.idleAfterRequests).nanoseconds)
+                let grace = UInt64(self.limits.graces.unproductive.nanoseconds)
                 let candidate = holders.filter { !$0.value.leaving && !declined.contains($0.key) && (!atUserLimit || $0.value.uid == uid) }
                     .compactMap { entry in entry.value.account.idleSince.map { (entry.key, entry.value.account, $0) } }
                     .filter { now >= $0.2 && now - $0.2 >= grace }

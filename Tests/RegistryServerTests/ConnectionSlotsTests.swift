@@ -35,7 +35,7 @@ import Testing
     }
 
     @Test func oneUserCannotTakeTheSlotsOfAnother() async {
-        let slots = ConnectionSlots(limits: .init(total: 4, perUser: 2, graces: .init(unproductive: .zero, idleAfterRequests: .zero)))
+        let slots = ConnectionSlots(limits: .init(total: 4, perUser: 2, graces: .init(unproductive: .zero)))
         let holders = (0..<3).map { _ in self.holder(busy: true) }
         #expect(await slots.admit(holders[0].key, uid: 1000, account: holders[0].account) == .admitted)
         #expect(await slots.admit(holders[1].key, uid: 1000, account: holders[1].account) == .admitted)
@@ -50,7 +50,7 @@ import Testing
     }
 
     @Test func atTheLimitTheLongestIdleHolderMakesRoom() async throws {
-        let slots = ConnectionSlots(limits: .init(total: 2, perUser: 2, graces: .init(unproductive: .zero, idleAfterRequests: .zero)))
+        let slots = ConnectionSlots(limits: .init(total: 2, perUser: 2, graces: .init(unproductive: .zero)))
         let busy = self.holder(busy: true)
         let idle = self.holder()
         #expect(await slots.admit(busy.key, uid: 1, account: busy.account) == .admitted)
@@ -64,7 +64,7 @@ import Testing
     }
 
     @Test func busyHoldersAreNeverAskedAndTheNewcomerIsRefused() async {
-        let slots = ConnectionSlots(limits: .init(total: 2, perUser: 2, graces: .init(unproductive: .zero, idleAfterRequests: .zero)))
+        let slots = ConnectionSlots(limits: .init(total: 2, perUser: 2, graces: .init(unproductive: .zero)))
         let holders = [self.holder(busy: true), self.holder(busy: true)]
         for holder in holders { #expect(await slots.admit(holder.key, uid: 1, account: holder.account) == .admitted) }
         let newcomer = self.holder()
@@ -74,7 +74,7 @@ import Testing
     }
 
     @Test func aHolderThatBecameBusyKeepsItsSlotAndTheNextIsAsked() async {
-        let slots = ConnectionSlots(limits: .init(total: 2, perUser: 2, graces: .init(unproductive: .zero, idleAfterRequests: .zero)))
+        let slots = ConnectionSlots(limits: .init(total: 2, perUser: 2, graces: .init(unproductive: .zero)))
         let declines = self.holder(closes: false)
         #expect(await slots.admit(declines.key, uid: 1, account: declines.account) == .admitted)
         try? await Task.sleep(for: .milliseconds(2))  // idle longer than the next
@@ -87,7 +87,7 @@ import Testing
     }
 
     @Test func atTheUserLimitOnlyThatUsersHoldersAreAsked() async {
-        let slots = ConnectionSlots(limits: .init(total: 10, perUser: 1, graces: .init(unproductive: .zero, idleAfterRequests: .zero)))
+        let slots = ConnectionSlots(limits: .init(total: 10, perUser: 1, graces: .init(unproductive: .zero)))
         let otherUser = self.holder()
         let mine = self.holder()
         #expect(await slots.admit(otherUser.key, uid: 1, account: otherUser.account) == .admitted)
@@ -98,7 +98,7 @@ import Testing
     }
 
     @Test func aHolderIdleForLessThanTheGraceIsNotAsked() async {
-        let slots = ConnectionSlots(limits: .init(total: 1, perUser: 1, graces: .init(unproductive: .seconds(60), idleAfterRequests: .seconds(60))))
+        let slots = ConnectionSlots(limits: .init(total: 1, perUser: 1, graces: .init(unproductive: .seconds(60))))
         let idle = self.holder()
         #expect(await slots.admit(idle.key, uid: 1, account: idle.account) == .admitted)
         let newcomer = self.holder()
