@@ -199,17 +199,6 @@ private struct Boom: Error {}
         }
     }
 
-    private func contents(of file: String) -> [UInt8]? {
-        let fd = open(file, O_RDONLY)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { return nil }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-        return count == bytes.count ? bytes : nil
-    }
-
     @Test func aFewUnwrittenPagesAtTheEndAreMadeUpAndTheStoreOpens() throws {
         let path = try self.filledEnvironment()
         defer {
@@ -245,7 +234,7 @@ private struct Boom: Error {}
             unlink(path + "/exclusive.lock")
             removeDirectory(path)
         }
-        let whole = try #require(self.contents(of: path + "/data.mdb"))
+        let whole = try #require(readFileBytes(path + "/data.mdb"))
         #expect(truncate(path + "/data.mdb", off_t(whole.count / 2)) == 0)
         let error = #expect(throws: LMDBError.self) { _ = try Environment(path: path) }
         #expect(error?.isDamaged == true)

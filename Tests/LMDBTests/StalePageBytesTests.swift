@@ -12,23 +12,6 @@ import Testing
 @Suite struct StalePageBytesTests {
     static let marker = Array("ERASED-MARKER-16".utf8)
 
-    /// Whether `path`'s file holds `needle` anywhere.
-    static func contains(_ needle: [UInt8], in path: String) -> Bool {
-        guard let file = fopen(path, "rb") else { return false }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = fread(&buffer, 1, buffer.count, file)
-            if count == 0 { break }
-            bytes += buffer[0..<count]
-        }
-        guard bytes.count >= needle.count else { return false }
-        return (0...(bytes.count - needle.count)).contains { offset in
-            bytes[offset] == needle[0] && bytes[offset..<offset + needle.count].elementsEqual(needle)
-        }
-    }
-
     @Test func aOnePageOverflowValueCarriesNoBytesOfAnEarlierPage() throws {
         let path = TemporaryDirectory("lmdb-tests").path
         defer { _ = system("rm -rf '\(path)'") }
@@ -53,6 +36,6 @@ import Testing
             try env.write { txn in try txn.put(db, key: [202], value: [2]) }
         }
         _ = try env.eraseFreePages(sync: true)
-        #expect(!Self.contains(Self.marker, in: path + "/data.mdb"), "bytes of removed records are still in data.mdb")
+        #expect(!DataFileScan(directory: path).contains(Self.marker), "bytes of removed records are still in data.mdb")
     }
 }

@@ -7,13 +7,7 @@ public struct DataFileScan {
 
     /// The whole of `directory/data.mdb` (empty when it cannot be read).
     public init(directory: String) {
-        var data: [UInt8] = []
-        if let file = fopen(directory + "/data.mdb", "r") {
-            defer { fclose(file) }
-            var buffer = [UInt8](repeating: 0, count: 1 << 16)
-            while case let count = fread(&buffer, 1, buffer.count, file), count > 0 { data += buffer[0..<count] }
-        }
-        self.bytes = data
+        self.bytes = readFileBytes(directory + "/data.mdb") ?? []
     }
 
     /// Whether `needle` occurs anywhere in the file (memchr for its first byte, then memcmp).
