@@ -607,28 +607,37 @@ struct CrashRound {
     }
 
     /// How many of `templates` have their first 16 bytes somewhere in the file at `path` (its bytes
-    /// are compared, never shown).
+    /// are compared, never shown). Every byte offset is tried, since a value need not be aligned in a
+    /// page. The file is mapped, and each offset's first 8 bytes go through a 64 Ki-bit filter before
+    /// any table lookup: the rounds of a long run pass over hundreds of MB, and a lookup per offset made
+    /// this check the larger part of a round (5 s at 100k templates).
     static func countFound(_ templates: [[Float]], in path: String) -> Int {
-        guard !templates.isEmpty, let file = fopen(path, "rb") else { return 0 }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let count = fread(&buffer, 1, buffer.count, file)
-            if count == 0 { break }
-            bytes += buffer[0..<count]
-        }
-        // One pass over the file: each offset's first 8 bytes looked up among the templates'.
+        guard !templates.isEmpty else { return 0 }
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return 0 }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_size >= 16 else { return 0 }
+        let length = Int(status.st_size)
+        guard let mapped = mmap(nil, length, PROT_READ, MAP_PRIVATE, descriptor, 0), mapped != MAP_FAILED else { return 0 }
+        defer { munmap(mapped, length) }
+        let file = UnsafeRawBufferPointer(start: mapped, count: length)
+
+        func slot(_ word: UInt64) -> Int { Int(truncatingIfNeeded: (word &* 0x9E37_79B9_7F4A_7C15) >> 48) }
+        var filter = [UInt64](repeating: 0, count: 1024)
         var byPrefix: [UInt64: [Int]] = [:]
         let needles = templates.map { template in template.prefix(4).withUnsafeBytes { Array($0) } }
         for (index, needle) in needles.enumerated() {
-            byPrefix[needle.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }, default: []].append(index)
+            let word = needle.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+            filter[slot(word) >> 6] |= 1 << UInt64(slot(word) & 63)
+            byPrefix[word, default: []].append(index)
         }
         var found = Set<Int>()
-        bytes.withUnsafeBytes { file in
-            guard file.count >= 16 else { return }
-            for offset in 0...(file.count - 16) {
-                guard let candidates = byPrefix[file.loadUnaligned(fromByteOffset: offset, as: UInt64.self)] else { continue }
+        filter.withUnsafeBufferPointer { filter in
+            for offset in 0...(length - 16) {
+                let word = file.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                let bit = slot(word)
+                guard filter[bit >> 6] & (1 << UInt64(bit & 63)) != 0, let candidates = byPrefix[word] else { continue }
                 for index in candidates where needles[index].elementsEqual(file[offset..<offset + 16]) { found.insert(index) }
             }
         }
