@@ -260,13 +260,13 @@ extension Environment {
         return oldest.value
     }
 
-    private func fileDescriptor() throws(LMDBError) -> Int32 {
+    func fileDescriptor() throws(LMDBError) -> Int32 {
         var descriptor: Int32 = -1
         try check(mdb_env_get_fd(self.handle, &descriptor), "mdb_env_get_fd")
         return descriptor
     }
 
-    private func fileSize() throws(LMDBError) -> Int {
+    func fileSize() throws(LMDBError) -> Int {
         var status = stat()
         guard fstat(try self.fileDescriptor(), &status) == 0 else { throw LMDBError(code: errno, operation: "fstat(data.mdb)") }
         return Int(status.st_size)

@@ -518,3 +518,32 @@ enum TreeCheck {
         }
     }
 }
+
+extension Environment {
+    /// The check at open (``TreeCheck``) on the store as its last commit left it, for a `verify` of an
+    /// open store: from inside a write transaction, which holds the writer lock, so no commit moves
+    /// the meta pages or reuses a page during the walk; in a read-only environment (where nobody
+    /// writes) from a read transaction.
+    /// - Returns: the damage found (an `isDamaged` error naming the page and database, as at open), or
+    ///   nil.
+    /// - Throws: ``LMDBError`` when the file cannot be read.
+    public func treeDamage(within txn: borrowing Transaction) throws(LMDBError) -> LMDBError? {
+        precondition(self.options.readOnly || !txn.isReadOnly, "only a write transaction keeps commits out during the walk")
+        let descriptor = try self.fileDescriptor()
+        let size = try self.fileSize()
+        let path = self.path + "/data.mdb"
+        let committed = UInt64(self.lastCommittedTransaction)
+        let checked = Result { () throws(LMDBError) in
+            let meta = try DataFile.newestMeta(fd: descriptor, size: size, path: path)
+            guard meta.txnid == committed else {
+                throw LMDBError(
+                    code: MDB_CORRUPTED, operation: "verify(\(path))",
+                    detail: "the newest meta page names transaction \(meta.txnid), but the last commit was \(committed)")
+            }
+            try TreeCheck.check(fd: descriptor, size: size, meta: meta, path: path)
+        }
+        guard case .failure(let error) = checked else { return nil }
+        guard error.isDamaged else { throw error }
+        return error
+    }
+}

@@ -244,6 +244,35 @@ import Testing
         }
     }
 
+    /// The check of an open store (``Environment/treeDamage(within:)``, which `verify` runs) finds
+    /// what the next open finds: a random sample of pages, each overwritten whole or in its header only
+    /// under an open environment, gives the same damage (or none, for a free page) both ways.
+    @Test func anOpenStoreIsCheckedAsTheNextOpenChecksIt() throws {
+        var random = SplitMix(seed: 2806)
+        var damaged = 0
+        for trial in 0..<12 {
+            let directory = try Self.makeStore()
+            defer { directory.remove() }
+            let env = try Environment(path: directory.path)
+            #expect(try env.write { txn in try env.treeDamage(within: txn) } == nil)
+            let file = try DataView(directory.path)
+            // Two trials in three a page of a tree (most of the file is free pages), the third any page.
+            let inUse = file.leaves(of: "records") + file.leaves(of: "names") + [Int(file.record("records").root)]
+            let page = trial % 3 == 2 ? Int.random(in: 2..<(file.bytes.count / file.pageSize), using: &random) : inUse.randomElement(using: &random)!
+            for offset in 0..<(trial % 2 == 0 ? file.pageSize : 16) {
+                file.bytes[page * file.pageSize + offset] = UInt8.random(in: 0...255, using: &random)
+            }
+            try file.save()
+            let online = try env.write { txn in try env.treeDamage(within: txn) }
+            env.close()
+            var atOpen: LMDBError?
+            do { try Environment(path: directory.path).close() } catch { atOpen = error }
+            #expect(online?.message == atOpen?.message, "trial \(trial), page \(page)")
+            if online != nil { damaged += 1 }
+        }
+        #expect(damaged >= 8, "every page of a tree, overwritten, is damage")
+    }
+
     /// Builds a store, lets `damage` change it (returning what the refusal must say), and expects the
     /// open to be refused as damaged with that message.
     static func expectRefused(_ words: String, _ damage: (DataView) throws -> String) throws {

@@ -91,6 +91,40 @@ import Testing
         #expect(message.contains(RegistryError.restoreAdvice))
     }
 
+    /// `verify` on an open store checks the trees' structure first, as the open does: a page header
+    /// damaged under the running engine is reported by page and database (and nothing past it is
+    /// walked); once the bytes are put back, the next verify is clean.
+    @Test func verifyReportsStructuralDamageOfTheOpenStoreAndIsCleanOnceRepaired() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let engine = try Engine(path: directory.path)
+        defer { engine.close() }
+        _ = try await Self.registerSome(engine)
+        #expect(try await engine.verify().problems == [])
+        // The main database's root (the newer meta page's record): its header's page number.
+        let fd = open(directory.path + "/data.mdb", O_RDWR)
+        defer { close(fd) }
+        func read(_ offset: Int) -> UInt64 {
+            var value: UInt64 = 0
+            #expect(pread(fd, &value, 8, off_t(offset)) == 8)
+            return value
+        }
+        let meta = read(4096 + 144) > read(144) ? 4096 : 0
+        let root = read(meta + 88 + 40)
+        let header = Int(root) * 4096
+        #expect(read(header) == root)
+        var wrong = root + 1000
+        #expect(pwrite(fd, &wrong, 8, off_t(header)) == 8)
+        let damaged = try await engine.verify()
+        #expect(damaged.problems.count == 1 && damaged.checked == 0)
+        #expect(damaged.problems.first?.contains("the structure of data.mdb is damaged") == true, "\(damaged.problems)")
+        #expect(damaged.problems.first?.contains("page \(root) of the main database") == true, "\(damaged.problems)")
+        var original = root
+        #expect(pwrite(fd, &original, 8, off_t(header)) == 8)
+        let repaired = try await engine.verify()
+        #expect(repaired.problems == [] && repaired.checked == 5)
+    }
+
     @Test func aDamagedTemplateRecordRefusesTheStoreNamingTheTemplateAndTheRecovery() async throws {
         let (error, ids) = try await Self.reopenAfter { engine, _ in try Self.flipBit(engine, in: \.templates, entry: 2, byte: 9) }
         #expect(error?.message.contains("template \(ids[2])") == true, "\(String(describing: error))")

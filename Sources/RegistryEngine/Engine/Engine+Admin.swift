@@ -302,6 +302,10 @@ extension Engine {
     /// Checks the store against itself, then the index against the store. Runs between group commits,
     /// so the store and the index are at the same point.
     ///
+    /// First the structure of `data.mdb`'s trees, as the open checks it (page numbers, headers, node
+    /// offsets, key order, counts, free-page lists); damage there is the one problem reported, since
+    /// the record passes would walk into it.
+    ///
     /// The store: every template record matches its checksum and belongs to a stored gallery's
     /// registry; its payload parts run 0, 1, … and match the record's payload checksum, open with the
     /// store's key and have the algorithm's size; no payload part lacks a record; the identifier index
@@ -315,6 +319,11 @@ extension Engine {
     }
 
     private func verify(_ txn: borrowing Transaction) throws -> (checked: Int, problems: [String]) {
+        // The trees' structure first, as at open: liblmdb follows page numbers without bounds checks,
+        // so the passes below are not made over a damaged tree.
+        if let damage = try self.store.environment.treeDamage(within: txn) {
+            return (0, ["the structure of data.mdb is damaged: \(damage.message)"])
+        }
         var problems: [String] = []
         // The registries as the store defines them (not as the index loaded them).
         var storedRegistries: [UInt32: (galleryId: UInt32, algorithm: Algorithm?)] = [:]
