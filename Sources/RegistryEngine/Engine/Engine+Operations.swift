@@ -345,13 +345,16 @@ extension Engine {
     ) async throws -> Identification {
         if let limit, limit < 1 { throw RegistryError.malformedRequest("limit must be at least 1") }
         let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: nil, face: face)
+        let quality = face.capture.flatMap(CaptureQuality.assess)?.score
         var liveness: LivenessVerdict?
-        let (decided, matches) = try self.indexLock.withReadLock {
-            () throws(RegistryError) -> ((id: UInt32, algorithm: UInt32, autoEnrolment: Float)?, [IdentifyMatch]) in
+        // The plan is made under the same hold of the lock as the matches: one reading of the gallery.
+        let (algorithm, matches, plan) = try self.indexLock.withReadLock {
+            () throws(RegistryError) -> (UInt32?, [IdentifyMatch], AutoEnrolmentPlan?) in
             let gallery = try self.currentGallery(name, id: galleryId)
             // The person is not known yet, so the fixed thresholds apply.
             liveness = try Self.livenessGate(face, required: gallery.liveness.identify, strict: gallery.liveness.strict, profile: nil)
             let candidates = gallery.registries.filter { templates.has($0.algorithm.version) }
+            var decided: (registry: RegistryIndex, matches: [IdentifyMatch])?
             if safe {
                 guard let registry = candidates.first(where: { $0.identifierCount == gallery.identifierCount }) else {
                     throw RegistryError(
@@ -359,27 +362,36 @@ extension Engine {
                         "no registry of gallery '\(name)' that the face has a template for holds every identifier; identify with safe=false or complete the migration"
                     )
                 }
-                let matches = Matching.identify(
-                    registry, in: gallery, query: templates[registry.algorithm.version]!,
-                    threshold: registry.thresholds.identification, limit: limit)
-                return ((registry.id, registry.algorithm.version, registry.thresholds.autoEnrolment), matches)
+                decided = (
+                    registry,
+                    Matching.identify(
+                        registry, in: gallery, query: templates[registry.algorithm.version]!,
+                        threshold: registry.thresholds.identification, limit: limit)
+                )
+            } else {
+                for registry in candidates {
+                    let matches = Matching.identify(
+                        registry, in: gallery, query: templates[registry.algorithm.version]!,
+                        threshold: registry.thresholds.identification, limit: limit)
+                    if !matches.isEmpty {
+                        decided = (registry, matches)
+                        break
+                    }
+                }
+                decided = decided ?? candidates.first.map { ($0, []) }
             }
-            for registry in candidates {
-                let matches = Matching.identify(
-                    registry, in: gallery, query: templates[registry.algorithm.version]!,
-                    threshold: registry.thresholds.identification, limit: limit)
-                if !matches.isEmpty { return ((registry.id, registry.algorithm.version, registry.thresholds.autoEnrolment), matches) }
+            guard let decided else { return (nil, [], nil) }
+            let plan = decided.matches.first.flatMap { top in
+                autoEnrol
+                    ? AutoEnrolmentPlan(
+                        gallery, decidedBy: decided.registry, identifier: top.identifier, templates: templates, score: top.score,
+                        quality: quality, live: liveness?.live)
+                    : nil
             }
-            return (candidates.first.map { ($0.id, $0.algorithm.version, $0.thresholds.autoEnrolment) }, [])
+            return (decided.registry.algorithm.version, decided.matches, plan)
         }
-        var identification = Identification(
-            algorithm: decided?.algorithm, matches: matches, autoEnrolment: [], liveness: liveness)
-        if autoEnrol, let top = matches.first, let decided {
-            identification.autoEnrolment = await self.autoEnrol(
-                gallery: name, galleryId: galleryId, identifier: top.identifier, templates: templates,
-                decidedBy: decided.id, threshold: decided.autoEnrolment, score: top.score,
-                quality: face.capture.flatMap(CaptureQuality.assess)?.score, live: liveness?.live)
-        }
+        var identification = Identification(algorithm: algorithm, matches: matches, autoEnrolment: [], liveness: liveness)
+        if let plan { identification.autoEnrolment = await self.autoEnrol(plan) }
         return identification
     }
 
@@ -398,15 +410,9 @@ extension Engine {
         face: Face,
         autoEnrol: Bool = true
     ) async throws -> Authentication {
-        let decision = try self.decideAuthentication(gallery: name, identifier: identifier, face: face)
+        let decision = try self.decideAuthentication(gallery: name, identifier: identifier, face: face, autoEnrol: autoEnrol)
         var result = decision.result
-        if autoEnrol && result.authenticated {
-            result.autoEnrolment = await self.autoEnrol(
-                gallery: name, galleryId: decision.galleryId, identifier: identifier, templates: decision.templates,
-                decidedBy: decision.registryId, threshold: decision.autoEnrolmentThreshold, score: result.score,
-                quality: face.capture.flatMap(CaptureQuality.assess)?.score,
-                live: result.liveness?.live)
-        }
+        if let plan = decision.plan { result.autoEnrolment = await self.autoEnrol(plan) }
         return result
     }
 
@@ -419,35 +425,30 @@ extension Engine {
         face: Face,
         autoEnrol: Bool = true
     ) throws -> Authentication? {
-        let decision = try self.decideAuthentication(gallery: name, identifier: identifier, face: face)
+        let decision = try self.decideAuthentication(gallery: name, identifier: identifier, face: face, autoEnrol: autoEnrol)
         var result = decision.result
-        if autoEnrol && result.authenticated {
-            let plan = self.autoEnrolmentPlan(
-                gallery: name, galleryId: decision.galleryId, identifier: identifier, templates: decision.templates,
-                decidedBy: decision.registryId, threshold: decision.autoEnrolmentThreshold, score: result.score,
-                quality: face.capture.flatMap(CaptureQuality.assess)?.score,
-                live: result.liveness?.live)
-            guard !plan.contains(where: { $0.outcome == nil }) else { return nil }
-            result.autoEnrolment = plan.map { AutoEnrolmentOutcome(algorithm: $0.algorithm, result: $0.outcome!) }
+        if let plan = decision.plan {
+            guard let outcomes = plan.outcomesWithoutWrite else { return nil }
+            result.autoEnrolment = outcomes
         }
         return result
     }
 
-    /// What authenticate decided, and what auto-enrolment goes on with.
+    /// What authenticate decided, and the auto-enrolment it goes on with (nil: none).
     private struct AuthenticationDecision {
         var result: Authentication
-        var galleryId: UInt32
-        var templates: PreparedFace
-        /// The registry that decided, and its auto-enrolment threshold.
-        var registryId: UInt32
-        var autoEnrolmentThreshold: Float
+        var plan: AutoEnrolmentPlan?
     }
 
-    /// The face prepared and compared with the identifier's templates: authenticate's work under one
-    /// hold of the index read lock (once per request: authentications are most of the traffic).
-    private func decideAuthentication(gallery name: String, identifier: String, face: Face) throws(RegistryError) -> AuthenticationDecision {
+    /// The face prepared and compared with the identifier's templates, and the auto-enrolment planned:
+    /// authenticate's work under one hold of the index read lock (once per request: authentications
+    /// are most of the traffic), so that it reads the gallery once.
+    private func decideAuthentication(
+        gallery name: String, identifier: String, face: Face, autoEnrol: Bool
+    ) throws(RegistryError) -> AuthenticationDecision {
         try Names.validateGallery(name)
         try Names.validateIdentifier(identifier)
+        let quality = face.capture.flatMap(CaptureQuality.assess)?.score
         return try self.indexLock.withReadLock { () throws(RegistryError) -> AuthenticationDecision in
             let gallery = try self.gallery(named: name)
             let templates = try self.prepare(face, for: gallery)
@@ -462,13 +463,16 @@ extension Engine {
                 guard let index = templates.index(of: registry.algorithm.version),
                     let hit = Matching.best(of: ordinal, in: registry, row: templates.templates[index].row, mask: templates.templates[index].mask)
                 else { continue }
-                let thresholds = registry.thresholds
                 let result = Authentication(
-                    authenticated: hit.score >= thresholds.authentication, score: hit.score, templateId: hit.templateId,
+                    authenticated: hit.score >= registry.thresholds.authentication, score: hit.score, templateId: hit.templateId,
                     algorithm: registry.algorithm.version, autoEnrolment: [], liveness: liveness)
-                return AuthenticationDecision(
-                    result: result, galleryId: gallery.id, templates: templates, registryId: registry.id,
-                    autoEnrolmentThreshold: thresholds.autoEnrolment)
+                let plan =
+                    autoEnrol && result.authenticated
+                    ? AutoEnrolmentPlan(
+                        gallery, decidedBy: registry, identifier: identifier, templates: templates, score: hit.score, quality: quality,
+                        live: liveness?.live)
+                    : nil
+                return AuthenticationDecision(result: result, plan: plan)
             }
             throw RegistryError(
                 .incompatibleTemplates,
@@ -478,116 +482,48 @@ extension Engine {
 
     // MARK: Auto-enrolment
 
-    /// Registers the face's templates under `identifier` in the gallery's other registries that lack
-    /// it, when `score` reaches the deciding registry's auto-enrolment threshold, with the similar-face
-    /// check of register (the mismatch check cannot apply: the identifier is new there). Each registry
-    /// is decided on its own; failures are reported, not thrown.
-    private func autoEnrol(
-        gallery name: String,
-        galleryId: UInt32,
-        identifier: String,
-        templates: PreparedFace,
-        decidedBy deciderId: UInt32,
-        threshold: Float,
-        score: Float,
-        quality: Float?,
-        live: Bool?
-    ) async -> [AutoEnrolmentOutcome] {
-        // Decide what needs no write from the committed index: most identifications enrol nothing,
-        // and they should not wait for a commit.
-        let plan = self.autoEnrolmentPlan(
-            gallery: name, galleryId: galleryId, identifier: identifier, templates: templates, decidedBy: deciderId,
-            threshold: threshold, score: score, quality: quality, live: live)
-        guard plan.contains(where: { $0.outcome == nil }) else {
-            return plan.map { AutoEnrolmentOutcome(algorithm: $0.algorithm, result: $0.outcome!) }
-        }
+    /// Registers the face's templates under the plan's identifier in the gallery's other registries
+    /// that lack it, when its score reaches the deciding registry's auto-enrolment threshold, with the
+    /// similar-face check of register (the mismatch check cannot apply: the identifier is new there).
+    /// Each registry is decided on its own, under the plan's reading of the gallery's rules; failures
+    /// are reported, not thrown.
+    private func autoEnrol(_ plan: AutoEnrolmentPlan) async -> [AutoEnrolmentOutcome] {
+        // Most identifications enrol nothing: decided from the committed index, they wait for no commit.
+        if let outcomes = plan.outcomesWithoutWrite { return outcomes }
         do {
             return try await self.write { txn, context in
-                let gallery = try self.currentGallery(name, id: galleryId)
+                let gallery = try self.currentGallery(plan.galleryName, id: plan.galleryId)
                 // Erased since it was recognised: auto-enrolment must not bring it back.
-                guard Matching.holdsAnywhere(gallery, identifier: identifier, batch: context.batch) else {
-                    return plan.map {
-                        AutoEnrolmentOutcome(
-                            algorithm: $0.algorithm, result: $0.outcome ?? .failed(message: "'\(identifier)' was deleted meanwhile"))
-                    }
+                guard Matching.holdsAnywhere(gallery, identifier: plan.identifier, batch: context.batch) else {
+                    return plan.outcomes(failing: "'\(plan.identifier)' was deleted meanwhile")
                 }
                 var outcomes: [AutoEnrolmentOutcome] = []
-                for registry in gallery.registries where registry.id != deciderId {
-                    let version = registry.algorithm.version
-                    let holds = Matching.holds(registry, in: gallery, identifier: identifier, batch: context.batch)
-                    var outcome = Self.autoEnrolmentShortcut(
-                        holds: holds, hasTemplate: templates.has(version), score: score, threshold: threshold,
-                        quality: quality, minimumQuality: registry.minimumAutoEnrolmentQuality)
-                    if outcome == nil && gallery.liveness.register && live != true { outcome = .livenessRequired }
-                    if outcome == nil, let template = templates[version] {
-                        let check = Matching.check(registry, in: gallery, identifier: identifier, query: template, batch: context.batch)
-                        if let finding = check.finding(algorithm: version, thresholds: registry.thresholds) {
+                for rule in plan.registries {
+                    guard let registry = gallery.registry(id: rule.id) else {
+                        outcomes.append(
+                            AutoEnrolmentOutcome(algorithm: rule.algorithm, result: .failed(message: "the registry was removed meanwhile")))
+                        continue
+                    }
+                    let holds = Matching.holds(registry, in: gallery, identifier: plan.identifier, batch: context.batch)
+                    var outcome = plan.outcomeWithoutWrite(rule, holds: holds)
+                    if outcome == nil, let template = plan.templates[rule.algorithm] {
+                        let check = Matching.check(registry, in: gallery, identifier: plan.identifier, query: template, batch: context.batch)
+                        if let finding = check.finding(algorithm: rule.algorithm, thresholds: registry.thresholds) {
                             outcome = .refused(finding)
                         } else {
                             let stored = try self.storeTemplate(
-                                txn, context, gallery: gallery, registry: registry, identifier: identifier,
-                                template: template, source: .autoEnrolled, quality: quality)
+                                txn, context, gallery: gallery, registry: registry, identifier: plan.identifier,
+                                template: template, source: .autoEnrolled, quality: plan.quality)
                             outcome = .enrolled(templateId: stored.id)
                         }
                     }
-                    outcomes.append(AutoEnrolmentOutcome(algorithm: version, result: outcome!))
+                    outcomes.append(AutoEnrolmentOutcome(algorithm: rule.algorithm, result: outcome ?? .noTemplate))
                 }
                 return outcomes
             }
         } catch {
-            let message = "\(error)"
-            return plan.map { AutoEnrolmentOutcome(algorithm: $0.algorithm, result: $0.outcome ?? .failed(message: message)) }
+            return plan.outcomes(failing: "\(error)")
         }
-    }
-
-    /// Per registry other than the decider, the auto-enrolment outcome that needs no write, or nil
-    /// where the register checks (and a write) decide. From the committed index.
-    private func autoEnrolmentPlan(
-        gallery name: String,
-        galleryId: UInt32,
-        identifier: String,
-        templates: PreparedFace,
-        decidedBy deciderId: UInt32,
-        threshold: Float,
-        score: Float,
-        quality: Float?,
-        live: Bool?
-    ) -> [(algorithm: UInt32, outcome: AutoEnrolmentOutcome.Result?)] {
-        self.indexLock.withReadLock {
-            guard let gallery = self.state[name], gallery.id == galleryId else { return [] }
-            let ordinal = gallery.ordinal(of: identifier)
-            // A gallery that requires a live face to register requires one to auto-enrol too.
-            let liveEnough = !gallery.liveness.register || live == true
-            return gallery.registries.filter { $0.id != deciderId }.map { registry in
-                let holds = ordinal.map { registry.holds($0) } ?? false
-                let version = registry.algorithm.version
-                if !holds && templates.has(version) && !liveEnough { return (version, .livenessRequired) }
-                return (
-                    version,
-                    Self.autoEnrolmentShortcut(
-                        holds: holds, hasTemplate: templates.has(version), score: score, threshold: threshold,
-                        quality: quality, minimumQuality: registry.minimumAutoEnrolmentQuality)
-                )
-            }
-        }
-    }
-
-    /// The auto-enrolment outcomes that need no comparison, or nil when the register checks decide.
-    private static func autoEnrolmentShortcut(
-        holds: Bool,
-        hasTemplate: Bool,
-        score: Float,
-        threshold: Float,
-        quality: Float?,
-        minimumQuality: Float?
-    ) -> AutoEnrolmentOutcome.Result? {
-        if holds { return .alreadyRegistered }
-        if !hasTemplate { return .noTemplate }
-        if score < threshold { return .scoreBelowThreshold(score: score, threshold: threshold) }
-        if let minimumQuality, !(quality.map { $0 >= minimumQuality } ?? false) {
-            return .qualityTooLow(score: quality, minimum: minimumQuality)
-        }
-        return nil
     }
 
     /// The liveness verdict of a face's depth frames (nil when it has none and none is required);
