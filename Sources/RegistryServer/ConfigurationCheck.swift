@@ -140,23 +140,30 @@ enum ConfigurationCheck {
 
     /// The known key closest to `key` by edit distance, when it is close enough to be a typo.
     static func nearest(_ key: String, in known: Set<String>) -> String? {
-        let best = known.map { ($0, Self.distance(key.lowercased(), $0.lowercased())) }.min { ($0.1, $0.0) < ($1.1, $1.0) }
-        guard let best, best.1 <= max(2, key.count / 4) else { return nil }
-        return best.0
+        let typed = Array(key.lowercased().unicodeScalars)
+        let limit = max(2, key.count / 4)
+        var best: (distance: Int, name: String)?
+        for name in known {
+            let candidate = Array(name.lowercased().unicodeScalars)
+            // The distance is at least the difference in length.
+            guard abs(candidate.count - typed.count) <= limit else { continue }
+            let distance = Self.distance(typed, candidate)
+            if distance <= limit, best.map({ (distance, name) < ($0.distance, $0.name) }) ?? true { best = (distance, name) }
+        }
+        return best?.name
     }
 
-    /// Levenshtein distance.
-    static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a.unicodeScalars)
-        let b = Array(b.unicodeScalars)
+    /// Levenshtein distance, by rows.
+    static func distance(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar]) -> Int {
         guard !a.isEmpty, !b.isEmpty else { return max(a.count, b.count) }
         var previous = Array(0...b.count)
+        var current = previous
         for i in 1...a.count {
-            var current = [i] + [Int](repeating: 0, count: b.count)
+            current[0] = i
             for j in 1...b.count {
                 current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
             }
-            previous = current
+            swap(&previous, &current)
         }
         return previous[b.count]
     }
