@@ -13,7 +13,7 @@ enum ConfigurationCheck {
     static let limits: Set<String> = [
         "maximumFrameBytes", "maximumConnections", "maximumConnectionsPerUser", "idleTimeoutSeconds", "frameDeadlineSeconds",
         "minimumFrameBytesPerSecond", "maximumRequestsInFlight", "maximumUnwrittenReplyBytes", "maximumBufferedBytes",
-        "drainDeadlineSeconds", "eventLoops", "storageReserveBytes",
+        "drainDeadlineSeconds", "eventLoops", "storageReserveBytes", "snapshotMinimumTemplates",
     ]
     static let algorithm: Set<String> = ["version", "name", "dimension", "scoreFunction", "threshold"]
     static let gallery: Set<String> = ["name", "registries", "livenessRequiredFor", "livenessK", "livenessStrict"]

@@ -59,6 +59,11 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         /// are refused with `STORAGE_FULL` while deletions, the audit trail and verify go on (nil: 1%
         /// of the file system, within 1 MiB...256 MiB; 0: no reserve).
         public var storageReserveBytes: Int? = nil
+        /// The fewest templates for which a clean stop writes the index snapshot that the next start
+        /// maps instead of loading every payload (docs/storage.md). Below the default a full load takes
+        /// well under a second; a lower value makes small stores write it too (the power-loss harness
+        /// cuts inside its writes that way).
+        public var snapshotMinimumTemplates: Int = EngineConfiguration().snapshotMinimumTemplates
         /// Threads serving the socket (nil: one fewer than the cores, at least one). Clients of a Unix
         /// socket run on the same machine: measured on 2 cores with 50 connections, one event loop
         /// answered 90-96k authentications/s and two 79-86k (fewer context switches, and the other
@@ -93,6 +98,8 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
             self.drainDeadlineSeconds = try container.decodeIfPresent(Int.self, forKey: .drainDeadlineSeconds) ?? defaults.drainDeadlineSeconds
             self.eventLoops = try container.decodeIfPresent(Int.self, forKey: .eventLoops)
             self.storageReserveBytes = try container.decodeIfPresent(Int.self, forKey: .storageReserveBytes)
+            self.snapshotMinimumTemplates =
+                try container.decodeIfPresent(Int.self, forKey: .snapshotMinimumTemplates) ?? defaults.snapshotMinimumTemplates
         }
     }
 
@@ -246,6 +253,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         require(limits.maximumBufferedBytes >= limits.maximumFrameBytes, "limits.maximumBufferedBytes must be at least limits.maximumFrameBytes")
         require(limits.drainDeadlineSeconds >= 1, "limits.drainDeadlineSeconds must be at least 1")
         require((limits.storageReserveBytes ?? 0) >= 0, "limits.storageReserveBytes must not be negative")
+        require(limits.snapshotMinimumTemplates >= 1, "limits.snapshotMinimumTemplates must be at least 1")
         require((1...256).contains(limits.resolvedEventLoops), "limits.eventLoops must be within 1...256")
         var algorithms: [Algorithm] = []
         for (index, entry) in self.algorithms.enumerated() {
@@ -276,6 +284,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         }
         var engine = EngineConfiguration(algorithms: algorithms)
         engine.storageReserveBytes = limits.storageReserveBytes
+        engine.snapshotMinimumTemplates = limits.snapshotMinimumTemplates
         let credential = getenv("CREDENTIALS_DIRECTORY").map { String(cString: $0) + "/store-key" }
         if let path = self.keyFile ?? credential.flatMap({ Glibc.access($0, R_OK) == 0 ? $0 : nil }) {
             do {

@@ -58,6 +58,9 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
     )
     var storageReserve: Int?
 
+    @Option(name: .long, help: "The fewest templates for which a clean stop writes the index snapshot (default: 100000).")
+    var snapshotMinimumTemplates: Int?
+
     @Option(name: .long, help: "Seconds a connection with no request in progress may stay silent (default: 300).")
     var idleTimeout: Int?
 
@@ -130,6 +133,7 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
         if let maximumConnectionsPerUser { configuration.limits.maximumConnectionsPerUser = maximumConnectionsPerUser }
         if let minimumFrameRate { configuration.limits.minimumFrameBytesPerSecond = minimumFrameRate }
         if let storageReserve { configuration.limits.storageReserveBytes = storageReserve }
+        if let snapshotMinimumTemplates { configuration.limits.snapshotMinimumTemplates = snapshotMinimumTemplates }
         if let idleTimeout { configuration.limits.idleTimeoutSeconds = idleTimeout }
         if let frameDeadline { configuration.limits.frameDeadlineSeconds = frameDeadline }
         if let drainDeadline { configuration.limits.drainDeadlineSeconds = drainDeadline }

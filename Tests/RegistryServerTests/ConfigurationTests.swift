@@ -35,6 +35,14 @@ import Testing
         #expect(engine.auditRetention.maximumEntries == 1)
     }
 
+    /// The power-loss harness lowers it so that small stores write the index snapshot at a clean stop.
+    @Test func theSnapshotMinimumReachesTheEngineAndMustBeAtLeastOne() throws {
+        #expect(try self.configuration("{}").validated().engine.snapshotMinimumTemplates == 100_000)
+        #expect(try self.configuration(#"{ "limits": { "snapshotMinimumTemplates": 200 } }"#).validated().engine.snapshotMinimumTemplates == 200)
+        #expect(
+            self.refusal(#"{ "limits": { "snapshotMinimumTemplates": 0 } }"#)?.contains("limits.snapshotMinimumTemplates must be at least 1") == true)
+    }
+
     // MARK: Keys and types
 
     /// The message of the configuration `json` refuses (decoding, then validation).

@@ -573,8 +573,9 @@ def choose_trigger(config: dict[str, Any], phase: str, round_number: int, attemp
             # (Not the token's aim: counted from the load's start, its meta-page write is a commit's.)
             aims = COMMIT_AIMS if round_number % 2 == 1 else COMMIT_AIMS + SNAPSHOT_AIMS[:3]
     elif phase == "stop":
-        # The snapshot is written only for stores of 100 000 templates or more (the daemon's
-        # default, not configurable): below that, the stop's own commits (a last erasure pass).
+        # The snapshot is written for stores of --snapshot-minimum templates or more (every round's
+        # store but the first round's, when it is cut early): else the stop's own commits (a last
+        # erasure pass).
         if rng.random() < 0.5:
             aims = SNAPSHOT_AIMS + STOP_AIMS
     if not aims:
@@ -678,7 +679,8 @@ def run_pass(name: str, args: Any, seed: int, rounds: int, environment: list[str
                    "--signal", signal, "--work-directory", os.path.join(state, "work"),
                    "--data-directory", os.path.join(state, "mnt", "data"), "--power-hook", os.path.abspath(__file__),
                    "--start-attempts", "4", "--maximum-delay", str(args.maximum_delay), "--window", "48",
-                   "--json", "--keep-going", "--keep"]
+                   "--json", "--keep-going", "--keep",
+                   f"--daemon-arg=--snapshot-minimum-templates={args.snapshot_minimum}"]
         for entry in environment:
             command += ["--daemon-environment", entry]
         if args.prefill:
@@ -729,8 +731,11 @@ def drive(argv: list[str]) -> int:
     parser.add_argument("--no-first-start-cut", action="store_true",
                         help="do not cut round 1's first start of the empty store")
     parser.add_argument("--prefill", type=int, default=0,
-                        help="register this many templates first; 100000 or more make every clean stop write the "
-                             "index snapshot, so that the snapshot's cuts are reached (slow: minutes per round)")
+                        help="register this many templates first (round 0), for cuts in a large store's starts and "
+                             "snapshot (slow: minutes per round)")
+    parser.add_argument("--snapshot-minimum", type=int, default=200,
+                        help="the daemon's --snapshot-minimum-templates: clean stops of stores this large write the "
+                             "index snapshot, so that the snapshot's cuts are reached (the daemon's default is 100000)")
     parser.add_argument("--work", default=None, help="a new directory for the state (default: under $TMPDIR)")
     parser.add_argument("--keep", action="store_true", help="keep the state when everything passed")
     args = parser.parse_args(argv)
