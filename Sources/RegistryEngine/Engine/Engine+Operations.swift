@@ -345,7 +345,6 @@ extension Engine {
     ) async throws -> Identification {
         if let limit, limit < 1 { throw RegistryError.malformedRequest("limit must be at least 1") }
         let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: nil, face: face)
-        let quality = face.capture.flatMap(CaptureQuality.assess)?.score
         var liveness: LivenessVerdict?
         // The plan is made under the same hold of the lock as the matches: one reading of the gallery.
         let (algorithm, matches, plan) = try self.indexLock.withReadLock {
@@ -385,7 +384,7 @@ extension Engine {
                 autoEnrol
                     ? AutoEnrolmentPlan(
                         gallery, decidedBy: decided.registry, identifier: top.identifier, templates: templates, score: top.score,
-                        quality: quality, live: liveness?.live)
+                        quality: face.capture.flatMap(CaptureQuality.assess)?.score, live: liveness?.live)
                     : nil
             }
             return (decided.registry.algorithm.version, decided.matches, plan)
@@ -448,7 +447,6 @@ extension Engine {
     ) throws(RegistryError) -> AuthenticationDecision {
         try Names.validateGallery(name)
         try Names.validateIdentifier(identifier)
-        let quality = face.capture.flatMap(CaptureQuality.assess)?.score
         return try self.indexLock.withReadLock { () throws(RegistryError) -> AuthenticationDecision in
             let gallery = try self.gallery(named: name)
             let templates = try self.prepare(face, for: gallery)
@@ -469,8 +467,8 @@ extension Engine {
                 let plan =
                     autoEnrol && result.authenticated
                     ? AutoEnrolmentPlan(
-                        gallery, decidedBy: registry, identifier: identifier, templates: templates, score: hit.score, quality: quality,
-                        live: liveness?.live)
+                        gallery, decidedBy: registry, identifier: identifier, templates: templates, score: hit.score,
+                        quality: face.capture.flatMap(CaptureQuality.assess)?.score, live: liveness?.live)
                     : nil
                 return AuthenticationDecision(result: result, plan: plan)
             }
