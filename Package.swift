@@ -21,16 +21,21 @@ let prometheus = Target.Dependency.product(name: "Prometheus", package: "swift-p
 // libFuzzer targets (tools/fuzz builds them with sanitizers, see the end of this file; a plain build
 // links each as a no-op executable). Sources in fuzz/targets/<name>, seed corpora in fuzz/corpus/.
 let fuzzTargets: [Target] = [
+    // libFuzzer's driver, which each target's main runs.
+    .target(name: "FuzzDriver", path: "fuzz/targets/FuzzDriver", swiftSettings: strictSettings),
     .executableTarget(
-        name: "FuzzFrame", dependencies: ["RegistryProtocol", nioCore, protobuf], path: "fuzz/targets/FuzzFrame", swiftSettings: strictSettings),
-    .executableTarget(
-        name: "FuzzDispatch", dependencies: ["RegistryServer", "RegistryProtocol", "RegistryEngine", "RegistryModel", nioCore, protobuf, logging],
-        path: "fuzz/targets/FuzzDispatch", swiftSettings: strictSettings),
-    .executableTarget(
-        name: "FuzzCtlInput", dependencies: ["RegistryCtlInput", "RegistryModel"], path: "fuzz/targets/FuzzCtlInput",
+        name: "FuzzFrame", dependencies: ["FuzzDriver", "RegistryProtocol", nioCore, protobuf], path: "fuzz/targets/FuzzFrame",
         swiftSettings: strictSettings),
     .executableTarget(
-        name: "FuzzConfig", dependencies: ["RegistryServer", "RegistryModel"], path: "fuzz/targets/FuzzConfig", swiftSettings: strictSettings),
+        name: "FuzzDispatch",
+        dependencies: ["FuzzDriver", "RegistryServer", "RegistryProtocol", "RegistryEngine", "RegistryModel", nioCore, protobuf, logging],
+        path: "fuzz/targets/FuzzDispatch", swiftSettings: strictSettings),
+    .executableTarget(
+        name: "FuzzCtlInput", dependencies: ["FuzzDriver", "RegistryCtlInput", "RegistryModel"], path: "fuzz/targets/FuzzCtlInput",
+        swiftSettings: strictSettings),
+    .executableTarget(
+        name: "FuzzConfig", dependencies: ["FuzzDriver", "RegistryServer", "RegistryModel"], path: "fuzz/targets/FuzzConfig",
+        swiftSettings: strictSettings),
     // Writes the generated seeds (tools/fuzz --seeds); an ordinary executable.
     .executableTarget(
         name: "FuzzSeeds", dependencies: ["RegistryCtlInput", "RegistryProtocol", "RegistryModel", protobuf], path: "fuzz/targets/FuzzSeeds",
@@ -186,8 +191,8 @@ if Context.environment["REGISTRYD_FUZZ_COVERAGE"] == "1" {
             target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-sanitize=fuzzer"])]
         }
         if fuzzNames.contains(target.name) {
-            // Its main.swift runs libFuzzer's driver (SwiftPM names the executable's own main). The
-            // toolchain's lld links it: gold stops with an internal error on these objects.
+            // Each target's main.swift runs libFuzzer's driver (SwiftPM names the executable's own
+            // main). The toolchain's lld links them: gold stops with an internal error on these objects.
             target.swiftSettings = (target.swiftSettings ?? []) + [.define("REGISTRYD_FUZZING")]
             target.linkerSettings = (target.linkerSettings ?? []) + [.unsafeFlags(["-sanitize=fuzzer", "-use-ld=lld"])]
         }
