@@ -522,13 +522,12 @@ enum TreeCheck {
 extension Environment {
     /// The check at open (``TreeCheck``) on the store as its last commit left it, for a `verify` of an
     /// open store: from inside a write transaction, which holds the writer lock, so no commit moves
-    /// the meta pages or reuses a page during the walk; in a read-only environment (where nobody
-    /// writes) from a read transaction.
+    /// the meta pages or reuses a page during the walk.
     /// - Returns: the damage found (an `isDamaged` error naming the page and database, as at open), or
     ///   nil.
     /// - Throws: ``LMDBError`` when the file cannot be read.
     public func treeDamage(within txn: borrowing Transaction) throws(LMDBError) -> LMDBError? {
-        precondition(self.options.readOnly || !txn.isReadOnly, "only a write transaction keeps commits out during the walk")
+        precondition(!txn.isReadOnly, "only a write transaction keeps commits out during the walk")
         let descriptor = try self.fileDescriptor()
         let size = try self.fileSize()
         let path = self.path + "/data.mdb"

@@ -320,8 +320,9 @@ extension Engine {
 
     private func verify(_ txn: borrowing Transaction) throws -> (checked: Int, problems: [String]) {
         // The trees' structure first, as at open: liblmdb follows page numbers without bounds checks,
-        // so the passes below are not made over a damaged tree.
-        if let damage = try self.store.environment.treeDamage(within: txn) {
+        // so the passes below are not made over a damaged tree. A read-only store was checked by its
+        // open, and nothing has written to it since.
+        if !self.isReadOnly, let damage = try self.store.environment.treeDamage(within: txn) {
             return (0, ["the structure of data.mdb is damaged: \(damage.message)"])
         }
         var problems: [String] = []
