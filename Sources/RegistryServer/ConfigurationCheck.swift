@@ -5,23 +5,28 @@ import RegistryModel
 /// naming the key and where it is (with the nearest known key), not a setting silently left at its
 /// default; and a value of the wrong type is reported as a plain sentence, not a decoder dump.
 enum ConfigurationCheck {
-    /// The keys of each object of the file. `access` maps gallery names (or `*`) to operation
-    /// classes; its keys are checked by `AccessPolicy`, its gallery names are the operator's.
-    static let topLevel: Set<String> = [
-        "socketPath", "dataDirectory", "logLevel", "limits", "algorithms", "galleries", "access", "audit", "keyFile",
+    /// The keys of each object of the file: those the configuration's types decode (their
+    /// `CodingKeys`), so that the check and the decoder never disagree. `access` maps gallery names
+    /// (or `*`) to operation classes; its keys are checked by `AccessPolicy`, its gallery names are
+    /// the operator's.
+    static let topLevel = Self.keys(ServerConfiguration.CodingKeys.self)
+    static let limits = Self.keys(ServerConfiguration.Limits.CodingKeys.self)
+    static let algorithm = Self.keys(ServerConfiguration.AlgorithmEntry.CodingKeys.self)
+    static let gallery = Self.keys(ServerConfiguration.GalleryEntry.CodingKeys.self)
+    static let registry = Self.keys(ServerConfiguration.RegistryEntry.CodingKeys.self)
+    static let audit = Self.keys(ServerConfiguration.AuditEntryRetention.CodingKeys.self)
+    static let operationClasses = Set(OperationClass.allCases.map(\.rawValue))
+
+    /// The known keys of each object, by its place in the file (`[]`: any element of a list), as
+    /// ``unknownKeys(in:file:)`` checks them.
+    static let knownKeys: [String: Set<String>] = [
+        "": Self.topLevel, "limits": Self.limits, "audit": Self.audit, "algorithms[]": Self.algorithm, "galleries[]": Self.gallery,
+        "galleries[].registries[]": Self.registry,
     ]
-    static let limits: Set<String> = [
-        "maximumFrameBytes", "maximumConnections", "maximumConnectionsPerUser", "idleTimeoutSeconds", "frameDeadlineSeconds",
-        "minimumFrameBytesPerSecond", "maximumRequestsInFlight", "maximumUnwrittenReplyBytes", "maximumBufferedBytes",
-        "drainDeadlineSeconds", "eventLoops", "storageReserveBytes", "snapshotMinimumTemplates",
-    ]
-    static let algorithm: Set<String> = ["version", "name", "dimension", "scoreFunction", "threshold"]
-    static let gallery: Set<String> = ["name", "registries", "livenessRequiredFor", "livenessK", "livenessStrict"]
-    static let registry: Set<String> = [
-        "algorithm", "authentication", "identification", "autoEnrolment", "minimumQuality", "minimumAutoEnrolmentQuality",
-    ]
-    static let audit: Set<String> = ["maximumEntries", "maximumAgeDays"]
-    static let operationClasses: Set<String> = ["identify", "enrol", "admin"]
+
+    private static func keys<Key: CodingKey & CaseIterable>(_ type: Key.Type) -> Set<String> {
+        Set(Key.allCases.map(\.stringValue))
+    }
 
     /// Every unknown key in `data` (a JSON document), as messages; empty when all are known.
     /// - Throws: ``ConfigurationError`` when `data` is not JSON, or not an object.

@@ -78,6 +78,13 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         /// The event-loop thread count to use on this machine.
         public var resolvedEventLoops: Int { self.eventLoops ?? max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1) }
 
+        /// The keys of `limits` in the file (``ConfigurationCheck`` knows these and no others).
+        public enum CodingKeys: String, CodingKey, CaseIterable {
+            case maximumFrameBytes, maximumConnections, maximumConnectionsPerUser, idleTimeoutSeconds, frameDeadlineSeconds
+            case minimumFrameBytesPerSecond, maximumRequestsInFlight, maximumUnwrittenReplyBytes, maximumBufferedBytes
+            case drainDeadlineSeconds, storageReserveBytes, snapshotMinimumTemplates, eventLoops
+        }
+
         public init() {}
 
         public init(from decoder: any Decoder) throws {
@@ -110,6 +117,10 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         public var dimension: Int
         public var scoreFunction: String
         public var threshold: Float
+
+        public enum CodingKeys: String, CodingKey, CaseIterable {
+            case version, name, dimension, scoreFunction, threshold
+        }
     }
 
     /// One registry of a configured gallery; thresholds default to the algorithm's.
@@ -122,6 +133,10 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         /// Capture quality (0...1) required to register / to auto-enrol into this registry.
         public var minimumQuality: Float?
         public var minimumAutoEnrolmentQuality: Float?
+
+        public enum CodingKeys: String, CodingKey, CaseIterable {
+            case algorithm, authentication, identification, autoEnrolment, minimumQuality, minimumAutoEnrolmentQuality
+        }
 
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -147,6 +162,10 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         public var livenessK: Float?
         /// Also require the non-planar and micro-movement liveness checks (default false).
         public var livenessStrict: Bool?
+
+        public enum CodingKeys: String, CodingKey, CaseIterable {
+            case name, registries, livenessRequiredFor, livenessK, livenessStrict
+        }
     }
 
     public var socketPath: String = "run/registryd.sock"
@@ -171,6 +190,18 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     public struct AuditEntryRetention: Sendable, Codable, Equatable {
         public var maximumEntries: Int?
         public var maximumAgeDays: Int?
+
+        public enum CodingKeys: String, CodingKey, CaseIterable {
+            case maximumEntries, maximumAgeDays
+        }
+    }
+
+    /// The keys of the file's top level. Each type of the file spells out its keys (`CodingKeys`,
+    /// `CaseIterable`): the decoder reads them and ``ConfigurationCheck`` takes them as the keys it
+    /// knows, so a setting added to a type is known to the check without a second list
+    /// (ConfigurationTests decodes with every key present and compares).
+    public enum CodingKeys: String, CodingKey, CaseIterable {
+        case socketPath, dataDirectory, logLevel, limits, algorithms, galleries, access, audit, keyFile
     }
 
     public init() {}

@@ -1,6 +1,7 @@
 import Foundation
 import RegistryEngine
 import RegistryModel
+import Synchronization
 import TestSupport
 import Testing
 
@@ -79,6 +80,65 @@ import Testing
         #expect(self.refusal(#"{"colour": "blue"}"#) == #"test.json: unknown key "colour" at the top level"#)
     }
 
+    /// The keys the configuration's types decode, found by decoding with every key present, are the
+    /// keys the unknown-key check knows, object by object: a setting added to a type is not refused
+    /// as unknown, and the check knows no key that the decoder would ignore.
+    @Test func theCheckKnowsExactlyTheKeysTheTypesDecode() throws {
+        let spy = KeySpy()
+        _ = try ServerConfiguration(from: KeySpy.Decoder(spy: spy, place: ""))
+        let decoded = spy.keys.withLock { $0 }
+        #expect(decoded == ConfigurationCheck.knownKeys)
+        // Both directions, named, for the message when they differ.
+        for (place, keys) in decoded {
+            let known = ConfigurationCheck.knownKeys[place] ?? []
+            #expect(keys.subtracting(known).isEmpty, "decoded but unknown to the check in \(place.isEmpty ? "the top level" : place)")
+        }
+        for (place, known) in ConfigurationCheck.knownKeys {
+            let keys = decoded[place] ?? []
+            #expect(known.subtracting(keys).isEmpty, "known to the check but not decoded in \(place.isEmpty ? "the top level" : place)")
+        }
+        #expect(ConfigurationCheck.operationClasses == Set(OperationClass.allCases.map(\.rawValue)))
+        // And a document that sets every known key is accepted by the check.
+        #expect(try ConfigurationCheck.unknownKeys(in: Data(Self.everyKey.utf8), file: "test.json").isEmpty)
+        let everyKey = try self.configuration(Self.everyKey)
+        #expect(everyKey.limits.eventLoops == 1 && everyKey.galleries.first?.registries.first?.minimumAutoEnrolmentQuality == 0.5)
+    }
+
+    /// A configuration that sets every key of ``ConfigurationCheck/knownKeys``.
+    static var everyKey: String {
+        func object(_ place: String, _ value: (String) -> String) -> String {
+            "{" + ConfigurationCheck.knownKeys[place, default: []].sorted().map { #""\#($0)": \#(value($0))"# }.joined(separator: ", ") + "}"
+        }
+        let registry = object("galleries[].registries[]") { $0 == "algorithm" ? #""arcface""# : "0.5" }
+        let gallery = object("galleries[]") { key in
+            switch key {
+            case "name": #""door""#
+            case "registries": "[\(registry)]"
+            case "livenessRequiredFor": #"["authenticate"]"#
+            case "livenessStrict": "true"
+            default: "2"
+            }
+        }
+        let algorithm = object("algorithms[]") { key in
+            switch key {
+            case "name": #""m""#
+            case "scoreFunction": #""cosine""#
+            case "version": "5000"
+            default: "4"
+            }
+        }
+        return object("") { key in
+            switch key {
+            case "limits": object("limits") { _ in "1" }
+            case "audit": object("audit") { _ in "1" }
+            case "algorithms": "[\(algorithm)]"
+            case "galleries": "[\(gallery)]"
+            case "access": #"{"*": {"identify": ["uid:0"]}}"#
+            default: #""x""#
+            }
+        }
+    }
+
     @Test("type errors are plain sentences naming the setting, never a decoder dump")
     func typeErrorsArePlain() throws {
         let cases: [(String, String)] = [
@@ -136,5 +196,154 @@ import Testing
             #expect(report.hasPrefix("\(file): usable\n"))
             #expect(report.contains("gallery      default: arcface 0.6/0.6/0.6"))
         }
+    }
+}
+
+/// A decoder that answers every key as present (with 0, "", false, lists of one element) and
+/// records, per place in the document, the keys asked for: the keys a `Decodable` type reads.
+final class KeySpy: Sendable {
+    let keys = Mutex<[String: Set<String>]>([:])
+
+    func record(_ key: String, at place: String) {
+        _ = self.keys.withLock { $0[place, default: []].insert(key) }
+    }
+
+    struct Decoder: Swift.Decoder {
+        let spy: KeySpy
+        let place: String
+        var codingPath: [any CodingKey] = []
+        var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+        func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+            KeyedDecodingContainer(Keyed<Key>(spy: self.spy, place: self.place))
+        }
+
+        func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+            Unkeyed(spy: self.spy, place: self.place + "[]")
+        }
+
+        func singleValueContainer() throws -> any SingleValueDecodingContainer { Single(spy: self.spy, place: self.place) }
+    }
+
+    struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
+        let spy: KeySpy
+        let place: String
+        var codingPath: [any CodingKey] = []
+        /// None listed: a dictionary keyed by the operator's names (`access`) decodes empty.
+        var allKeys: [Key] { [] }
+
+        func contains(_ key: Key) -> Bool {
+            self.spy.record(key.stringValue, at: self.place)
+            return true
+        }
+
+        func decodeNil(forKey key: Key) throws -> Bool {
+            self.spy.record(key.stringValue, at: self.place)
+            return false
+        }
+
+        func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+            self.spy.record(key.stringValue, at: self.place)
+            return try T(from: Decoder(spy: self.spy, place: self.place.isEmpty ? key.stringValue : "\(self.place).\(key.stringValue)"))
+        }
+
+        func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try self.decode(Primitive<Bool>.self, forKey: key).value }
+        func decode(_ type: String.Type, forKey key: Key) throws -> String { try self.decode(Primitive<String>.self, forKey: key).value }
+        func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try self.decode(Primitive<Double>.self, forKey: key).value }
+        func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try self.decode(Primitive<Float>.self, forKey: key).value }
+        func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try self.decode(Primitive<Int>.self, forKey: key).value }
+        func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try self.decode(Primitive<Int8>.self, forKey: key).value }
+        func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try self.decode(Primitive<Int16>.self, forKey: key).value }
+        func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try self.decode(Primitive<Int32>.self, forKey: key).value }
+        func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try self.decode(Primitive<Int64>.self, forKey: key).value }
+        func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try self.decode(Primitive<UInt>.self, forKey: key).value }
+        func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try self.decode(Primitive<UInt8>.self, forKey: key).value }
+        func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try self.decode(Primitive<UInt16>.self, forKey: key).value }
+        func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try self.decode(Primitive<UInt32>.self, forKey: key).value }
+        func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try self.decode(Primitive<UInt64>.self, forKey: key).value }
+
+        func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+            try Decoder(spy: self.spy, place: "\(self.place).\(key.stringValue)").container(keyedBy: type)
+        }
+
+        func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+            try Decoder(spy: self.spy, place: "\(self.place).\(key.stringValue)").unkeyedContainer()
+        }
+
+        func superDecoder() throws -> any Swift.Decoder { Decoder(spy: self.spy, place: self.place) }
+        func superDecoder(forKey key: Key) throws -> any Swift.Decoder { Decoder(spy: self.spy, place: self.place) }
+    }
+
+    /// One element.
+    struct Unkeyed: UnkeyedDecodingContainer {
+        let spy: KeySpy
+        let place: String
+        var codingPath: [any CodingKey] = []
+        var count: Int? { 1 }
+        var currentIndex = 0
+        var isAtEnd: Bool { self.currentIndex >= 1 }
+
+        mutating func decodeNil() throws -> Bool { false }
+
+        mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+            self.currentIndex += 1
+            return try T(from: Decoder(spy: self.spy, place: self.place))
+        }
+
+        mutating func decode(_ type: Bool.Type) throws -> Bool { try self.decode(Primitive<Bool>.self).value }
+        mutating func decode(_ type: String.Type) throws -> String { try self.decode(Primitive<String>.self).value }
+        mutating func decode(_ type: Double.Type) throws -> Double { try self.decode(Primitive<Double>.self).value }
+        mutating func decode(_ type: Float.Type) throws -> Float { try self.decode(Primitive<Float>.self).value }
+        mutating func decode(_ type: Int.Type) throws -> Int { try self.decode(Primitive<Int>.self).value }
+        mutating func decode(_ type: Int8.Type) throws -> Int8 { try self.decode(Primitive<Int8>.self).value }
+        mutating func decode(_ type: Int16.Type) throws -> Int16 { try self.decode(Primitive<Int16>.self).value }
+        mutating func decode(_ type: Int32.Type) throws -> Int32 { try self.decode(Primitive<Int32>.self).value }
+        mutating func decode(_ type: Int64.Type) throws -> Int64 { try self.decode(Primitive<Int64>.self).value }
+        mutating func decode(_ type: UInt.Type) throws -> UInt { try self.decode(Primitive<UInt>.self).value }
+        mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try self.decode(Primitive<UInt8>.self).value }
+        mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try self.decode(Primitive<UInt16>.self).value }
+        mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try self.decode(Primitive<UInt32>.self).value }
+        mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try self.decode(Primitive<UInt64>.self).value }
+
+        mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+            self.currentIndex += 1
+            return try Decoder(spy: self.spy, place: self.place).container(keyedBy: type)
+        }
+
+        mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+            self.currentIndex += 1
+            return try Decoder(spy: self.spy, place: self.place).unkeyedContainer()
+        }
+
+        mutating func superDecoder() throws -> any Swift.Decoder { Decoder(spy: self.spy, place: self.place) }
+    }
+
+    /// A value of a primitive type, through the single-value container.
+    struct Primitive<Value: Decodable>: Decodable {
+        let value: Value
+        init(from decoder: any Swift.Decoder) throws { self.value = try decoder.singleValueContainer().decode(Value.self) }
+    }
+
+    struct Single: SingleValueDecodingContainer {
+        let spy: KeySpy
+        let place: String
+        var codingPath: [any CodingKey] = []
+
+        func decodeNil() -> Bool { false }
+        func decode(_ type: Bool.Type) throws -> Bool { false }
+        func decode(_ type: String.Type) throws -> String { "" }
+        func decode(_ type: Double.Type) throws -> Double { 0 }
+        func decode(_ type: Float.Type) throws -> Float { 0 }
+        func decode(_ type: Int.Type) throws -> Int { 0 }
+        func decode(_ type: Int8.Type) throws -> Int8 { 0 }
+        func decode(_ type: Int16.Type) throws -> Int16 { 0 }
+        func decode(_ type: Int32.Type) throws -> Int32 { 0 }
+        func decode(_ type: Int64.Type) throws -> Int64 { 0 }
+        func decode(_ type: UInt.Type) throws -> UInt { 0 }
+        func decode(_ type: UInt8.Type) throws -> UInt8 { 0 }
+        func decode(_ type: UInt16.Type) throws -> UInt16 { 0 }
+        func decode(_ type: UInt32.Type) throws -> UInt32 { 0 }
+        func decode(_ type: UInt64.Type) throws -> UInt64 { 0 }
+        func decode<T: Decodable>(_ type: T.Type) throws -> T { try T(from: Decoder(spy: self.spy, place: self.place)) }
     }
 }
