@@ -4,6 +4,7 @@ import Prometheus
 import RegistryEngine
 import RegistryModel
 import RegistryProtocol
+import SwiftProtobuf
 import Synchronization
 
 /// The daemon's metrics: recorded through swift-metrics, kept in a Prometheus registry, and read
@@ -14,10 +15,18 @@ import Synchronization
 /// Label values are bounded whatever clients send: operation names and error codes come from fixed
 /// sets, and galleries from the store (at most ``maximumGalleryLabels`` of them; beyond, `(other)`).
 /// No identifier and no template ever becomes a label.
+///
+/// The figures `registryctl stats` shows (requests by operation and outcome, errors by code,
+/// latencies, the writer's queue and commits) also go into `stats` as typed fields
+/// (``report(engine:counters:)``). Prometheus's metric objects cannot be read back, so those
+/// metrics are kept readable here (``ReportedCounter``, ``ReadableHistogram``, ``ReadableGauge``),
+/// and the exposition is written from the same objects.
 public final class ServerMetrics: Sendable {
+    /// Read through ``exposition(engine:counters:)``: the request counters reach it there.
     public let registry: PrometheusCollectorRegistry
     /// The factory the engine and the dispatcher create their metrics with.
     public let factory: any MetricsFactory
+    private let prometheus: Factory
 
     /// Per operation kind, created on its first request.
     private let operations = Mutex<[String: OperationMetrics]>([:])
@@ -48,6 +57,7 @@ public final class ServerMetrics: Sendable {
         self.registry = registry
         let factory = Factory(registry: registry)
         self.factory = factory
+        self.prometheus = factory
         self.prefilterConsidered = CoreMetrics.Counter(label: "registryd_prefilter_rows_considered_total", factory: factory)
         self.prefilterRescored = CoreMetrics.Counter(label: "registryd_prefilter_rows_rescored_total", factory: factory)
         self.connectionsAccepted = CoreMetrics.Counter(label: "registryd_connections_accepted_total", factory: factory)
@@ -66,7 +76,7 @@ public final class ServerMetrics: Sendable {
     func operation(_ name: String, decidesMatches: Bool = false) -> OperationMetrics {
         self.operations.withLock { operations in
             if let known = operations[name] { return known }
-            let created = OperationMetrics(name: name, decidesMatches: decidesMatches, factory: self.factory)
+            let created = OperationMetrics(name: name, decidesMatches: decidesMatches, factory: self.prometheus)
             operations[name] = created
             return created
         }
@@ -84,11 +94,25 @@ public final class ServerMetrics: Sendable {
         }
     }
 
-    /// The Prometheus text of every metric, after setting those read from the store and the
-    /// daemon's counters now.
-    func exposition(engine: Engine, counters: ServerCounters) -> String {
+    /// What `stats` carries of the metrics: the Prometheus text of every metric, after setting those
+    /// read from the store and the daemon's counters now, and the figures `registryctl stats` shows,
+    /// read from the same metrics (the counts as the text has them).
+    func report(engine: Engine, counters: ServerCounters) -> (
+        exposition: String, operations: [Registry_V1_StatsResult.OperationStats], writer: Registry_V1_StatsResult.WriterStats
+    ) {
         self.refresh(engine: engine, counters: counters)
-        return self.registry.emitToString()
+        let operations = self.operations.withLock { Array($0.values) }.compactMap { $0.report() }
+            .sorted { ($0.requests, $1.operation) > ($1.requests, $0.operation) }
+        let writer = Registry_V1_StatsResult.WriterStats.with {
+            $0.queueDepth = UInt64(max(0, self.prometheus.readable.queueDepth?.value ?? 0))
+            if let latency = self.prometheus.readable.commitDuration?.latency { $0.commitLatency = latency }
+        }
+        return (self.registry.emitToString(), operations, writer)
+    }
+
+    /// The Prometheus text of every metric (``report(engine:counters:)``'s).
+    func exposition(engine: Engine, counters: ServerCounters) -> String {
+        self.report(engine: engine, counters: counters).exposition
     }
 
     private func refresh(engine: Engine, counters: ServerCounters) {
@@ -129,15 +153,17 @@ public final class ServerMetrics: Sendable {
 /// only increments.
 final class OperationMetrics: Sendable {
     let name: String
-    private let factory: any MetricsFactory
+    private let factory: ServerMetrics.Factory
     /// Answered requests by audit outcome: `ok`, or `match` and `no-match` (with ok then nil: such
     /// an operation has no other outcome, and a series that stays 0 would only be noise).
-    let ok: CoreMetrics.Counter?
-    let match: CoreMetrics.Counter?
-    let noMatch: CoreMetrics.Counter?
-    let refused: CoreMetrics.Counter
+    let ok: ReportedCounter?
+    let match: ReportedCounter?
+    let noMatch: ReportedCounter?
+    let refused: ReportedCounter
+    /// Refused requests by error code (`registryd_request_errors_total`).
+    private let errors = Mutex<[RegistryError.Code: ReportedCounter]>([:])
     /// From the decoded frame to the encoded reply.
-    let duration: CoreMetrics.Timer
+    let duration: ReadableHistogram
     /// Answered requests by gallery label (`registryd_gallery_requests_total`).
     private let galleries = Mutex<[String: CoreMetrics.Counter]>([:])
     /// The counter of the first gallery answered in, found without the lock (most daemons serve one
@@ -154,17 +180,17 @@ final class OperationMetrics: Sendable {
         }
     }
 
-    init(name: String, decidesMatches: Bool, factory: any MetricsFactory) {
+    init(name: String, decidesMatches: Bool, factory: ServerMetrics.Factory) {
         self.name = name
         self.factory = factory
-        func outcome(_ outcome: String) -> CoreMetrics.Counter {
-            CoreMetrics.Counter(label: "registryd_requests_total", dimensions: [("operation", name), ("outcome", outcome)], factory: factory)
+        func outcome(_ outcome: String) -> ReportedCounter {
+            factory.reportedCounter(label: "registryd_requests_total", dimensions: [("operation", name), ("outcome", outcome)])
         }
         self.ok = decidesMatches ? nil : outcome("ok")
         self.match = decidesMatches ? outcome("match") : nil
         self.noMatch = decidesMatches ? outcome("no-match") : nil
         self.refused = outcome("refused")
-        self.duration = CoreMetrics.Timer(label: "registryd_request_duration_seconds", dimensions: [("operation", name)], factory: factory)
+        self.duration = factory.readableHistogram(label: "registryd_request_duration_seconds", dimensions: [("operation", name)])
     }
 
     /// Counts an answered request.
@@ -196,15 +222,171 @@ final class OperationMetrics: Sendable {
         counter.increment()
     }
 
-    /// Counts a refused request, by its error code (a fixed set: the factory keeps one counter each).
+    /// Counts a refused request, by its error code (a fixed set: one counter each).
     func refused(code: RegistryError.Code, since start: ContinuousClock.Instant) {
         self.refused.increment()
-        CoreMetrics.Counter(
-            label: "registryd_request_errors_total", dimensions: [("operation", self.name), ("code", code.rawValue)], factory: self.factory
-        )
-        .increment()
+        let counter = self.errors.withLock { errors in
+            if let known = errors[code] { return known }
+            let created = self.factory.reportedCounter(
+                label: "registryd_request_errors_total", dimensions: [("operation", self.name), ("code", code.rawValue)])
+            errors[code] = created
+            return created
+        }
+        counter.increment()
         self.duration.record(duration: ContinuousClock.now - start)
     }
+
+    /// Passes the counts on to the exposition and returns them as `stats` carries them; nil while
+    /// the operation has had no request.
+    func report() -> Registry_V1_StatsResult.OperationStats? {
+        let errors = self.errors.withLock { $0 }.map { (code: $0.key.rawValue, count: UInt64($0.value.report())) }
+        let figures = Registry_V1_StatsResult.OperationStats.with {
+            $0.operation = self.name
+            $0.ok = UInt64(self.ok?.report() ?? 0)
+            $0.match = UInt64(self.match?.report() ?? 0)
+            $0.noMatch = UInt64(self.noMatch?.report() ?? 0)
+            $0.refused = UInt64(self.refused.report())
+            $0.errors = Dictionary(errors.filter { $0.count > 0 }, uniquingKeysWith: +)
+            if let latency = self.duration.latency { $0.latency = latency }
+        }
+        return figures.requests > 0 ? figures : nil
+    }
+}
+
+extension Registry_V1_StatsResult.OperationStats {
+    /// Answered and refused.
+    var requests: UInt64 { self.ok + self.match + self.noMatch + self.refused }
+}
+
+/// A counter the request path adds to with one atomic increment, passed on to its Prometheus
+/// counter when the exposition is written (``report()``): its count can be read, which a
+/// Prometheus counter's cannot, without counting twice on the request path.
+final class ReportedCounter: Sendable {
+    private let count = Atomic<Int>(0)
+    private let exposed: Prometheus.Counter
+    /// What the Prometheus counter holds.
+    private let reported = Mutex<Int>(0)
+
+    init(exposed: Prometheus.Counter) {
+        self.exposed = exposed
+    }
+
+    func increment() {
+        self.count.wrappingAdd(1, ordering: .relaxed)
+    }
+
+    /// Adds the increments since the last report to the Prometheus counter; returns the count it
+    /// holds now.
+    @discardableResult
+    func report() -> Int {
+        self.reported.withLock { reported in
+            let count = self.count.load(ordering: .relaxed)
+            if count > reported {
+                self.exposed.increment(by: Int64(count - reported))
+                reported = count
+            }
+            return reported
+        }
+    }
+}
+
+/// A latency histogram recorded twice: into its Prometheus histogram, for the exposition, and here,
+/// where its figures can be read (a Prometheus histogram's cannot), with the same bounds, counts and
+/// sum (whole nanoseconds, as both receive them). It adds one lock and a search of the 17 bounds per
+/// observation to the Prometheus histogram's lock and pass over them.
+final class ReadableHistogram: TimerHandler, Sendable {
+    let exposed: DurationHistogram
+    /// Upper bounds, nanoseconds, ascending.
+    private let bounds: [Int64]
+    private let state: Mutex<State>
+
+    struct State {
+        /// Observations per bucket (not cumulative), the last for those above every bound.
+        var counts: [Int]
+        var sum: Int64 = 0
+        var count = 0
+    }
+
+    init(exposed: DurationHistogram, buckets: [Duration]) {
+        self.exposed = exposed
+        self.bounds = buckets.map(Self.nanoseconds)
+        self.state = Mutex(State(counts: [Int](repeating: 0, count: buckets.count + 1)))
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+
+    func recordNanoseconds(_ duration: Int64) {
+        self.exposed.recordNanoseconds(duration)
+        let bucket = self.bounds.firstIndex { $0 >= duration } ?? self.bounds.count
+        self.state.withLock { state in
+            state.counts[bucket] += 1
+            state.sum &+= duration
+            state.count += 1
+        }
+    }
+
+    func record(duration: Duration) {
+        self.recordNanoseconds(Self.nanoseconds(duration))
+    }
+
+    /// The mean and the median and 99th percentile, seconds; nil before the first observation.
+    var latency: Registry_V1_StatsResult.Latency? {
+        let state = self.state.withLock { $0 }
+        guard state.count > 0 else { return nil }
+        var cumulative = 0
+        let buckets = state.counts.enumerated().map { index, count in
+            cumulative += count
+            return (upperBound: index < self.bounds.count ? Double(self.bounds[index]) / 1e9 : Double.infinity, cumulative: Double(cumulative))
+        }
+        return .with {
+            $0.meanSeconds = Double(state.sum) / 1e9 / Double(state.count)
+            $0.p50Seconds = Self.quantile(0.5, count: Double(state.count), buckets: buckets)
+            $0.p99Seconds = Self.quantile(0.99, count: Double(state.count), buckets: buckets)
+        }
+    }
+
+    /// The q-quantile of `count` observations in cumulative buckets (ascending bounds, the last
+    /// `+Inf`), interpolated linearly inside its bucket as Prometheus's `histogram_quantile` does;
+    /// the highest finite bound when it falls in `+Inf`'s bucket.
+    static func quantile(_ q: Double, count: Double, buckets: [(upperBound: Double, cumulative: Double)]) -> Double {
+        guard let highest = buckets.last(where: { $0.upperBound.isFinite }) else { return .nan }
+        let rank = q * count
+        var lowerBound = 0.0
+        var below = 0.0
+        for bucket in buckets {
+            if bucket.cumulative >= rank {
+                guard bucket.upperBound.isFinite else { return highest.upperBound }
+                let inBucket = bucket.cumulative - below
+                guard inBucket > 0 else { return bucket.upperBound }
+                return lowerBound + (bucket.upperBound - lowerBound) * (rank - below) / inBucket
+            }
+            lowerBound = bucket.upperBound
+            below = bucket.cumulative
+        }
+        return highest.upperBound
+    }
+}
+
+/// A gauge whose last value can be read (a Prometheus gauge's cannot): the writer's queue depth.
+final class ReadableGauge: RecorderHandler, Sendable {
+    let exposed: Prometheus.Gauge
+    private let bits = Atomic<UInt64>(0.0.bitPattern)
+
+    init(exposed: Prometheus.Gauge) {
+        self.exposed = exposed
+    }
+
+    func record(_ value: Int64) { self.record(Double(value)) }
+
+    func record(_ value: Double) {
+        self.bits.store(value.bitPattern, ordering: .relaxed)
+        self.exposed.record(value)
+    }
+
+    var value: Double { Double(bitPattern: self.bits.load(ordering: .relaxed)) }
 }
 
 extension ServerMetrics {
@@ -212,6 +394,44 @@ extension ServerMetrics {
     /// buckets suited to it (Prometheus's defaults start at 5 ms; most requests take microseconds).
     struct Factory: MetricsFactory {
         let registry: PrometheusCollectorRegistry
+        /// The readable metrics made so far: the engine's writer's, which `stats` reports.
+        let readable = Readable()
+
+        /// Each readable histogram once per label set (an engine opened again gets the same one),
+        /// and the writer's queue depth.
+        final class Readable: Sendable {
+            private let histograms = Mutex<[String: ReadableHistogram]>([:])
+            private let gauge = Mutex<ReadableGauge?>(nil)
+
+            var queueDepth: ReadableGauge? { self.gauge.withLock { $0 } }
+            var commitDuration: ReadableHistogram? { self.histograms.withLock { $0[EngineMetrics.commitDurationLabel] } }
+
+            func histogram(_ key: String, _ make: () -> ReadableHistogram) -> ReadableHistogram {
+                self.histograms.withLock { histograms in
+                    if let known = histograms[key] { return known }
+                    let created = make()
+                    histograms[key] = created
+                    return created
+                }
+            }
+
+            func forget(_ histogram: ReadableHistogram) {
+                self.histograms.withLock { histograms in histograms = histograms.filter { $0.value !== histogram } }
+            }
+
+            func forget(_ gauge: ReadableGauge) {
+                self.gauge.withLock { if $0 === gauge { $0 = nil } }
+            }
+
+            func queueDepth(_ make: () -> ReadableGauge) -> ReadableGauge {
+                self.gauge.withLock { gauge in
+                    if let known = gauge { return known }
+                    let created = make()
+                    gauge = created
+                    return created
+                }
+            }
+        }
 
         static let help: [String: String] = [
             "registryd_requests_total": "Requests answered (outcome ok, match, no-match) or refused (an error reply), by operation.",
@@ -247,6 +467,21 @@ extension ServerMetrics {
 
         private func help(_ label: String) -> String { Self.help[label] ?? "" }
 
+        func reportedCounter(label: String, dimensions: [(String, String)]) -> ReportedCounter {
+            ReportedCounter(exposed: self.registry.makeCounter(name: label, labels: dimensions, help: self.help(label)))
+        }
+
+        /// The readable histogram of `label` and `dimensions`, with the request buckets.
+        func readableHistogram(label: String, dimensions: [(String, String)]) -> ReadableHistogram {
+            let key = ([label] + dimensions.flatMap { [$0.0, $0.1] }).joined(separator: "\u{0}")
+            return self.readable.histogram(key) {
+                ReadableHistogram(
+                    exposed: self.registry.makeDurationHistogram(
+                        name: label, labels: dimensions, buckets: Self.requestBuckets, help: self.help(label)),
+                    buckets: Self.requestBuckets)
+            }
+        }
+
         func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
             self.registry.makeCounter(name: label, labels: dimensions, help: self.help(label))
         }
@@ -256,6 +491,9 @@ extension ServerMetrics {
         }
 
         func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+            if label == EngineMetrics.queueDepthLabel && dimensions.isEmpty && !aggregate {
+                return self.readable.queueDepth { ReadableGauge(exposed: self.registry.makeGauge(name: label, labels: [], help: self.help(label))) }
+            }
             guard aggregate else { return self.registry.makeGauge(name: label, labels: dimensions, help: self.help(label)) }
             return self.registry.makeValueHistogram(name: label, labels: dimensions, buckets: Self.batchBuckets, help: self.help(label))
         }
@@ -265,7 +503,7 @@ extension ServerMetrics {
         }
 
         func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
-            self.registry.makeDurationHistogram(name: label, labels: dimensions, buckets: Self.requestBuckets, help: self.help(label))
+            self.readableHistogram(label: label, dimensions: dimensions)
         }
 
         func destroyCounter(_ handler: any CounterHandler) {
@@ -277,6 +515,10 @@ extension ServerMetrics {
         }
 
         func destroyRecorder(_ handler: any RecorderHandler) {
+            if let gauge = handler as? ReadableGauge {
+                self.readable.forget(gauge)
+                self.registry.unregisterGauge(gauge.exposed)
+            }
             if let gauge = handler as? Prometheus.Gauge { self.registry.unregisterGauge(gauge) }
             if let histogram = handler as? ValueHistogram { self.registry.unregisterValueHistogram(histogram) }
         }
@@ -286,6 +528,10 @@ extension ServerMetrics {
         }
 
         func destroyTimer(_ handler: any TimerHandler) {
+            if let histogram = handler as? ReadableHistogram {
+                self.readable.forget(histogram)
+                self.registry.unregisterDurationHistogram(histogram.exposed)
+            }
             if let histogram = handler as? DurationHistogram { self.registry.unregisterDurationHistogram(histogram) }
         }
     }

@@ -23,7 +23,7 @@ struct StatsCommand: AsyncParsableCommand {
         var prefilterRowsConsidered: UInt64
         var prefilterRowsRescored: UInt64
         var galleries: [GalleryJSON]
-        /// From the metrics: each operation's requests, outcomes, errors and latency.
+        /// Each operation's requests, outcomes, errors and latency (the daemon's metrics).
         var operations: [OperationFigures]
         var writer: WriterFigures
         private var galleryInfos: [GalleryInfo]
@@ -46,9 +46,8 @@ struct StatsCommand: AsyncParsableCommand {
             self.prefilterRowsRescored = stats.prefilterRowsRescored
             self.galleryInfos = stats.galleries.map(GalleryInfo.init)
             self.galleries = self.galleryInfos.map(GalleryJSON.init)
-            let metrics = MetricsText(stats.metrics)
-            self.operations = OperationFigures.all(metrics)
-            self.writer = WriterFigures(metrics)
+            self.operations = stats.operations.map(OperationFigures.init)
+            self.writer = WriterFigures(stats.writer)
         }
 
         func text(_ names: AlgorithmNames) -> String {
@@ -105,8 +104,10 @@ struct StatsCommand: AsyncParsableCommand {
     }
 }
 
-/// One operation's figures since the daemon started (`registryd_requests_total`,
-/// `registryd_request_errors_total`, `registryd_request_duration_seconds`).
+/// One operation's figures since the daemon started, as `stats` sends them (from the metrics
+/// `registryd_requests_total`, `registryd_request_errors_total` and
+/// `registryd_request_duration_seconds`), flat for `--json`: the latency beside the counts, as the
+/// JSON has always had it (the wire nests it).
 struct OperationFigures: Encodable, Equatable {
     var operation: String
     var ok: UInt64
@@ -121,22 +122,18 @@ struct OperationFigures: Encodable, Equatable {
 
     var answered: UInt64 { self.ok + self.match + self.noMatch }
 
-    /// Every operation the metrics count, busiest first.
-    static func all(_ metrics: MetricsText) -> [OperationFigures] {
-        let names = Set(metrics.values("registryd_requests_total").compactMap { $0.labels["operation"] })
-        return names.map { name in
-            let requests = { (outcome: String) in UInt64(metrics.total("registryd_requests_total", ["operation": name, "outcome": outcome])) }
-            var errors: [String: UInt64] = [:]
-            for sample in metrics.values("registryd_request_errors_total", ["operation": name]) where sample.value > 0 {
-                errors[sample.labels["code"] ?? "?", default: 0] += UInt64(sample.value)
-            }
-            let latency = metrics.histogram("registryd_request_duration_seconds", ["operation": name])
-            return OperationFigures(
-                operation: name, ok: requests("ok"), match: requests("match"), noMatch: requests("no-match"), refused: requests("refused"),
-                errors: errors, meanSeconds: latency?.mean, p50Seconds: latency?.quantile(0.5), p99Seconds: latency?.quantile(0.99))
+    init(_ figures: Registry_V1_StatsResult.OperationStats) {
+        self.operation = figures.operation
+        self.ok = figures.ok
+        self.match = figures.match
+        self.noMatch = figures.noMatch
+        self.refused = figures.refused
+        self.errors = figures.errors
+        if figures.hasLatency {
+            self.meanSeconds = figures.latency.meanSeconds
+            self.p50Seconds = figures.latency.p50Seconds
+            self.p99Seconds = figures.latency.p99Seconds
         }
-        .filter { $0.answered + $0.refused > 0 }
-        .sorted { ($0.answered + $0.refused, $1.operation) > ($1.answered + $1.refused, $0.operation) }
     }
 }
 
@@ -147,10 +144,11 @@ struct WriterFigures: Encodable, Equatable {
     var commitP50Seconds: Double?
     var commitP99Seconds: Double?
 
-    init(_ metrics: MetricsText) {
-        self.queueDepth = UInt64(max(0, metrics.total("registryd_writer_queue_depth")))
-        let commits = metrics.histogram("registryd_commit_duration_seconds")
-        self.commitP50Seconds = commits?.quantile(0.5)
-        self.commitP99Seconds = commits?.quantile(0.99)
+    init(_ writer: Registry_V1_StatsResult.WriterStats) {
+        self.queueDepth = writer.queueDepth
+        if writer.hasCommitLatency {
+            self.commitP50Seconds = writer.commitLatency.p50Seconds
+            self.commitP99Seconds = writer.commitLatency.p99Seconds
+        }
     }
 }

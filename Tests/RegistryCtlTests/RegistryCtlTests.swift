@@ -737,56 +737,107 @@ struct TextOutputTests {
     #expect(ImportCommand.fileRelative("gallery 'x' does not exist", offset: 1000, file: "f") == "gallery 'x' does not exist")
 }
 
-/// Reading the daemon's Prometheus text back into `registryctl stats`' figures.
-@Suite struct MetricsTextTests {
-    static let text = #"""
-        # HELP registryd_requests_total Requests answered or refused, by operation.
-        # TYPE registryd_requests_total counter
-        registryd_requests_total{operation="identify",outcome="match"} 7
-        registryd_requests_total{operation="identify",outcome="no-match"} 3
-        registryd_requests_total{operation="identify",outcome="refused"} 2
-        registryd_requests_total{operation="stats",outcome="ok"} 1
-        registryd_request_errors_total{operation="identify",code="GALLERY_NOT_FOUND"} 2
-        registryd_request_duration_seconds_bucket{operation="identify",le="0.001"} 4
-        registryd_request_duration_seconds_bucket{operation="identify",le="0.002"} 10
-        registryd_request_duration_seconds_bucket{operation="identify",le="+Inf"} 12
-        registryd_request_duration_seconds_sum{operation="identify"} 0.024
-        registryd_request_duration_seconds_count{operation="identify"} 12
-        registryd_writer_queue_depth 3.0
-        registryd_future_metric{text="a \"quoted\" value, with \\ and\nnewline"} 1.5e3
-        not a sample line
-        """#
+/// `registryctl stats`' figures from the typed fields the daemon sends (its metrics).
+@Suite struct StatsFiguresTests {
+    static let identify = Registry_V1_StatsResult.OperationStats.with {
+        $0.operation = "identify"
+        $0.match = 7
+        $0.noMatch = 3
+        $0.refused = 2
+        $0.errors = ["GALLERY_NOT_FOUND": 2]
+        $0.latency = .with {
+            $0.meanSeconds = 0.002
+            $0.p50Seconds = 0.001 + 0.001 * 2 / 6
+            $0.p99Seconds = 0.002
+        }
+    }
 
-    @Test func samplesAndLabelEscapesAreRead() {
-        let metrics = MetricsText(Self.text)
-        #expect(metrics.samples.count == 12)  // the last line is not a sample
+    static let stats = Registry_V1_StatsResult.with {
+        $0.serverVersion = "1.2.3"
+        $0.commits = 4
+        $0.committedOperations = 6
+        $0.operations = [
+            Self.identify,
+            .with {
+                $0.operation = "stats"
+                $0.ok = 1
+            },
+        ]
+        $0.writer = .with {
+            $0.queueDepth = 3
+            $0.commitLatency = .with {
+                $0.meanSeconds = 0.004
+                $0.p50Seconds = 0.0035
+                $0.p99Seconds = 0.0099
+            }
+        }
+    }
+
+    @Test func operationFiguresKeepTheDaemonsOrderOutcomesAndErrors() {
+        let result = StatsCommand.Result(Self.stats)
+        #expect(result.operations.map(\.operation) == ["identify", "stats"])
+        let identify = result.operations[0]
+        #expect(identify.match == 7 && identify.noMatch == 3 && identify.refused == 2 && identify.ok == 0 && identify.answered == 10)
+        #expect(identify.errors == ["GALLERY_NOT_FOUND": 2])
+        #expect(identify.meanSeconds == 0.002 && identify.p99Seconds == 0.002)
+        // No latency sent: none shown.
+        #expect(result.operations[1].ok == 1 && result.operations[1].meanSeconds == nil && result.operations[1].p50Seconds == nil)
+        #expect(result.writer == WriterFigures(Self.stats.writer))
+        #expect(result.writer.queueDepth == 3 && result.writer.commitP50Seconds == 0.0035 && result.writer.commitP99Seconds == 0.0099)
+        // A daemon that sent no writer figures: an empty queue and no commit latency.
+        let none = WriterFigures(Registry_V1_StatsResult.WriterStats())
+        #expect(none.queueDepth == 0 && none.commitP50Seconds == nil && none.commitP99Seconds == nil)
+    }
+
+    /// The text and JSON `registryctl stats` prints for these figures, as before the typed fields.
+    @Test func textAndJSONAreAsBefore() {
+        let result = StatsCommand.Result(Self.stats)
+        let lines = result.text(.builtIn).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines.contains("writer queue           3 waiting"))
+        #expect(lines.contains("commit latency         p50 3.50 ms, p99 9.90 ms"))
+        #expect(lines.contains("operation  answered  match  no-match  refused  mean     p50      p99"))
+        #expect(lines.contains("identify   10        7      3         2        2.00 ms  1.33 ms  2.00 ms"))
+        #expect(lines.contains("stats      1         0      0         0        -        -        -"))
+        #expect(lines.contains("identify   GALLERY_NOT_FOUND  2"))
+        let json = JSONOutput.document(result)
         #expect(
-            metrics.values("registryd_future_metric").first
-                == MetricsText.Sample(name: "registryd_future_metric", labels: ["text": "a \"quoted\" value, with \\ and\nnewline"], value: 1500))
-        #expect(metrics.total("registryd_requests_total", ["operation": "identify"]) == 12)
-        #expect(MetricsText.sample("name{unterminated=\"x") == nil)
-        #expect(MetricsText.sample("plain 2") == MetricsText.Sample(name: "plain", labels: [:], value: 2))
-    }
+            json.contains(
+                """
+                  "operations" : [
+                    {
+                      "errors" : {
+                        "GALLERY_NOT_FOUND" : 2
+                      },
+                      "match" : 7,
+                      "meanSeconds" : 0.002,
+                      "noMatch" : 3,
+                      "ok" : 0,
+                      "operation" : "identify",
+                      "p50Seconds" : 0.0013333333333333333,
+                      "p99Seconds" : 0.002,
+                      "refused" : 2
+                    },
+                    {
+                      "errors" : {
 
-    @Test func quantilesInterpolateInsideTheirBucketAsPrometheusDoes() throws {
-        #expect(MetricsText(Self.text).histogram("registryd_unknown") == nil)
-        let latency = try #require(MetricsText(Self.text).histogram("registryd_request_duration_seconds", ["operation": "identify"]))
-        #expect(latency.mean == 0.002)
-        // Rank 6 of 12: 2 into the second bucket's 6 observations, (1 ms, 2 ms].
-        #expect(abs(latency.quantile(0.5)! - (0.001 + 0.001 * 2 / 6)) < 1e-12)
-        // Rank 2: half into the first bucket, from 0.
-        #expect(abs(latency.quantile(1.0 / 6)! - 0.0005) < 1e-12)
-        // Rank 11.88 falls in +Inf's bucket: the highest finite bound.
-        #expect(latency.quantile(0.99) == 0.002)
-    }
-
-    @Test func operationFiguresSumOutcomesAndErrors() {
-        let figures = OperationFigures.all(MetricsText(Self.text))
-        #expect(figures.map(\.operation) == ["identify", "stats"])
-        #expect(figures[0].match == 7 && figures[0].noMatch == 3 && figures[0].refused == 2 && figures[0].ok == 0)
-        #expect(figures[0].errors == ["GALLERY_NOT_FOUND": 2])
-        #expect(figures[1].ok == 1 && figures[1].meanSeconds == nil)
-        #expect(WriterFigures(MetricsText(Self.text)).queueDepth == 3)
+                      },
+                      "match" : 0,
+                      "noMatch" : 0,
+                      "ok" : 1,
+                      "operation" : "stats",
+                      "refused" : 0
+                    }
+                  ],
+                """), "\(json)")
+        #expect(
+            json.contains(
+                """
+                  "writer" : {
+                    "commitP50Seconds" : 0.0035,
+                    "commitP99Seconds" : 0.0099,
+                    "queueDepth" : 3
+                  }
+                """), "\(json)")
     }
 
     @Test func metricsCommandParses() throws {

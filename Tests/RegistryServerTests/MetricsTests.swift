@@ -38,13 +38,17 @@ import Testing
         return try Registry_V1_Response(serializedBytes: Array(reply.frame.readableBytesView))
     }
 
-    func exposition() async throws -> String {
+    func stats() async throws -> Registry_V1_StatsResult {
         let response = try await self.send(.with { $0.stats = .init() })
         guard case .stats(let stats) = response.result else {
             Issue.record("stats failed: \(response)")
-            return ""
+            return Registry_V1_StatsResult()
         }
-        return stats.metrics
+        return stats
+    }
+
+    func exposition() async throws -> String {
+        try await self.stats().metrics
     }
 
     static func template(_ hot: Int) -> Registry_V1_Template {
@@ -111,6 +115,76 @@ import Testing
         #expect(!text.contains("alice") && !text.contains("bob"))
     }
 
+    /// The figures `registryctl stats` shows come as typed fields, read from the same metrics as the
+    /// text: the same counts, errors and latencies as the text gives for every operation.
+    @Test func theTypedFiguresAgreeWithTheExposition() async throws {
+        defer { self.cleanUp() }
+        try await self.send(Self.register("alice-identifier", 1))
+        try await self.send(Self.register("bob-identifier", 1))  // SIMILAR_FACE_REGISTERED
+        for hot in [1, 2, 1, 3] { try await self.send(Self.authenticate("alice-identifier", hot)) }
+        try await self.send(Self.authenticate("carol-identifier", 1))  // IDENTIFIER_NOT_REGISTERED
+        try await self.send(Self.authenticate("alice-identifier", 1), from: Peer(uid: 54_321, gid: 54_321, pid: 2, groups: []))
+        _ = await self.dispatcher.respond(to: ByteBuffer(bytes: [0xFF, 0xFF, 0xFF]), from: self.root)
+        try await self.send(.with { $0.listGalleries = .init() })
+        _ = try await self.stats()  // so that stats itself has been counted once
+
+        let stats = try await self.stats()
+        let text = Samples(stats.metrics)
+        #expect(stats.operations.map(\.operation) == ["authenticate", "register", "list_galleries", "stats", "unknown"])
+        let named = Set(text.values("registryd_requests_total").compactMap { $0.labels["operation"] })
+        let counted = named.filter { text.total("registryd_requests_total", ["operation": $0]) > 0 }
+        #expect(Set(stats.operations.map(\.operation)) == counted)
+        for figures in stats.operations {
+            let operation = figures.operation
+            func requests(_ outcome: String) -> UInt64 {
+                UInt64(text.total("registryd_requests_total", ["operation": operation, "outcome": outcome]))
+            }
+            #expect(
+                [figures.ok, figures.match, figures.noMatch, figures.refused]
+                    == [requests("ok"), requests("match"), requests("no-match"), requests("refused")], "\(operation)")
+            let errors = text.values("registryd_request_errors_total", ["operation": operation])
+            #expect(figures.errors == Dictionary(uniqueKeysWithValues: errors.map { ($0.labels["code"]!, UInt64($0.value)) }), "\(operation)")
+            let latency = try #require(text.histogram("registryd_request_duration_seconds", ["operation": operation]))
+            #expect(figures.hasLatency)
+            #expect(abs(figures.latency.meanSeconds - latency.sum / latency.count) <= 1e-12 * figures.latency.meanSeconds, "\(operation)")
+            #expect(figures.latency.p50Seconds == latency.quantile(0.5), "\(operation)")
+            #expect(figures.latency.p99Seconds == latency.quantile(0.99), "\(operation)")
+        }
+        let authenticate = try #require(stats.operations.first)
+        #expect(authenticate.match == 2 && authenticate.noMatch == 2 && authenticate.refused == 2)
+        #expect(authenticate.errors == ["IDENTIFIER_NOT_REGISTERED": 1, "PERMISSION_DENIED": 1])
+        #expect(stats.writer.queueDepth == UInt64(text.total("registryd_writer_queue_depth")))
+        let commits = try #require(text.histogram("registryd_commit_duration_seconds"))
+        #expect(commits.count > 0 && stats.writer.hasCommitLatency)
+        #expect(stats.writer.commitLatency.p50Seconds == commits.quantile(0.5))
+        #expect(stats.writer.commitLatency.p99Seconds == commits.quantile(0.99))
+    }
+
+    /// Quantiles as Prometheus's `histogram_quantile` computes them (what `registryctl stats` showed
+    /// when it read them from the text).
+    @Test func quantilesInterpolateInsideTheirBucketAsPrometheusDoes() throws {
+        defer { self.cleanUp() }
+        // 12 observations: 4 up to 1 ms, 6 more up to 2 ms, 2 above.
+        let buckets: [(upperBound: Double, cumulative: Double)] = [(0.001, 4), (0.002, 10), (.infinity, 12)]
+        // Rank 6 of 12: 2 into the second bucket's 6 observations, (1 ms, 2 ms].
+        #expect(abs(ReadableHistogram.quantile(0.5, count: 12, buckets: buckets) - (0.001 + 0.001 * 2 / 6)) < 1e-12)
+        // Rank 2: half into the first bucket, from 0.
+        #expect(abs(ReadableHistogram.quantile(1.0 / 6, count: 12, buckets: buckets) - 0.0005) < 1e-12)
+        // Rank 11.88 falls in +Inf's bucket: the highest finite bound.
+        #expect(ReadableHistogram.quantile(0.99, count: 12, buckets: buckets) == 0.002)
+
+        // Recorded: the same buckets as the exposition's, and the figures from them.
+        let histogram = self.metrics.operation("identify", decidesMatches: true).duration
+        #expect(histogram.latency == nil)
+        for microseconds in [20, 20, 30, 700, 700, 700, 700, 700, 700, 1500, 20_000_000, 20_000_000] {
+            histogram.record(duration: .microseconds(microseconds))
+        }
+        let latency = try #require(histogram.latency)
+        #expect(abs(latency.p50Seconds - (0.0005 + 0.0005 * 3 / 6)) < 1e-15)  // rank 6 of 12: 3 into (500 µs, 1 ms]'s 6
+        #expect(latency.p99Seconds == 10)
+        #expect(abs(latency.meanSeconds - 40.00577 / 12) < 1e-12)
+    }
+
     @Test func aDeletedGalleryLosesItsSeries() async throws {
         defer { self.cleanUp() }
         try await self.send(
@@ -157,5 +231,60 @@ import Testing
         let lines = sent.withLock { $0 }
         #expect(lines.first?.hasPrefix("STATUS=serving 0 templates in 1 galleries; 0 connections open, 0 requests served") == true)
         #expect(lines.last?.hasPrefix("STATUS=serving 1 templates in 1 galleries; 0 connections open, 1 requests served") == true)
+    }
+}
+
+/// The samples of a Prometheus text exposition, enough of the format for these tests: label values
+/// without commas or escapes, as the daemon's are.
+struct Samples {
+    struct Sample {
+        var name: String
+        var labels: [String: String]
+        var value: Double
+    }
+
+    var samples: [Sample] = []
+
+    init(_ text: String) {
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let space = line.lastIndex(of: " ") else { continue }
+            let series = line[..<space]
+            let value = line[line.index(after: space)...]
+            let name = series.prefix { $0 != "{" }
+            var labels: [String: String] = [:]
+            if series.count > name.count {
+                for pair in series.dropFirst(name.count + 1).dropLast().split(separator: ",") {
+                    let parts = pair.split(separator: "=", maxSplits: 1)
+                    labels[String(parts[0])] = String(parts[1].dropFirst().dropLast())
+                }
+            }
+            self.samples.append(Sample(name: String(name), labels: labels, value: value == "+Inf" ? .infinity : Double(value) ?? .nan))
+        }
+    }
+
+    func values(_ name: String, _ matching: [String: String] = [:]) -> [Sample] {
+        self.samples.filter { sample in sample.name == name && matching.allSatisfy { sample.labels[$0.key] == $0.value } }
+    }
+
+    func total(_ name: String, _ matching: [String: String] = [:]) -> Double {
+        self.values(name, matching).reduce(0) { $0 + $1.value }
+    }
+
+    struct Histogram {
+        var count: Double
+        var sum: Double
+        var buckets: [(upperBound: Double, cumulative: Double)]
+
+        func quantile(_ q: Double) -> Double { ReadableHistogram.quantile(q, count: self.count, buckets: self.buckets) }
+    }
+
+    /// The histogram `name` with labels `matching`, nil when it has no samples.
+    func histogram(_ name: String, _ matching: [String: String] = [:]) -> Histogram? {
+        let buckets = self.values(name + "_bucket", matching).map { sample in
+            (upperBound: sample.labels["le"] == "+Inf" ? Double.infinity : Double(sample.labels["le"]!)!, cumulative: sample.value)
+        }
+        guard !buckets.isEmpty else { return nil }
+        return Histogram(
+            count: self.total(name + "_count", matching), sum: self.total(name + "_sum", matching), buckets: buckets.sorted { $0.0 < $1.0 })
     }
 }

@@ -2198,45 +2198,190 @@ public nonisolated struct Registry_V1_StatsRequest: Sendable {
   public init() {}
 }
 
-public nonisolated struct Registry_V1_StatsResult: Sendable {
+public nonisolated struct Registry_V1_StatsResult: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var serverVersion: String = String()
+  public var serverVersion: String {
+    get {_storage._serverVersion}
+    set {_uniqueStorage()._serverVersion = newValue}
+  }
 
-  public var uptimeSeconds: UInt64 = 0
+  public var uptimeSeconds: UInt64 {
+    get {_storage._uptimeSeconds}
+    set {_uniqueStorage()._uptimeSeconds = newValue}
+  }
 
-  public var openConnections: UInt64 = 0
+  public var openConnections: UInt64 {
+    get {_storage._openConnections}
+    set {_uniqueStorage()._openConnections = newValue}
+  }
 
-  public var requestsServed: UInt64 = 0
+  public var requestsServed: UInt64 {
+    get {_storage._requestsServed}
+    set {_uniqueStorage()._requestsServed = newValue}
+  }
 
-  public var storeBytes: UInt64 = 0
+  public var storeBytes: UInt64 {
+    get {_storage._storeBytes}
+    set {_uniqueStorage()._storeBytes = newValue}
+  }
 
-  public var commits: UInt64 = 0
+  public var commits: UInt64 {
+    get {_storage._commits}
+    set {_uniqueStorage()._commits = newValue}
+  }
 
-  public var committedOperations: UInt64 = 0
+  public var committedOperations: UInt64 {
+    get {_storage._committedOperations}
+    set {_uniqueStorage()._committedOperations = newValue}
+  }
 
-  public var galleries: [Registry_V1_Gallery] = []
+  public var galleries: [Registry_V1_Gallery] {
+    get {_storage._galleries}
+    set {_uniqueStorage()._galleries = newValue}
+  }
 
   /// The scan kernels in use: the int8 prefilter's instruction-set level ("avx512-vnni", "avx2",
   /// "scalar"), with ", prefilter off" when it is turned off.
-  public var scanKernels: String = String()
+  public var scanKernels: String {
+    get {_storage._scanKernels}
+    set {_uniqueStorage()._scanKernels = newValue}
+  }
 
   /// Rows the prefilter has considered since start, and how many the float32 kernel rescored.
-  public var prefilterRowsConsidered: UInt64 = 0
+  public var prefilterRowsConsidered: UInt64 {
+    get {_storage._prefilterRowsConsidered}
+    set {_uniqueStorage()._prefilterRowsConsidered = newValue}
+  }
 
-  public var prefilterRowsRescored: UInt64 = 0
+  public var prefilterRowsRescored: UInt64 {
+    get {_storage._prefilterRowsRescored}
+    set {_uniqueStorage()._prefilterRowsRescored = newValue}
+  }
 
   /// Every metric in the Prometheus text exposition format (version 0.0.4): requests by operation
   /// and outcome, their latency histograms, errors by code, requests by gallery, templates and
   /// identifiers per gallery, the writer's queue depth and commit latency. Names and labels:
-  /// docs/metrics.md. Never an identifier or a template.
-  public var metrics: String = String()
+  /// docs/metrics.md. Never an identifier or a template. The full exposition, for Prometheus
+  /// (registryctl metrics); the figures registryctl stats shows are also in the fields below.
+  public var metrics: String {
+    get {_storage._metrics}
+    set {_uniqueStorage()._metrics = newValue}
+  }
+
+  /// The figures registryctl stats shows, from the same metrics as `metrics`: every operation that
+  /// has had a request since start, busiest first (answered and refused together; ties by name),
+  /// and the writer. (With them StatsResult is large enough that protoc-gen-swift keeps it in heap
+  /// storage, which keeps Response, whose oneof holds it, inline: mind it when removing fields.)
+  public var operations: [Registry_V1_StatsResult.OperationStats] {
+    get {_storage._operations}
+    set {_uniqueStorage()._operations = newValue}
+  }
+
+  public var writer: Registry_V1_StatsResult.WriterStats {
+    get {_storage._writer ?? Registry_V1_StatsResult.WriterStats()}
+    set {_uniqueStorage()._writer = newValue}
+  }
+  /// Returns true if `writer` has been explicitly set.
+  public var hasWriter: Bool {_storage._writer != nil}
+  /// Clears the value of `writer`. Subsequent reads from it will return its default value.
+  public mutating func clearWriter() {_uniqueStorage()._writer = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
+  /// A latency histogram's figures, seconds: the mean, and the median and 99th percentile as
+  /// Prometheus's histogram_quantile computes them from the buckets (linear inside a bucket; the
+  /// highest finite bound for a rank in the +Inf bucket). Absent when nothing was observed.
+  public nonisolated struct Latency: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    public var meanSeconds: Double = 0
+
+    public var p50Seconds: Double = 0
+
+    public var p99Seconds: Double = 0
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+  }
+
+  /// One operation's requests since start (registryd_requests_total, registryd_request_errors_total
+  /// and registryd_request_duration_seconds of `metrics`).
+  public nonisolated struct OperationStats: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    /// `register`, `identify`, ...; `unknown`: a frame that is not a request
+    public var operation: String = String()
+
+    /// answered, outcome ok (the operations that decide no match)
+    public var ok: UInt64 = 0
+
+    /// identify and authenticate: answered, a match
+    public var match: UInt64 = 0
+
+    /// identify and authenticate: answered, no match
+    public var noMatch: UInt64 = 0
+
+    /// answered with an error
+    public var refused: UInt64 = 0
+
+    /// Refusals by error code, named as the metrics' `code` label and PROTOCOL.md §5 name them
+    /// (`SIMILAR_FACE_REGISTERED`): a newer daemon's codes reach an older client by name.
+    public var errors: Dictionary<String,UInt64> = [:]
+
+    /// from the decoded request to the encoded reply
+    public var latency: Registry_V1_StatsResult.Latency {
+      get {_latency ?? Registry_V1_StatsResult.Latency()}
+      set {_latency = newValue}
+    }
+    /// Returns true if `latency` has been explicitly set.
+    public var hasLatency: Bool {self._latency != nil}
+    /// Clears the value of `latency`. Subsequent reads from it will return its default value.
+    public mutating func clearLatency() {self._latency = nil}
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+
+    fileprivate var _latency: Registry_V1_StatsResult.Latency? = nil
+  }
+
+  /// The writer thread (registryd_writer_queue_depth, registryd_commit_duration_seconds).
+  public nonisolated struct WriterStats: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    /// writes waiting for the writer at its last report
+    public var queueDepth: UInt64 = 0
+
+    /// one group commit; absent before the first
+    public var commitLatency: Registry_V1_StatsResult.Latency {
+      get {_commitLatency ?? Registry_V1_StatsResult.Latency()}
+      set {_commitLatency = newValue}
+    }
+    /// Returns true if `commitLatency` has been explicitly set.
+    public var hasCommitLatency: Bool {self._commitLatency != nil}
+    /// Clears the value of `commitLatency`. Subsequent reads from it will return its default value.
+    public mutating func clearCommitLatency() {self._commitLatency = nil}
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+
+    fileprivate var _commitLatency: Registry_V1_StatsResult.Latency? = nil
+  }
+
   public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 /// Export pages through a gallery's templates in registration order, or through its liveness
@@ -6110,7 +6255,168 @@ nonisolated extension Registry_V1_StatsRequest: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Registry_V1_StatsResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StatsResult"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}server_version\0\u{3}uptime_seconds\0\u{3}open_connections\0\u{3}requests_served\0\u{3}store_bytes\0\u{1}commits\0\u{3}committed_operations\0\u{1}galleries\0\u{3}scan_kernels\0\u{3}prefilter_rows_considered\0\u{3}prefilter_rows_rescored\0\u{1}metrics\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}server_version\0\u{3}uptime_seconds\0\u{3}open_connections\0\u{3}requests_served\0\u{3}store_bytes\0\u{1}commits\0\u{3}committed_operations\0\u{1}galleries\0\u{3}scan_kernels\0\u{3}prefilter_rows_considered\0\u{3}prefilter_rows_rescored\0\u{1}metrics\0\u{1}operations\0\u{1}writer\0")
+
+  fileprivate class _StorageClass {
+    var _serverVersion: String = String()
+    var _uptimeSeconds: UInt64 = 0
+    var _openConnections: UInt64 = 0
+    var _requestsServed: UInt64 = 0
+    var _storeBytes: UInt64 = 0
+    var _commits: UInt64 = 0
+    var _committedOperations: UInt64 = 0
+    var _galleries: [Registry_V1_Gallery] = []
+    var _scanKernels: String = String()
+    var _prefilterRowsConsidered: UInt64 = 0
+    var _prefilterRowsRescored: UInt64 = 0
+    var _metrics: String = String()
+    var _operations: [Registry_V1_StatsResult.OperationStats] = []
+    var _writer: Registry_V1_StatsResult.WriterStats? = nil
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _serverVersion = source._serverVersion
+      _uptimeSeconds = source._uptimeSeconds
+      _openConnections = source._openConnections
+      _requestsServed = source._requestsServed
+      _storeBytes = source._storeBytes
+      _commits = source._commits
+      _committedOperations = source._committedOperations
+      _galleries = source._galleries
+      _scanKernels = source._scanKernels
+      _prefilterRowsConsidered = source._prefilterRowsConsidered
+      _prefilterRowsRescored = source._prefilterRowsRescored
+      _metrics = source._metrics
+      _operations = source._operations
+      _writer = source._writer
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._serverVersion) }()
+        case 2: try { try decoder.decodeSingularUInt64Field(value: &_storage._uptimeSeconds) }()
+        case 3: try { try decoder.decodeSingularUInt64Field(value: &_storage._openConnections) }()
+        case 4: try { try decoder.decodeSingularUInt64Field(value: &_storage._requestsServed) }()
+        case 5: try { try decoder.decodeSingularUInt64Field(value: &_storage._storeBytes) }()
+        case 6: try { try decoder.decodeSingularUInt64Field(value: &_storage._commits) }()
+        case 7: try { try decoder.decodeSingularUInt64Field(value: &_storage._committedOperations) }()
+        case 8: try { try decoder.decodeRepeatedMessageField(value: &_storage._galleries) }()
+        case 9: try { try decoder.decodeSingularStringField(value: &_storage._scanKernels) }()
+        case 10: try { try decoder.decodeSingularUInt64Field(value: &_storage._prefilterRowsConsidered) }()
+        case 11: try { try decoder.decodeSingularUInt64Field(value: &_storage._prefilterRowsRescored) }()
+        case 12: try { try decoder.decodeSingularStringField(value: &_storage._metrics) }()
+        case 13: try { try decoder.decodeRepeatedMessageField(value: &_storage._operations) }()
+        case 14: try { try decoder.decodeSingularMessageField(value: &_storage._writer) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._serverVersion.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._serverVersion, fieldNumber: 1)
+      }
+      if _storage._uptimeSeconds != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._uptimeSeconds, fieldNumber: 2)
+      }
+      if _storage._openConnections != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._openConnections, fieldNumber: 3)
+      }
+      if _storage._requestsServed != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._requestsServed, fieldNumber: 4)
+      }
+      if _storage._storeBytes != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._storeBytes, fieldNumber: 5)
+      }
+      if _storage._commits != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._commits, fieldNumber: 6)
+      }
+      if _storage._committedOperations != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._committedOperations, fieldNumber: 7)
+      }
+      if !_storage._galleries.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._galleries, fieldNumber: 8)
+      }
+      if !_storage._scanKernels.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._scanKernels, fieldNumber: 9)
+      }
+      if _storage._prefilterRowsConsidered != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._prefilterRowsConsidered, fieldNumber: 10)
+      }
+      if _storage._prefilterRowsRescored != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._prefilterRowsRescored, fieldNumber: 11)
+      }
+      if !_storage._metrics.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._metrics, fieldNumber: 12)
+      }
+      if !_storage._operations.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._operations, fieldNumber: 13)
+      }
+      try { if let v = _storage._writer {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
+      } }()
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_StatsResult, rhs: Registry_V1_StatsResult) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._serverVersion != rhs_storage._serverVersion {return false}
+        if _storage._uptimeSeconds != rhs_storage._uptimeSeconds {return false}
+        if _storage._openConnections != rhs_storage._openConnections {return false}
+        if _storage._requestsServed != rhs_storage._requestsServed {return false}
+        if _storage._storeBytes != rhs_storage._storeBytes {return false}
+        if _storage._commits != rhs_storage._commits {return false}
+        if _storage._committedOperations != rhs_storage._committedOperations {return false}
+        if _storage._galleries != rhs_storage._galleries {return false}
+        if _storage._scanKernels != rhs_storage._scanKernels {return false}
+        if _storage._prefilterRowsConsidered != rhs_storage._prefilterRowsConsidered {return false}
+        if _storage._prefilterRowsRescored != rhs_storage._prefilterRowsRescored {return false}
+        if _storage._metrics != rhs_storage._metrics {return false}
+        if _storage._operations != rhs_storage._operations {return false}
+        if _storage._writer != rhs_storage._writer {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_StatsResult.Latency: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Registry_V1_StatsResult.protoMessageName + ".Latency"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}mean_seconds\0\u{3}p50_seconds\0\u{3}p99_seconds\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6118,76 +6424,134 @@ nonisolated extension Registry_V1_StatsResult: SwiftProtobuf.Message, SwiftProto
       // allocates stack space for every case branch when no optimizations are
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.serverVersion) }()
-      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.uptimeSeconds) }()
-      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.openConnections) }()
-      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.requestsServed) }()
-      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.storeBytes) }()
-      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.commits) }()
-      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.committedOperations) }()
-      case 8: try { try decoder.decodeRepeatedMessageField(value: &self.galleries) }()
-      case 9: try { try decoder.decodeSingularStringField(value: &self.scanKernels) }()
-      case 10: try { try decoder.decodeSingularUInt64Field(value: &self.prefilterRowsConsidered) }()
-      case 11: try { try decoder.decodeSingularUInt64Field(value: &self.prefilterRowsRescored) }()
-      case 12: try { try decoder.decodeSingularStringField(value: &self.metrics) }()
+      case 1: try { try decoder.decodeSingularDoubleField(value: &self.meanSeconds) }()
+      case 2: try { try decoder.decodeSingularDoubleField(value: &self.p50Seconds) }()
+      case 3: try { try decoder.decodeSingularDoubleField(value: &self.p99Seconds) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    if !self.serverVersion.isEmpty {
-      try visitor.visitSingularStringField(value: self.serverVersion, fieldNumber: 1)
+    if self.meanSeconds.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.meanSeconds, fieldNumber: 1)
     }
-    if self.uptimeSeconds != 0 {
-      try visitor.visitSingularUInt64Field(value: self.uptimeSeconds, fieldNumber: 2)
+    if self.p50Seconds.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.p50Seconds, fieldNumber: 2)
     }
-    if self.openConnections != 0 {
-      try visitor.visitSingularUInt64Field(value: self.openConnections, fieldNumber: 3)
-    }
-    if self.requestsServed != 0 {
-      try visitor.visitSingularUInt64Field(value: self.requestsServed, fieldNumber: 4)
-    }
-    if self.storeBytes != 0 {
-      try visitor.visitSingularUInt64Field(value: self.storeBytes, fieldNumber: 5)
-    }
-    if self.commits != 0 {
-      try visitor.visitSingularUInt64Field(value: self.commits, fieldNumber: 6)
-    }
-    if self.committedOperations != 0 {
-      try visitor.visitSingularUInt64Field(value: self.committedOperations, fieldNumber: 7)
-    }
-    if !self.galleries.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.galleries, fieldNumber: 8)
-    }
-    if !self.scanKernels.isEmpty {
-      try visitor.visitSingularStringField(value: self.scanKernels, fieldNumber: 9)
-    }
-    if self.prefilterRowsConsidered != 0 {
-      try visitor.visitSingularUInt64Field(value: self.prefilterRowsConsidered, fieldNumber: 10)
-    }
-    if self.prefilterRowsRescored != 0 {
-      try visitor.visitSingularUInt64Field(value: self.prefilterRowsRescored, fieldNumber: 11)
-    }
-    if !self.metrics.isEmpty {
-      try visitor.visitSingularStringField(value: self.metrics, fieldNumber: 12)
+    if self.p99Seconds.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.p99Seconds, fieldNumber: 3)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  public static func ==(lhs: Registry_V1_StatsResult, rhs: Registry_V1_StatsResult) -> Bool {
-    if lhs.serverVersion != rhs.serverVersion {return false}
-    if lhs.uptimeSeconds != rhs.uptimeSeconds {return false}
-    if lhs.openConnections != rhs.openConnections {return false}
-    if lhs.requestsServed != rhs.requestsServed {return false}
-    if lhs.storeBytes != rhs.storeBytes {return false}
-    if lhs.commits != rhs.commits {return false}
-    if lhs.committedOperations != rhs.committedOperations {return false}
-    if lhs.galleries != rhs.galleries {return false}
-    if lhs.scanKernels != rhs.scanKernels {return false}
-    if lhs.prefilterRowsConsidered != rhs.prefilterRowsConsidered {return false}
-    if lhs.prefilterRowsRescored != rhs.prefilterRowsRescored {return false}
-    if lhs.metrics != rhs.metrics {return false}
+  public static func ==(lhs: Registry_V1_StatsResult.Latency, rhs: Registry_V1_StatsResult.Latency) -> Bool {
+    if lhs.meanSeconds != rhs.meanSeconds {return false}
+    if lhs.p50Seconds != rhs.p50Seconds {return false}
+    if lhs.p99Seconds != rhs.p99Seconds {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_StatsResult.OperationStats: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Registry_V1_StatsResult.protoMessageName + ".OperationStats"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}operation\0\u{1}ok\0\u{1}match\0\u{3}no_match\0\u{1}refused\0\u{1}errors\0\u{1}latency\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.operation) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.ok) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.match) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.noMatch) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.refused) }()
+      case 6: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufUInt64>.self, value: &self.errors) }()
+      case 7: try { try decoder.decodeSingularMessageField(value: &self._latency) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.operation.isEmpty {
+      try visitor.visitSingularStringField(value: self.operation, fieldNumber: 1)
+    }
+    if self.ok != 0 {
+      try visitor.visitSingularUInt64Field(value: self.ok, fieldNumber: 2)
+    }
+    if self.match != 0 {
+      try visitor.visitSingularUInt64Field(value: self.match, fieldNumber: 3)
+    }
+    if self.noMatch != 0 {
+      try visitor.visitSingularUInt64Field(value: self.noMatch, fieldNumber: 4)
+    }
+    if self.refused != 0 {
+      try visitor.visitSingularUInt64Field(value: self.refused, fieldNumber: 5)
+    }
+    if !self.errors.isEmpty {
+      try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufUInt64>.self, value: self.errors, fieldNumber: 6)
+    }
+    try { if let v = self._latency {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_StatsResult.OperationStats, rhs: Registry_V1_StatsResult.OperationStats) -> Bool {
+    if lhs.operation != rhs.operation {return false}
+    if lhs.ok != rhs.ok {return false}
+    if lhs.match != rhs.match {return false}
+    if lhs.noMatch != rhs.noMatch {return false}
+    if lhs.refused != rhs.refused {return false}
+    if lhs.errors != rhs.errors {return false}
+    if lhs._latency != rhs._latency {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_StatsResult.WriterStats: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Registry_V1_StatsResult.protoMessageName + ".WriterStats"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}queue_depth\0\u{3}commit_latency\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.queueDepth) }()
+      case 2: try { try decoder.decodeSingularMessageField(value: &self._commitLatency) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.queueDepth != 0 {
+      try visitor.visitSingularUInt64Field(value: self.queueDepth, fieldNumber: 1)
+    }
+    try { if let v = self._commitLatency {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_StatsResult.WriterStats, rhs: Registry_V1_StatsResult.WriterStats) -> Bool {
+    if lhs.queueDepth != rhs.queueDepth {return false}
+    if lhs._commitLatency != rhs._commitLatency {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

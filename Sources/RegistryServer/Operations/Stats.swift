@@ -29,7 +29,10 @@ extension Registry_V1_StatsRequest: RegistryOperation {
             let prefilter = Engine.prefilterCounts
             $0.prefilterRowsConsidered = UInt64(prefilter.considered)
             $0.prefilterRowsRescored = UInt64(prefilter.rescored)
-            $0.metrics = context.metrics.exposition(engine: engine, counters: counters)
+            let metrics = context.metrics.report(engine: engine, counters: counters)
+            $0.metrics = metrics.exposition
+            $0.operations = metrics.operations
+            $0.writer = metrics.writer
         }
     }
 }

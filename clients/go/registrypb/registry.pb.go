@@ -4383,8 +4383,15 @@ type StatsResult struct {
 	// Every metric in the Prometheus text exposition format (version 0.0.4): requests by operation
 	// and outcome, their latency histograms, errors by code, requests by gallery, templates and
 	// identifiers per gallery, the writer's queue depth and commit latency. Names and labels:
-	// docs/metrics.md. Never an identifier or a template.
+	// docs/metrics.md. Never an identifier or a template. The full exposition, for Prometheus
+	// (registryctl metrics); the figures registryctl stats shows are also in the fields below.
 	Metrics string `protobuf:"bytes,12,opt,name=metrics,proto3" json:"metrics,omitempty"`
+	// The figures registryctl stats shows, from the same metrics as `metrics`: every operation that
+	// has had a request since start, busiest first (answered and refused together; ties by name),
+	// and the writer. (With them StatsResult is large enough that protoc-gen-swift keeps it in heap
+	// storage, which keeps Response, whose oneof holds it, inline: mind it when removing fields.)
+	Operations []*StatsResult_OperationStats `protobuf:"bytes,13,rep,name=operations,proto3" json:"operations,omitempty"`
+	Writer     *StatsResult_WriterStats      `protobuf:"bytes,14,opt,name=writer,proto3" json:"writer,omitempty"`
 }
 
 func (x *StatsResult) Reset() {
@@ -4501,6 +4508,20 @@ func (x *StatsResult) GetMetrics() string {
 		return x.Metrics
 	}
 	return ""
+}
+
+func (x *StatsResult) GetOperations() []*StatsResult_OperationStats {
+	if x != nil {
+		return x.Operations
+	}
+	return nil
+}
+
+func (x *StatsResult) GetWriter() *StatsResult_WriterStats {
+	if x != nil {
+		return x.Writer
+	}
+	return nil
 }
 
 // Export pages through a gallery's templates in registration order, or through its liveness
@@ -6111,6 +6132,227 @@ func (x *MigrationStatusResult_Entry) GetGalleryIdentifiers() uint64 {
 	return 0
 }
 
+// A latency histogram's figures, seconds: the mean, and the median and 99th percentile as
+// Prometheus's histogram_quantile computes them from the buckets (linear inside a bucket; the
+// highest finite bound for a rank in the +Inf bucket). Absent when nothing was observed.
+type StatsResult_Latency struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	MeanSeconds float64 `protobuf:"fixed64,1,opt,name=mean_seconds,json=meanSeconds,proto3" json:"mean_seconds,omitempty"`
+	P50Seconds  float64 `protobuf:"fixed64,2,opt,name=p50_seconds,json=p50Seconds,proto3" json:"p50_seconds,omitempty"`
+	P99Seconds  float64 `protobuf:"fixed64,3,opt,name=p99_seconds,json=p99Seconds,proto3" json:"p99_seconds,omitempty"`
+}
+
+func (x *StatsResult_Latency) Reset() {
+	*x = StatsResult_Latency{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_registry_proto_msgTypes[76]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *StatsResult_Latency) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatsResult_Latency) ProtoMessage() {}
+
+func (x *StatsResult_Latency) ProtoReflect() protoreflect.Message {
+	mi := &file_registry_proto_msgTypes[76]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatsResult_Latency.ProtoReflect.Descriptor instead.
+func (*StatsResult_Latency) Descriptor() ([]byte, []int) {
+	return file_registry_proto_rawDescGZIP(), []int{50, 0}
+}
+
+func (x *StatsResult_Latency) GetMeanSeconds() float64 {
+	if x != nil {
+		return x.MeanSeconds
+	}
+	return 0
+}
+
+func (x *StatsResult_Latency) GetP50Seconds() float64 {
+	if x != nil {
+		return x.P50Seconds
+	}
+	return 0
+}
+
+func (x *StatsResult_Latency) GetP99Seconds() float64 {
+	if x != nil {
+		return x.P99Seconds
+	}
+	return 0
+}
+
+// One operation's requests since start (registryd_requests_total, registryd_request_errors_total
+// and registryd_request_duration_seconds of `metrics`).
+type StatsResult_OperationStats struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Operation string `protobuf:"bytes,1,opt,name=operation,proto3" json:"operation,omitempty"`             // `register`, `identify`, ...; `unknown`: a frame that is not a request
+	Ok        uint64 `protobuf:"varint,2,opt,name=ok,proto3" json:"ok,omitempty"`                          // answered, outcome ok (the operations that decide no match)
+	Match     uint64 `protobuf:"varint,3,opt,name=match,proto3" json:"match,omitempty"`                    // identify and authenticate: answered, a match
+	NoMatch   uint64 `protobuf:"varint,4,opt,name=no_match,json=noMatch,proto3" json:"no_match,omitempty"` // identify and authenticate: answered, no match
+	Refused   uint64 `protobuf:"varint,5,opt,name=refused,proto3" json:"refused,omitempty"`                // answered with an error
+	// Refusals by error code, named as the metrics' `code` label and PROTOCOL.md §5 name them
+	// (`SIMILAR_FACE_REGISTERED`): a newer daemon's codes reach an older client by name.
+	Errors  map[string]uint64    `protobuf:"bytes,6,rep,name=errors,proto3" json:"errors,omitempty" protobuf_key:"bytes,1,opt,name=key,proto3" protobuf_val:"varint,2,opt,name=value,proto3"`
+	Latency *StatsResult_Latency `protobuf:"bytes,7,opt,name=latency,proto3" json:"latency,omitempty"` // from the decoded request to the encoded reply
+}
+
+func (x *StatsResult_OperationStats) Reset() {
+	*x = StatsResult_OperationStats{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_registry_proto_msgTypes[77]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *StatsResult_OperationStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatsResult_OperationStats) ProtoMessage() {}
+
+func (x *StatsResult_OperationStats) ProtoReflect() protoreflect.Message {
+	mi := &file_registry_proto_msgTypes[77]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatsResult_OperationStats.ProtoReflect.Descriptor instead.
+func (*StatsResult_OperationStats) Descriptor() ([]byte, []int) {
+	return file_registry_proto_rawDescGZIP(), []int{50, 1}
+}
+
+func (x *StatsResult_OperationStats) GetOperation() string {
+	if x != nil {
+		return x.Operation
+	}
+	return ""
+}
+
+func (x *StatsResult_OperationStats) GetOk() uint64 {
+	if x != nil {
+		return x.Ok
+	}
+	return 0
+}
+
+func (x *StatsResult_OperationStats) GetMatch() uint64 {
+	if x != nil {
+		return x.Match
+	}
+	return 0
+}
+
+func (x *StatsResult_OperationStats) GetNoMatch() uint64 {
+	if x != nil {
+		return x.NoMatch
+	}
+	return 0
+}
+
+func (x *StatsResult_OperationStats) GetRefused() uint64 {
+	if x != nil {
+		return x.Refused
+	}
+	return 0
+}
+
+func (x *StatsResult_OperationStats) GetErrors() map[string]uint64 {
+	if x != nil {
+		return x.Errors
+	}
+	return nil
+}
+
+func (x *StatsResult_OperationStats) GetLatency() *StatsResult_Latency {
+	if x != nil {
+		return x.Latency
+	}
+	return nil
+}
+
+// The writer thread (registryd_writer_queue_depth, registryd_commit_duration_seconds).
+type StatsResult_WriterStats struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	QueueDepth    uint64               `protobuf:"varint,1,opt,name=queue_depth,json=queueDepth,proto3" json:"queue_depth,omitempty"`         // writes waiting for the writer at its last report
+	CommitLatency *StatsResult_Latency `protobuf:"bytes,2,opt,name=commit_latency,json=commitLatency,proto3" json:"commit_latency,omitempty"` // one group commit; absent before the first
+}
+
+func (x *StatsResult_WriterStats) Reset() {
+	*x = StatsResult_WriterStats{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_registry_proto_msgTypes[78]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *StatsResult_WriterStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatsResult_WriterStats) ProtoMessage() {}
+
+func (x *StatsResult_WriterStats) ProtoReflect() protoreflect.Message {
+	mi := &file_registry_proto_msgTypes[78]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatsResult_WriterStats.ProtoReflect.Descriptor instead.
+func (*StatsResult_WriterStats) Descriptor() ([]byte, []int) {
+	return file_registry_proto_rawDescGZIP(), []int{50, 2}
+}
+
+func (x *StatsResult_WriterStats) GetQueueDepth() uint64 {
+	if x != nil {
+		return x.QueueDepth
+	}
+	return 0
+}
+
+func (x *StatsResult_WriterStats) GetCommitLatency() *StatsResult_Latency {
+	if x != nil {
+		return x.CommitLatency
+	}
+	return nil
+}
+
 type ImportRequest_Item struct {
 	state         protoimpl.MessageState
 	sizeCache     protoimpl.SizeCache
@@ -6127,7 +6369,7 @@ type ImportRequest_Item struct {
 func (x *ImportRequest_Item) Reset() {
 	*x = ImportRequest_Item{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_registry_proto_msgTypes[76]
+		mi := &file_registry_proto_msgTypes[80]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -6140,7 +6382,7 @@ func (x *ImportRequest_Item) String() string {
 func (*ImportRequest_Item) ProtoMessage() {}
 
 func (x *ImportRequest_Item) ProtoReflect() protoreflect.Message {
-	mi := &file_registry_proto_msgTypes[76]
+	mi := &file_registry_proto_msgTypes[80]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6203,7 +6445,7 @@ type EnrolLivenessProfileRequest_Pose struct {
 func (x *EnrolLivenessProfileRequest_Pose) Reset() {
 	*x = EnrolLivenessProfileRequest_Pose{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_registry_proto_msgTypes[77]
+		mi := &file_registry_proto_msgTypes[81]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -6216,7 +6458,7 @@ func (x *EnrolLivenessProfileRequest_Pose) String() string {
 func (*EnrolLivenessProfileRequest_Pose) ProtoMessage() {}
 
 func (x *EnrolLivenessProfileRequest_Pose) ProtoReflect() protoreflect.Message {
-	mi := &file_registry_proto_msgTypes[77]
+	mi := &file_registry_proto_msgTypes[81]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6259,7 +6501,7 @@ type LivenessProfile_Range struct {
 func (x *LivenessProfile_Range) Reset() {
 	*x = LivenessProfile_Range{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_registry_proto_msgTypes[78]
+		mi := &file_registry_proto_msgTypes[82]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -6272,7 +6514,7 @@ func (x *LivenessProfile_Range) String() string {
 func (*LivenessProfile_Range) ProtoMessage() {}
 
 func (x *LivenessProfile_Range) ProtoReflect() protoreflect.Message {
-	mi := &file_registry_proto_msgTypes[78]
+	mi := &file_registry_proto_msgTypes[82]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7064,7 +7306,7 @@ var file_registry_proto_rawDesc = []byte{
 	0x65, 0x6e, 0x74, 0x69, 0x66, 0x69, 0x65, 0x72, 0x73, 0x18, 0x03, 0x20, 0x01, 0x28, 0x04, 0x52,
 	0x12, 0x67, 0x61, 0x6c, 0x6c, 0x65, 0x72, 0x79, 0x49, 0x64, 0x65, 0x6e, 0x74, 0x69, 0x66, 0x69,
 	0x65, 0x72, 0x73, 0x22, 0x0e, 0x0a, 0x0c, 0x53, 0x74, 0x61, 0x74, 0x73, 0x52, 0x65, 0x71, 0x75,
-	0x65, 0x73, 0x74, 0x22, 0x82, 0x04, 0x0a, 0x0b, 0x53, 0x74, 0x61, 0x74, 0x73, 0x52, 0x65, 0x73,
+	0x65, 0x73, 0x74, 0x22, 0xc2, 0x09, 0x0a, 0x0b, 0x53, 0x74, 0x61, 0x74, 0x73, 0x52, 0x65, 0x73,
 	0x75, 0x6c, 0x74, 0x12, 0x25, 0x0a, 0x0e, 0x73, 0x65, 0x72, 0x76, 0x65, 0x72, 0x5f, 0x76, 0x65,
 	0x72, 0x73, 0x69, 0x6f, 0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x0d, 0x73, 0x65, 0x72,
 	0x76, 0x65, 0x72, 0x56, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e, 0x12, 0x25, 0x0a, 0x0e, 0x75, 0x70,
@@ -7096,7 +7338,51 @@ var file_registry_proto_rawDesc = []byte{
 	0x64, 0x18, 0x0b, 0x20, 0x01, 0x28, 0x04, 0x52, 0x15, 0x70, 0x72, 0x65, 0x66, 0x69, 0x6c, 0x74,
 	0x65, 0x72, 0x52, 0x6f, 0x77, 0x73, 0x52, 0x65, 0x73, 0x63, 0x6f, 0x72, 0x65, 0x64, 0x12, 0x18,
 	0x0a, 0x07, 0x6d, 0x65, 0x74, 0x72, 0x69, 0x63, 0x73, 0x18, 0x0c, 0x20, 0x01, 0x28, 0x09, 0x52,
-	0x07, 0x6d, 0x65, 0x74, 0x72, 0x69, 0x63, 0x73, 0x22, 0xc3, 0x01, 0x0a, 0x0d, 0x45, 0x78, 0x70,
+	0x07, 0x6d, 0x65, 0x74, 0x72, 0x69, 0x63, 0x73, 0x12, 0x47, 0x0a, 0x0a, 0x6f, 0x70, 0x65, 0x72,
+	0x61, 0x74, 0x69, 0x6f, 0x6e, 0x73, 0x18, 0x0d, 0x20, 0x03, 0x28, 0x0b, 0x32, 0x27, 0x2e, 0x72,
+	0x65, 0x67, 0x69, 0x73, 0x74, 0x72, 0x79, 0x2e, 0x76, 0x31, 0x2e, 0x53, 0x74, 0x61, 0x74, 0x73,
+	0x52, 0x65, 0x73, 0x75, 0x6c, 0x74, 0x2e, 0x4f, 0x70, 0x65, 0x72, 0x61, 0x74, 0x69, 0x6f, 0x6e,
+	0x53, 0x74, 0x61, 0x74, 0x73, 0x52, 0x0a, 0x6f, 0x70, 0x65, 0x72, 0x61, 0x74, 0x69, 0x6f, 0x6e,
+	0x73, 0x12, 0x3c, 0x0a, 0x06, 0x77, 0x72, 0x69, 0x74, 0x65, 0x72, 0x18, 0x0e, 0x20, 0x01, 0x28,
+	0x0b, 0x32, 0x24, 0x2e, 0x72, 0x65, 0x67, 0x69, 0x73, 0x74, 0x72, 0x79, 0x2e, 0x76, 0x31, 0x2e,
+	0x53, 0x74, 0x61, 0x74, 0x73, 0x52, 0x65, 0x73, 0x75, 0x6c, 0x74, 0x2e, 0x57, 0x72, 0x69, 0x74,
+	0x65, 0x72, 0x53, 0x74, 0x61, 0x74, 0x73, 0x52, 0x06, 0x77, 0x72, 0x69, 0x74, 0x65, 0x72, 0x1a,
+	0x6e, 0x0a, 0x07, 0x4c, 0x61, 0x74, 0x65, 0x6e, 0x63, 0x79, 0x12, 0x21, 0x0a, 0x0c, 0x6d, 0x65,
+	0x61, 0x6e, 0x5f, 0x73, 0x65, 0x63, 0x6f, 0x6e, 0x64, 0x73, 0x18, 0x01, 0x20, 0x01, 0x28, 0x01,
+	0x52, 0x0b, 0x6d, 0x65, 0x61, 0x6e, 0x53, 0x65, 0x63, 0x6f, 0x6e, 0x64, 0x73, 0x12, 0x1f, 0x0a,
+	0x0b, 0x70, 0x35, 0x30, 0x5f, 0x73, 0x65, 0x63, 0x6f, 0x6e, 0x64, 0x73, 0x18, 0x02, 0x20, 0x01,
+	0x28, 0x01, 0x52, 0x0a, 0x70, 0x35, 0x30, 0x53, 0x65, 0x63, 0x6f, 0x6e, 0x64, 0x73, 0x12, 0x1f,
+	0x0a, 0x0b, 0x70, 0x39, 0x39, 0x5f, 0x73, 0x65, 0x63, 0x6f, 0x6e, 0x64, 0x73, 0x18, 0x03, 0x20,
+	0x01, 0x28, 0x01, 0x52, 0x0a, 0x70, 0x39, 0x39, 0x53, 0x65, 0x63, 0x6f, 0x6e, 0x64, 0x73, 0x1a,
+	0xcd, 0x02, 0x0a, 0x0e, 0x4f, 0x70, 0x65, 0x72, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x53, 0x74, 0x61,
+	0x74, 0x73, 0x12, 0x1c, 0x0a, 0x09, 0x6f, 0x70, 0x65, 0x72, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x18,
+	0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x09, 0x6f, 0x70, 0x65, 0x72, 0x61, 0x74, 0x69, 0x6f, 0x6e,
+	0x12, 0x0e, 0x0a, 0x02, 0x6f, 0x6b, 0x18, 0x02, 0x20, 0x01, 0x28, 0x04, 0x52, 0x02, 0x6f, 0x6b,
+	0x12, 0x14, 0x0a, 0x05, 0x6d, 0x61, 0x74, 0x63, 0x68, 0x18, 0x03, 0x20, 0x01, 0x28, 0x04, 0x52,
+	0x05, 0x6d, 0x61, 0x74, 0x63, 0x68, 0x12, 0x19, 0x0a, 0x08, 0x6e, 0x6f, 0x5f, 0x6d, 0x61, 0x74,
+	0x63, 0x68, 0x18, 0x04, 0x20, 0x01, 0x28, 0x04, 0x52, 0x07, 0x6e, 0x6f, 0x4d, 0x61, 0x74, 0x63,
+	0x68, 0x12, 0x18, 0x0a, 0x07, 0x72, 0x65, 0x66, 0x75, 0x73, 0x65, 0x64, 0x18, 0x05, 0x20, 0x01,
+	0x28, 0x04, 0x52, 0x07, 0x72, 0x65, 0x66, 0x75, 0x73, 0x65, 0x64, 0x12, 0x4b, 0x0a, 0x06, 0x65,
+	0x72, 0x72, 0x6f, 0x72, 0x73, 0x18, 0x06, 0x20, 0x03, 0x28, 0x0b, 0x32, 0x33, 0x2e, 0x72, 0x65,
+	0x67, 0x69, 0x73, 0x74, 0x72, 0x79, 0x2e, 0x76, 0x31, 0x2e, 0x53, 0x74, 0x61, 0x74, 0x73, 0x52,
+	0x65, 0x73, 0x75, 0x6c, 0x74, 0x2e, 0x4f, 0x70, 0x65, 0x72, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x53,
+	0x74, 0x61, 0x74, 0x73, 0x2e, 0x45, 0x72, 0x72, 0x6f, 0x72, 0x73, 0x45, 0x6e, 0x74, 0x72, 0x79,
+	0x52, 0x06, 0x65, 0x72, 0x72, 0x6f, 0x72, 0x73, 0x12, 0x3a, 0x0a, 0x07, 0x6c, 0x61, 0x74, 0x65,
+	0x6e, 0x63, 0x79, 0x18, 0x07, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x20, 0x2e, 0x72, 0x65, 0x67, 0x69,
+	0x73, 0x74, 0x72, 0x79, 0x2e, 0x76, 0x31, 0x2e, 0x53, 0x74, 0x61, 0x74, 0x73, 0x52, 0x65, 0x73,
+	0x75, 0x6c, 0x74, 0x2e, 0x4c, 0x61, 0x74, 0x65, 0x6e, 0x63, 0x79, 0x52, 0x07, 0x6c, 0x61, 0x74,
+	0x65, 0x6e, 0x63, 0x79, 0x1a, 0x39, 0x0a, 0x0b, 0x45, 0x72, 0x72, 0x6f, 0x72, 0x73, 0x45, 0x6e,
+	0x74, 0x72, 0x79, 0x12, 0x10, 0x0a, 0x03, 0x6b, 0x65, 0x79, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09,
+	0x52, 0x03, 0x6b, 0x65, 0x79, 0x12, 0x14, 0x0a, 0x05, 0x76, 0x61, 0x6c, 0x75, 0x65, 0x18, 0x02,
+	0x20, 0x01, 0x28, 0x04, 0x52, 0x05, 0x76, 0x61, 0x6c, 0x75, 0x65, 0x3a, 0x02, 0x38, 0x01, 0x1a,
+	0x77, 0x0a, 0x0b, 0x57, 0x72, 0x69, 0x74, 0x65, 0x72, 0x53, 0x74, 0x61, 0x74, 0x73, 0x12, 0x1f,
+	0x0a, 0x0b, 0x71, 0x75, 0x65, 0x75, 0x65, 0x5f, 0x64, 0x65, 0x70, 0x74, 0x68, 0x18, 0x01, 0x20,
+	0x01, 0x28, 0x04, 0x52, 0x0a, 0x71, 0x75, 0x65, 0x75, 0x65, 0x44, 0x65, 0x70, 0x74, 0x68, 0x12,
+	0x47, 0x0a, 0x0e, 0x63, 0x6f, 0x6d, 0x6d, 0x69, 0x74, 0x5f, 0x6c, 0x61, 0x74, 0x65, 0x6e, 0x63,
+	0x79, 0x18, 0x02, 0x20, 0x01, 0x28, 0x0b, 0x32, 0x20, 0x2e, 0x72, 0x65, 0x67, 0x69, 0x73, 0x74,
+	0x72, 0x79, 0x2e, 0x76, 0x31, 0x2e, 0x53, 0x74, 0x61, 0x74, 0x73, 0x52, 0x65, 0x73, 0x75, 0x6c,
+	0x74, 0x2e, 0x4c, 0x61, 0x74, 0x65, 0x6e, 0x63, 0x79, 0x52, 0x0d, 0x63, 0x6f, 0x6d, 0x6d, 0x69,
+	0x74, 0x4c, 0x61, 0x74, 0x65, 0x6e, 0x63, 0x79, 0x22, 0xc3, 0x01, 0x0a, 0x0d, 0x45, 0x78, 0x70,
 	0x6f, 0x72, 0x74, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x12, 0x18, 0x0a, 0x07, 0x67, 0x61,
 	0x6c, 0x6c, 0x65, 0x72, 0x79, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x07, 0x67, 0x61, 0x6c,
 	0x6c, 0x65, 0x72, 0x79, 0x12, 0x2a, 0x0a, 0x11, 0x61, 0x66, 0x74, 0x65, 0x72, 0x5f, 0x74, 0x65,
@@ -7363,7 +7649,7 @@ func file_registry_proto_rawDescGZIP() []byte {
 }
 
 var file_registry_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
+var file_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 83)
 var file_registry_proto_goTypes = []interface{}{
 	(ErrorCode)(0),                            // 0: registry.v1.ErrorCode
 	(TemplateSource)(0),                       // 1: registry.v1.TemplateSource
@@ -7446,9 +7732,13 @@ var file_registry_proto_goTypes = []interface{}{
 	(*LivenessVerdict_Check)(nil),             // 78: registry.v1.LivenessVerdict.Check
 	(*DefineGalleryRequest_RegistrySpec)(nil), // 79: registry.v1.DefineGalleryRequest.RegistrySpec
 	(*MigrationStatusResult_Entry)(nil),       // 80: registry.v1.MigrationStatusResult.Entry
-	(*ImportRequest_Item)(nil),                // 81: registry.v1.ImportRequest.Item
-	(*EnrolLivenessProfileRequest_Pose)(nil),  // 82: registry.v1.EnrolLivenessProfileRequest.Pose
-	(*LivenessProfile_Range)(nil),             // 83: registry.v1.LivenessProfile.Range
+	(*StatsResult_Latency)(nil),               // 81: registry.v1.StatsResult.Latency
+	(*StatsResult_OperationStats)(nil),        // 82: registry.v1.StatsResult.OperationStats
+	(*StatsResult_WriterStats)(nil),           // 83: registry.v1.StatsResult.WriterStats
+	nil,                                       // 84: registry.v1.StatsResult.OperationStats.ErrorsEntry
+	(*ImportRequest_Item)(nil),                // 85: registry.v1.ImportRequest.Item
+	(*EnrolLivenessProfileRequest_Pose)(nil),  // 86: registry.v1.EnrolLivenessProfileRequest.Pose
+	(*LivenessProfile_Range)(nil),             // 87: registry.v1.LivenessProfile.Range
 }
 var file_registry_proto_depIdxs = []int32{
 	7,   // 0: registry.v1.Request.hello:type_name -> registry.v1.Hello
@@ -7544,27 +7834,32 @@ var file_registry_proto_depIdxs = []int32{
 	35,  // 90: registry.v1.DefineGalleryRequest.liveness:type_name -> registry.v1.LivenessPolicy
 	80,  // 91: registry.v1.MigrationStatusResult.registries:type_name -> registry.v1.MigrationStatusResult.Entry
 	36,  // 92: registry.v1.StatsResult.galleries:type_name -> registry.v1.Gallery
-	23,  // 93: registry.v1.ExportResult.templates:type_name -> registry.v1.StoredTemplate
-	58,  // 94: registry.v1.ExportResult.liveness_profiles:type_name -> registry.v1.LivenessProfileEntry
-	69,  // 95: registry.v1.LivenessProfileEntry.profile:type_name -> registry.v1.LivenessProfile
-	81,  // 96: registry.v1.ImportRequest.items:type_name -> registry.v1.ImportRequest.Item
-	58,  // 97: registry.v1.ImportRequest.liveness_profiles:type_name -> registry.v1.LivenessProfileEntry
-	51,  // 98: registry.v1.DumpRecord.gallery:type_name -> registry.v1.DefineGalleryRequest
-	23,  // 99: registry.v1.DumpRecord.template:type_name -> registry.v1.StoredTemplate
-	58,  // 100: registry.v1.DumpRecord.liveness_profile:type_name -> registry.v1.LivenessProfileEntry
-	82,  // 101: registry.v1.EnrolLivenessProfileRequest.poses:type_name -> registry.v1.EnrolLivenessProfileRequest.Pose
-	83,  // 102: registry.v1.LivenessProfile.ranges:type_name -> registry.v1.LivenessProfile.Range
-	69,  // 103: registry.v1.LivenessProfileResult.profile:type_name -> registry.v1.LivenessProfile
-	73,  // 104: registry.v1.AuditQueryResult.entries:type_name -> registry.v1.AuditEntry
-	32,  // 105: registry.v1.DefineGalleryRequest.RegistrySpec.thresholds:type_name -> registry.v1.Thresholds
-	21,  // 106: registry.v1.ImportRequest.Item.template:type_name -> registry.v1.Template
-	1,   // 107: registry.v1.ImportRequest.Item.source:type_name -> registry.v1.TemplateSource
-	18,  // 108: registry.v1.EnrolLivenessProfileRequest.Pose.frames:type_name -> registry.v1.DepthFrame
-	109, // [109:109] is the sub-list for method output_type
-	109, // [109:109] is the sub-list for method input_type
-	109, // [109:109] is the sub-list for extension type_name
-	109, // [109:109] is the sub-list for extension extendee
-	0,   // [0:109] is the sub-list for field type_name
+	82,  // 93: registry.v1.StatsResult.operations:type_name -> registry.v1.StatsResult.OperationStats
+	83,  // 94: registry.v1.StatsResult.writer:type_name -> registry.v1.StatsResult.WriterStats
+	23,  // 95: registry.v1.ExportResult.templates:type_name -> registry.v1.StoredTemplate
+	58,  // 96: registry.v1.ExportResult.liveness_profiles:type_name -> registry.v1.LivenessProfileEntry
+	69,  // 97: registry.v1.LivenessProfileEntry.profile:type_name -> registry.v1.LivenessProfile
+	85,  // 98: registry.v1.ImportRequest.items:type_name -> registry.v1.ImportRequest.Item
+	58,  // 99: registry.v1.ImportRequest.liveness_profiles:type_name -> registry.v1.LivenessProfileEntry
+	51,  // 100: registry.v1.DumpRecord.gallery:type_name -> registry.v1.DefineGalleryRequest
+	23,  // 101: registry.v1.DumpRecord.template:type_name -> registry.v1.StoredTemplate
+	58,  // 102: registry.v1.DumpRecord.liveness_profile:type_name -> registry.v1.LivenessProfileEntry
+	86,  // 103: registry.v1.EnrolLivenessProfileRequest.poses:type_name -> registry.v1.EnrolLivenessProfileRequest.Pose
+	87,  // 104: registry.v1.LivenessProfile.ranges:type_name -> registry.v1.LivenessProfile.Range
+	69,  // 105: registry.v1.LivenessProfileResult.profile:type_name -> registry.v1.LivenessProfile
+	73,  // 106: registry.v1.AuditQueryResult.entries:type_name -> registry.v1.AuditEntry
+	32,  // 107: registry.v1.DefineGalleryRequest.RegistrySpec.thresholds:type_name -> registry.v1.Thresholds
+	84,  // 108: registry.v1.StatsResult.OperationStats.errors:type_name -> registry.v1.StatsResult.OperationStats.ErrorsEntry
+	81,  // 109: registry.v1.StatsResult.OperationStats.latency:type_name -> registry.v1.StatsResult.Latency
+	81,  // 110: registry.v1.StatsResult.WriterStats.commit_latency:type_name -> registry.v1.StatsResult.Latency
+	21,  // 111: registry.v1.ImportRequest.Item.template:type_name -> registry.v1.Template
+	1,   // 112: registry.v1.ImportRequest.Item.source:type_name -> registry.v1.TemplateSource
+	18,  // 113: registry.v1.EnrolLivenessProfileRequest.Pose.frames:type_name -> registry.v1.DepthFrame
+	114, // [114:114] is the sub-list for method output_type
+	114, // [114:114] is the sub-list for method input_type
+	114, // [114:114] is the sub-list for extension type_name
+	114, // [114:114] is the sub-list for extension extendee
+	0,   // [0:114] is the sub-list for field type_name
 }
 
 func init() { file_registry_proto_init() }
@@ -8486,7 +8781,7 @@ func file_registry_proto_init() {
 			}
 		}
 		file_registry_proto_msgTypes[76].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*ImportRequest_Item); i {
+			switch v := v.(*StatsResult_Latency); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -8498,7 +8793,7 @@ func file_registry_proto_init() {
 			}
 		}
 		file_registry_proto_msgTypes[77].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*EnrolLivenessProfileRequest_Pose); i {
+			switch v := v.(*StatsResult_OperationStats); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -8510,6 +8805,42 @@ func file_registry_proto_init() {
 			}
 		}
 		file_registry_proto_msgTypes[78].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*StatsResult_WriterStats); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_registry_proto_msgTypes[80].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*ImportRequest_Item); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_registry_proto_msgTypes[81].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*EnrolLivenessProfileRequest_Pose); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_registry_proto_msgTypes[82].Exporter = func(v interface{}, i int) interface{} {
 			switch v := v.(*LivenessProfile_Range); i {
 			case 0:
 				return &v.state
@@ -8593,14 +8924,14 @@ func file_registry_proto_init() {
 	file_registry_proto_msgTypes[61].OneofWrappers = []interface{}{}
 	file_registry_proto_msgTypes[68].OneofWrappers = []interface{}{}
 	file_registry_proto_msgTypes[74].OneofWrappers = []interface{}{}
-	file_registry_proto_msgTypes[76].OneofWrappers = []interface{}{}
+	file_registry_proto_msgTypes[80].OneofWrappers = []interface{}{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: file_registry_proto_rawDesc,
 			NumEnums:      5,
-			NumMessages:   79,
+			NumMessages:   83,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -867,12 +867,53 @@ class StatsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class StatsResult(_message.Message):
-    __slots__ = ["commits", "committed_operations", "galleries", "metrics", "open_connections", "prefilter_rows_considered", "prefilter_rows_rescored", "requests_served", "scan_kernels", "server_version", "store_bytes", "uptime_seconds"]
+    __slots__ = ["commits", "committed_operations", "galleries", "metrics", "open_connections", "operations", "prefilter_rows_considered", "prefilter_rows_rescored", "requests_served", "scan_kernels", "server_version", "store_bytes", "uptime_seconds", "writer"]
+    class Latency(_message.Message):
+        __slots__ = ["mean_seconds", "p50_seconds", "p99_seconds"]
+        MEAN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+        P50_SECONDS_FIELD_NUMBER: _ClassVar[int]
+        P99_SECONDS_FIELD_NUMBER: _ClassVar[int]
+        mean_seconds: float
+        p50_seconds: float
+        p99_seconds: float
+        def __init__(self, mean_seconds: _Optional[float] = ..., p50_seconds: _Optional[float] = ..., p99_seconds: _Optional[float] = ...) -> None: ...
+    class OperationStats(_message.Message):
+        __slots__ = ["errors", "latency", "match", "no_match", "ok", "operation", "refused"]
+        class ErrorsEntry(_message.Message):
+            __slots__ = ["key", "value"]
+            KEY_FIELD_NUMBER: _ClassVar[int]
+            VALUE_FIELD_NUMBER: _ClassVar[int]
+            key: str
+            value: int
+            def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+        ERRORS_FIELD_NUMBER: _ClassVar[int]
+        LATENCY_FIELD_NUMBER: _ClassVar[int]
+        MATCH_FIELD_NUMBER: _ClassVar[int]
+        NO_MATCH_FIELD_NUMBER: _ClassVar[int]
+        OK_FIELD_NUMBER: _ClassVar[int]
+        OPERATION_FIELD_NUMBER: _ClassVar[int]
+        REFUSED_FIELD_NUMBER: _ClassVar[int]
+        errors: _containers.ScalarMap[str, int]
+        latency: StatsResult.Latency
+        match: int
+        no_match: int
+        ok: int
+        operation: str
+        refused: int
+        def __init__(self, operation: _Optional[str] = ..., ok: _Optional[int] = ..., match: _Optional[int] = ..., no_match: _Optional[int] = ..., refused: _Optional[int] = ..., errors: _Optional[_Mapping[str, int]] = ..., latency: _Optional[_Union[StatsResult.Latency, _Mapping]] = ...) -> None: ...
+    class WriterStats(_message.Message):
+        __slots__ = ["commit_latency", "queue_depth"]
+        COMMIT_LATENCY_FIELD_NUMBER: _ClassVar[int]
+        QUEUE_DEPTH_FIELD_NUMBER: _ClassVar[int]
+        commit_latency: StatsResult.Latency
+        queue_depth: int
+        def __init__(self, queue_depth: _Optional[int] = ..., commit_latency: _Optional[_Union[StatsResult.Latency, _Mapping]] = ...) -> None: ...
     COMMITS_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
     GALLERIES_FIELD_NUMBER: _ClassVar[int]
     METRICS_FIELD_NUMBER: _ClassVar[int]
     OPEN_CONNECTIONS_FIELD_NUMBER: _ClassVar[int]
+    OPERATIONS_FIELD_NUMBER: _ClassVar[int]
     PREFILTER_ROWS_CONSIDERED_FIELD_NUMBER: _ClassVar[int]
     PREFILTER_ROWS_RESCORED_FIELD_NUMBER: _ClassVar[int]
     REQUESTS_SERVED_FIELD_NUMBER: _ClassVar[int]
@@ -880,11 +921,13 @@ class StatsResult(_message.Message):
     SERVER_VERSION_FIELD_NUMBER: _ClassVar[int]
     STORE_BYTES_FIELD_NUMBER: _ClassVar[int]
     UPTIME_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    WRITER_FIELD_NUMBER: _ClassVar[int]
     commits: int
     committed_operations: int
     galleries: _containers.RepeatedCompositeFieldContainer[Gallery]
     metrics: str
     open_connections: int
+    operations: _containers.RepeatedCompositeFieldContainer[StatsResult.OperationStats]
     prefilter_rows_considered: int
     prefilter_rows_rescored: int
     requests_served: int
@@ -892,7 +935,8 @@ class StatsResult(_message.Message):
     server_version: str
     store_bytes: int
     uptime_seconds: int
-    def __init__(self, server_version: _Optional[str] = ..., uptime_seconds: _Optional[int] = ..., open_connections: _Optional[int] = ..., requests_served: _Optional[int] = ..., store_bytes: _Optional[int] = ..., commits: _Optional[int] = ..., committed_operations: _Optional[int] = ..., galleries: _Optional[_Iterable[_Union[Gallery, _Mapping]]] = ..., scan_kernels: _Optional[str] = ..., prefilter_rows_considered: _Optional[int] = ..., prefilter_rows_rescored: _Optional[int] = ..., metrics: _Optional[str] = ...) -> None: ...
+    writer: StatsResult.WriterStats
+    def __init__(self, server_version: _Optional[str] = ..., uptime_seconds: _Optional[int] = ..., open_connections: _Optional[int] = ..., requests_served: _Optional[int] = ..., store_bytes: _Optional[int] = ..., commits: _Optional[int] = ..., committed_operations: _Optional[int] = ..., galleries: _Optional[_Iterable[_Union[Gallery, _Mapping]]] = ..., scan_kernels: _Optional[str] = ..., prefilter_rows_considered: _Optional[int] = ..., prefilter_rows_rescored: _Optional[int] = ..., metrics: _Optional[str] = ..., operations: _Optional[_Iterable[_Union[StatsResult.OperationStats, _Mapping]]] = ..., writer: _Optional[_Union[StatsResult.WriterStats, _Mapping]] = ...) -> None: ...
 
 class StoredTemplate(_message.Message):
     __slots__ = ["algorithm", "id", "identifier", "landmark_quality", "quality", "registered_at_micros", "source", "template"]
