@@ -210,3 +210,7 @@ public struct EngineConfiguration: Sendable {
         self.maximumBatch = maximumBatch
     }
 }
+
+// The JSON form (registryctl --json; JSONEncoding.swift): the properties as they are.
+extension Thresholds: Encodable {}
+extension LivenessPolicy: Encodable {}

@@ -325,3 +325,19 @@ public struct ProfileEntry: Sendable, Hashable {
         self.profile = profile
     }
 }
+
+// The JSON form (registryctl --json; JSONEncoding.swift): counts under `templates` and `identifiers`.
+extension RegistryInfo: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case algorithm, thresholds, minimumQuality, minimumAutoEnrolmentQuality
+        case templateCount = "templates"
+        case identifierCount = "identifiers"
+    }
+}
+
+extension GalleryInfo: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case name, registries, liveness, livenessK
+        case identifierCount = "identifiers"
+    }
+}

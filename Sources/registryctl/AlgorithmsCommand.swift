@@ -11,14 +11,14 @@ struct AlgorithmsCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     struct Result: CommandResult {
-        var algorithms: [AlgorithmJSON]
+        var algorithms: [Algorithm]
 
         func text(_ names: AlgorithmNames) -> String {
             var table = Table(header: ["VERSION", "NAME", "KIND", "DIMENSION", "SCORE", "THRESHOLD"])
             for algorithm in self.algorithms {
                 table.append([
-                    "\(algorithm.version)", algorithm.name, algorithm.kind, algorithm.dimension.map(String.init) ?? "-",
-                    algorithm.scoreFunction ?? "-",
+                    "\(algorithm.version)", algorithm.name, algorithm.kindName, algorithm.dimension.map(String.init) ?? "-",
+                    algorithm.scoreName,
                     Format.threshold(algorithm.defaultThreshold),
                 ])
             }
@@ -28,7 +28,7 @@ struct AlgorithmsCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await Runner(self.options).run { client in
-            Result(algorithms: try await client.algorithms().map(AlgorithmJSON.init))
+            Result(algorithms: try await client.algorithms())
         }
     }
 }

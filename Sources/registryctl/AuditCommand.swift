@@ -57,32 +57,8 @@ struct AuditCommand: AsyncParsableCommand {
         return now - seconds * 1_000_000
     }
 
-    struct EntryJSON: Codable, Hashable {
-        var time: String
-        var uid: UInt32
-        var pid: Int32
-        var operation: String
-        var gallery: String
-        var identifiers: [String]
-        var outcome: String
-        var score: Float?
-        var errorCode: String?
-
-        init(_ entry: AuditEntry) {
-            self.time = Timestamp.iso8601(micros: entry.time)
-            self.uid = entry.uid
-            self.pid = entry.pid
-            self.operation = entry.operation
-            self.gallery = entry.gallery
-            self.identifiers = entry.identifiers
-            self.outcome = entry.outcome
-            self.score = entry.score
-            self.errorCode = entry.errorCode
-        }
-    }
-
     struct Result: CommandResult {
-        var entries: [EntryJSON]
+        var entries: [AuditEntry]
 
         func text(_ names: AlgorithmNames) -> String {
             guard !self.entries.isEmpty else { return "no audit entries match" }
@@ -90,7 +66,8 @@ struct AuditCommand: AsyncParsableCommand {
             for entry in self.entries {
                 let detail = entry.errorCode ?? entry.score.map { Format.score($0) } ?? "-"
                 table.append([
-                    entry.time, String(entry.uid), String(entry.pid), entry.operation, entry.gallery.isEmpty ? "*" : entry.gallery,
+                    Timestamp.iso8601(micros: entry.time), String(entry.uid), String(entry.pid), entry.operation,
+                    entry.gallery.isEmpty ? "*" : entry.gallery,
                     entry.identifiers.isEmpty ? "-" : entry.identifiers.map { Format.quoted($0) }.joined(separator: ","),
                     entry.outcome, detail,
                 ])
@@ -105,7 +82,7 @@ struct AuditCommand: AsyncParsableCommand {
             identifier: self.identifier, since: self.since.flatMap { Self.micros($0, now: now) },
             until: self.until.flatMap { Self.micros($0, now: now) }, outcome: self.outcome, limit: self.limit)
         try await Runner(self.options).run { client in
-            Result(entries: try await client.audit(query).map(EntryJSON.init))
+            Result(entries: try await client.audit(query))
         }
     }
 }

@@ -43,15 +43,9 @@ struct AuthenticateCommand: AsyncParsableCommand {
         var templateId: UInt64
         /// The registry that decided.
         var algorithm: UInt32
-        var autoEnrolment: [AutoEnrolmentJSON]
+        var autoEnrolment: [AutoEnrolmentOutcome]
         /// The liveness verdict (when the face carried depth frames).
-        var liveness: LivenessVerdictJSON?
-        private var outcomes: [AutoEnrolmentOutcome]
-        private var verdict: LivenessVerdict?
-
-        private enum CodingKeys: String, CodingKey {
-            case gallery, identifier, authenticated, score, templateId, algorithm, autoEnrolment, liveness
-        }
+        var liveness: LivenessVerdict?
 
         init(gallery: String, identifier: String, authentication: Authentication) {
             self.gallery = gallery
@@ -60,10 +54,8 @@ struct AuthenticateCommand: AsyncParsableCommand {
             self.score = authentication.score
             self.templateId = authentication.templateId
             self.algorithm = authentication.algorithm
-            self.outcomes = authentication.autoEnrolment
-            self.autoEnrolment = authentication.autoEnrolment.map(AutoEnrolmentJSON.init)
-            self.verdict = authentication.liveness
-            self.liveness = authentication.liveness.map(LivenessVerdictJSON.init)
+            self.autoEnrolment = authentication.autoEnrolment
+            self.liveness = authentication.liveness
         }
 
         var exitStatus: ExitStatus { self.authenticated ? .success : .noMatch }
@@ -75,8 +67,8 @@ struct AuthenticateCommand: AsyncParsableCommand {
             table.append(["score", Format.score(self.score)])
             table.append(["template", "\(self.templateId)"])
             table.append(["algorithm", names(self.algorithm)])
-            let liveness = self.verdict.map(LivenessVerdictJSON.lines) ?? []
-            return (table.lines() + liveness + AutoEnrolmentJSON.lines(self.outcomes, names)).joined(separator: "\n")
+            let liveness = self.liveness?.lines ?? []
+            return (table.lines() + liveness + AutoEnrolmentOutcome.lines(self.autoEnrolment, names)).joined(separator: "\n")
         }
 
         static var namesAlgorithms: Bool { true }

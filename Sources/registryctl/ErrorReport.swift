@@ -20,14 +20,14 @@ struct ErrorReport: Encodable {
         var code: String
         var message: String
         /// SIMILAR_FACE_REGISTERED and FACE_MISMATCH: the finding that decided, and every finding.
-        var decisive: FindingJSON?
-        var findings: [FindingJSON]?
+        var decisive: RegistrationFinding?
+        var findings: [RegistrationFinding]?
         /// INVALID_TEMPLATE: what is wrong with which template.
-        var templateProblem: TemplateProblemJSON?
+        var templateProblem: TemplateProblemDetail?
         /// QUALITY_TOO_LOW: the registry's minimum and the assessment, or what capture inputs were missing.
-        var quality: QualityTooLowJSON?
+        var quality: QualityTooLowDetail?
         /// LIVENESS_FAILED: the verdict, every check with the failed ones.
-        var liveness: LivenessVerdictJSON?
+        var liveness: LivenessVerdict?
         /// A bad input or output file.
         var file: String?
         /// The exit status this error gives.
@@ -54,23 +54,21 @@ struct ErrorReport: Encodable {
             case .none:
                 break
             case .registration(let decisive, let all):
-                self.error.decisive = FindingJSON(decisive)
-                self.error.findings = all.map(FindingJSON.init)
+                self.error.decisive = decisive
+                self.error.findings = all
                 let findings = all.isEmpty ? [decisive] : all
                 self.detailLines = { names in
-                    findings.map { "  " + FindingJSON.text($0, names) + ($0 == decisive && findings.count > 1 ? " (decisive)" : "") }
+                    findings.map { "  " + $0.text(names) + ($0 == decisive && findings.count > 1 ? " (decisive)" : "") }
                 }
             case .invalidTemplate(let algorithm, let problem):
-                self.error.templateProblem = TemplateProblemJSON(algorithm: algorithm, problem: problem)
+                self.error.templateProblem = TemplateProblemDetail(algorithm: algorithm, problem: problem)
             case .qualityTooLow(let algorithm, let minimum, let assessment, let missing):
-                self.error.quality = QualityTooLowJSON(algorithm: algorithm, minimum: minimum, assessment: assessment, missing: missing)
-                self.detailLines = { names in
-                    QualityTooLowJSON.lines(algorithm: algorithm, minimum: minimum, assessment: assessment, missing: missing, names)
-                        .map { "  " + $0 }
-                }
+                let quality = QualityTooLowDetail(algorithm: algorithm, minimum: minimum, assessment: assessment, missing: missing)
+                self.error.quality = quality
+                self.detailLines = { names in quality.lines(names).map { "  " + $0 } }
             case .livenessFailed(let verdict):
-                self.error.liveness = LivenessVerdictJSON(verdict)
-                self.detailLines = { _ in LivenessVerdictJSON.failedLines(verdict).map { "  " + $0 } }
+                self.error.liveness = verdict
+                self.detailLines = { _ in verdict.failedLines.map { "  " + $0 } }
             }
         case let error as RegistryClientError:
             let code =

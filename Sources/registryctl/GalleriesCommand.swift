@@ -18,18 +18,14 @@ struct GalleriesCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
 
     struct Result: CommandResult {
-        var galleries: [GalleryJSON]
-        private var infos: [GalleryInfo]
-
-        private enum CodingKeys: String, CodingKey { case galleries }
+        var galleries: [GalleryInfo]
 
         init(_ galleries: [GalleryInfo]) {
-            self.infos = galleries
-            self.galleries = galleries.map(GalleryJSON.init)
+            self.galleries = galleries
         }
 
         func text(_ names: AlgorithmNames) -> String {
-            self.infos.map { GalleryJSON.lines($0).joined(separator: "\n") }.joined(separator: "\n\n")
+            self.galleries.map { $0.lines.joined(separator: "\n") }.joined(separator: "\n\n")
         }
     }
 

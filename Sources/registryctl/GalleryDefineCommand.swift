@@ -60,18 +60,14 @@ struct GalleryDefineCommand: AsyncParsableCommand {
     }
 
     struct Result: CommandResult {
-        var gallery: GalleryJSON
-        private var info: GalleryInfo
+        var gallery: GalleryInfo
 
-        private enum CodingKeys: String, CodingKey { case gallery }
-
-        init(_ info: GalleryInfo) {
-            self.info = info
-            self.gallery = GalleryJSON(info)
+        init(_ gallery: GalleryInfo) {
+            self.gallery = gallery
         }
 
         func text(_ names: AlgorithmNames) -> String {
-            GalleryJSON.lines(self.info).joined(separator: "\n")
+            self.gallery.lines.joined(separator: "\n")
         }
     }
 

@@ -49,11 +49,9 @@ struct IdentifyCommand: AsyncParsableCommand {
         /// The registry that produced the matches (absent when none could be searched).
         var algorithm: UInt32?
         var matches: [Match]
-        var autoEnrolment: [AutoEnrolmentJSON]
+        var autoEnrolment: [AutoEnrolmentOutcome]
         /// The liveness verdict (when the face carried depth frames).
-        var liveness: LivenessVerdictJSON?
-        private var outcomes: [AutoEnrolmentOutcome]
-        private var verdict: LivenessVerdict?
+        var liveness: LivenessVerdict?
 
         private enum CodingKeys: String, CodingKey { case gallery, algorithm, matches, autoEnrolment, liveness }
 
@@ -63,16 +61,14 @@ struct IdentifyCommand: AsyncParsableCommand {
             self.matches = identification.matches.map {
                 Match(identifier: $0.identifier, score: $0.score, templateId: $0.templateId, algorithm: identification.algorithm ?? 0)
             }
-            self.outcomes = identification.autoEnrolment
-            self.autoEnrolment = identification.autoEnrolment.map(AutoEnrolmentJSON.init)
-            self.verdict = identification.liveness
-            self.liveness = identification.liveness.map(LivenessVerdictJSON.init)
+            self.autoEnrolment = identification.autoEnrolment
+            self.liveness = identification.liveness
         }
 
         var exitStatus: ExitStatus { self.matches.isEmpty ? .noMatch : .success }
 
         func text(_ names: AlgorithmNames) -> String {
-            let liveness = self.verdict.map(LivenessVerdictJSON.lines) ?? []
+            let liveness = self.liveness?.lines ?? []
             guard !self.matches.isEmpty else { return (["no match in gallery \(self.gallery)"] + liveness).joined(separator: "\n") }
             var lines = ["\(Format.plural(self.matches.count, "match", "matches")) in gallery \(self.gallery):"]
             var table = Table(header: ["IDENTIFIER", "SCORE", "TEMPLATE", "ALGORITHM"])
@@ -81,7 +77,7 @@ struct IdentifyCommand: AsyncParsableCommand {
             }
             lines += table.lines(indent: "  ")
             lines += liveness
-            lines += AutoEnrolmentJSON.lines(self.outcomes, names)
+            lines += AutoEnrolmentOutcome.lines(self.autoEnrolment, names)
             return lines.joined(separator: "\n")
         }
 

@@ -20,8 +20,7 @@ struct ProfileCommand: AsyncParsableCommand {
 struct ProfileResult: CommandResult {
     var gallery: String
     var identifier: String
-    var profile: LivenessProfileJSON
-    private var value: LivenessProfile
+    var profile: LivenessProfile
     private var heading: String
 
     private enum CodingKeys: String, CodingKey { case gallery, identifier, profile }
@@ -29,12 +28,11 @@ struct ProfileResult: CommandResult {
     init(gallery: String, identifier: String, profile: LivenessProfile, heading: String) {
         self.gallery = gallery
         self.identifier = identifier
-        self.value = profile
         self.heading = heading
-        self.profile = LivenessProfileJSON(profile)
+        self.profile = profile
     }
 
     func text(_ names: AlgorithmNames) -> String {
-        LivenessProfileJSON.lines(self.value, heading: self.heading).joined(separator: "\n")
+        self.profile.lines(heading: self.heading).joined(separator: "\n")
     }
 }

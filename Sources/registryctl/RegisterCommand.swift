@@ -40,42 +40,38 @@ struct RegisterCommand: AsyncParsableCommand {
     struct Result: CommandResult {
         var gallery: String
         var identifier: String
-        var stored: [StoredTemplateJSON]
-        /// What the checks found (only when --force overrode them).
-        var findings: [FindingJSON]
-        /// The capture quality assessment (when the face carried capture metadata).
-        var quality: QualityJSON?
-        /// The liveness verdict (when the face carried depth frames).
-        var liveness: LivenessVerdictJSON?
-        private var registration: Registration
+        /// The stored templates, what the checks found (only when --force overrode them), the capture
+        /// quality assessment (when the face carried capture metadata) and the liveness verdict (when
+        /// it carried depth frames).
+        var registration: Registration
 
         private enum CodingKeys: String, CodingKey { case gallery, identifier, stored, findings, quality, liveness }
 
-        init(gallery: String, identifier: String, registration: Registration) {
-            self.gallery = gallery
-            self.identifier = identifier
-            self.registration = registration
-            self.stored = registration.stored.map(StoredTemplateJSON.init)
-            self.findings = registration.findings.map(FindingJSON.init)
-            self.quality = registration.quality.map(QualityJSON.init)
-            self.liveness = registration.liveness.map(LivenessVerdictJSON.init)
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(self.gallery, forKey: .gallery)
+            try container.encode(self.identifier, forKey: .identifier)
+            try container.encode(self.registration.stored, forKey: .stored)
+            try container.encode(self.registration.findings, forKey: .findings)
+            try container.encodeIfPresent(self.registration.quality, forKey: .quality)
+            try container.encodeIfPresent(self.registration.liveness, forKey: .liveness)
         }
 
         func text(_ names: AlgorithmNames) -> String {
             var lines = [
-                "registered \(Format.quoted(self.identifier)) in gallery \(self.gallery): \(Format.plural(self.stored.count, "template"))"
+                "registered \(Format.quoted(self.identifier)) in gallery \(self.gallery): \(Format.plural(self.registration.stored.count, "template"))"
             ]
             var table = Table()
             for template in self.registration.stored { table.append(["template \(template.id)", names(template.algorithm)]) }
             lines += table.lines(indent: "  ")
             if !self.registration.findings.isEmpty {
                 lines.append("stored despite (--force):")
-                lines += self.registration.findings.map { "  " + FindingJSON.text($0, names) }
+                lines += self.registration.findings.map { "  " + $0.text(names) }
             }
             if let quality = self.registration.quality {
-                lines.append("capture quality: \(QualityJSON.summary(quality))")
+                lines.append("capture quality: \(quality.summary)")
             }
-            if let liveness = self.registration.liveness { lines += LivenessVerdictJSON.lines(liveness) }
+            if let liveness = self.registration.liveness { lines += liveness.lines }
             return lines.joined(separator: "\n")
         }
 

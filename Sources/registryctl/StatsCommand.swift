@@ -22,16 +22,10 @@ struct StatsCommand: AsyncParsableCommand {
         var scanKernels: String
         var prefilterRowsConsidered: UInt64
         var prefilterRowsRescored: UInt64
-        var galleries: [GalleryJSON]
+        var galleries: [GalleryInfo]
         /// Each operation's requests, outcomes, errors and latency (the daemon's metrics).
         var operations: [OperationFigures]
         var writer: WriterFigures
-        private var galleryInfos: [GalleryInfo]
-
-        private enum CodingKeys: String, CodingKey {
-            case serverVersion, uptimeSeconds, openConnections, requestsServed, storeBytes, commits
-            case committedOperations, scanKernels, prefilterRowsConsidered, prefilterRowsRescored, galleries, operations, writer
-        }
 
         init(_ stats: Registry_V1_StatsResult) {
             self.serverVersion = stats.serverVersion
@@ -44,8 +38,7 @@ struct StatsCommand: AsyncParsableCommand {
             self.scanKernels = stats.scanKernels
             self.prefilterRowsConsidered = stats.prefilterRowsConsidered
             self.prefilterRowsRescored = stats.prefilterRowsRescored
-            self.galleryInfos = stats.galleries.map(GalleryInfo.init)
-            self.galleries = self.galleryInfos.map(GalleryJSON.init)
+            self.galleries = stats.galleries.map(GalleryInfo.init)
             self.operations = stats.operations.map(OperationFigures.init)
             self.writer = WriterFigures(stats.writer)
         }
@@ -91,9 +84,9 @@ struct StatsCommand: AsyncParsableCommand {
                     lines += [""] + table.lines()
                 }
             }
-            for gallery in self.galleryInfos {
+            for gallery in self.galleries {
                 lines.append("")
-                lines += GalleryJSON.lines(gallery)
+                lines += gallery.lines
             }
             return lines.joined(separator: "\n")
         }

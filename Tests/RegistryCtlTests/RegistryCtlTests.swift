@@ -440,8 +440,8 @@ struct ExitStatusTests {
                 var code: String
                 var message: String
                 var exitStatus: Int32
-                var decisive: FindingJSON?
-                var findings: [FindingJSON]?
+                var decisive: FindingDocument?
+                var findings: [FindingDocument]?
             }
             var error: Body
         }
@@ -560,7 +560,7 @@ struct TemplateStreamTests {
             var identifier: String
             var version: UInt32
             var data: [Float]?
-            var landmarks: [LandmarkJSON]?
+            var landmarks: [LandmarkDocument]?
         }
         let path = TemporaryDirectory("registryctl-tests").path + "/export.json"
         try export(.verid, to: path, pages: [Self.stored])
@@ -570,7 +570,7 @@ struct TemplateStreamTests {
         #expect(records[0].data == [0.1, -0.2, 1e-5, 3.4028235e38, -0.0, 0.333333343])
         #expect(records[0].landmarks == nil)
         #expect(records[2].data == nil)
-        #expect(records[2].landmarks?.first == LandmarkJSON(Landmark(name: landmarkNames[0], x: 0, y: 0, z: 0)))
+        #expect(records[2].landmarks?.first == LandmarkDocument(name: landmarkNames[0], x: 0, y: 0, z: 0))
     }
 
     @Test func verIDImportNeedsIdentifiers() {
@@ -705,7 +705,7 @@ struct TextOutputTests {
 
     @Test func jsonKeepsNumbersAsNumbers() throws {
         let stored = StoredTemplate(id: 42, identifier: "alice", algorithm: 24, registeredAt: 1_000_000, source: .forced, quality: 0.5, template: nil)
-        let json = JSONOutput.document(StoredTemplateJSON(stored))
+        let json = JSONOutput.document(stored)
         #expect(json.contains(#""id" : 42"#))
         #expect(json.contains(#""quality" : 0.5"#))
         #expect(json.contains(#""registeredAt" : "1970-01-01T00:00:01.000000Z""#))
