@@ -162,7 +162,8 @@ let package = Package(
         .testTarget(
             name: "RegistryServerTests",
             dependencies: [
-                "RegistryServer", "RegistryProtocol", "RegistryEngine", "RegistryModel", "TestSupport", nioCore, nioPosix, logging, protobuf,
+                "RegistryServer", "RegistryProtocol", "RegistryEngine", "RegistryModel", "SyntheticFaces", "TestSupport", nioCore, nioPosix,
+                logging, protobuf,
                 serviceLifecycle, prometheus, .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ],

@@ -11,6 +11,13 @@ public struct WireAuthentication: Sendable, Equatable {
     /// nil: the request did not say (auto-enrolment then defaults to on).
     public var autoEnrol: Bool?
 
+    public init(gallery: String = "", identifier: String = "", face: Face? = nil, autoEnrol: Bool? = nil) {
+        self.gallery = gallery
+        self.identifier = identifier
+        self.face = face
+        self.autoEnrol = autoEnrol
+    }
+
     /// The same request as SwiftProtobuf's message.
     public var message: Registry_V1_AuthenticateRequest {
         var message = Registry_V1_AuthenticateRequest()

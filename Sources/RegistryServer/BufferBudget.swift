@@ -5,7 +5,7 @@ import Synchronization
 /// yet answered, and replies produced but not yet handed to the socket.
 ///
 /// Above the limit, connections that already hold bytes are not read from until enough is released
-/// (``ConnectionGuard`` parks their reads). A connection holding nothing may still read, so a
+/// (``ConnectionHandler`` parks their reads). A connection holding nothing may still read, so a
 /// client that fills the budget and never reads its replies cannot lock the others out; the worst
 /// case is therefore the limit plus one read per idle connection.
 final class BufferBudget: Sendable {
@@ -63,11 +63,11 @@ final class ConnectionAccount: Sendable {
     let budget: BufferBudget
     private let held = Atomic<Int>(0)
     /// Since when (``NIODeadline`` uptime nanoseconds) the connection has had no request in progress;
-    /// `UInt64.max` while it has one. Written by its ``ConnectionGuard``, read by ``ConnectionSlots``
+    /// `UInt64.max` while it has one. Written by its ``ConnectionHandler``, read by ``ConnectionSlots``
     /// to pick whom to ask to make room.
     private let quietSince = Atomic<UInt64>(.max)
     /// Asks the connection, on its event loop, to close itself if it has done nothing for the grace
-    /// given (``ConnectionGuard``); nil once it has ended.
+    /// given (``ConnectionHandler``); nil once it has ended.
     private let makeRoom = Mutex<(@Sendable (ConnectionSlots.Graces) -> EventLoopFuture<Bool>)?>(nil)
 
     init(budget: BufferBudget) {

@@ -25,7 +25,16 @@ public final class RequestDispatcher: Sendable {
     /// Requests counted by operation, outcome, error code and gallery, and timed.
     let metrics: ServerMetrics
 
-    public init(engine: Engine, logger: Logger, policy: AccessPolicy, metrics: ServerMetrics = ServerMetrics()) {
+    /// Whether authentications of the usual shape are read by ``AuthenticateDecoding`` rather than by
+    /// SwiftProtobuf (false only in the test that compares the two).
+    let readsAuthenticationsByHand: Bool
+
+    public convenience init(engine: Engine, logger: Logger, policy: AccessPolicy, metrics: ServerMetrics = ServerMetrics()) {
+        self.init(engine: engine, logger: logger, policy: policy, metrics: metrics, readsAuthenticationsByHand: true)
+    }
+
+    init(engine: Engine, logger: Logger, policy: AccessPolicy, metrics: ServerMetrics = ServerMetrics(), readsAuthenticationsByHand: Bool) {
+        self.readsAuthenticationsByHand = readsAuthenticationsByHand
         self.engine = engine
         self.logger = logger
         self.policy = Mutex(policy)
@@ -39,7 +48,7 @@ public final class RequestDispatcher: Sendable {
     }
 
     /// What to send back, and whether to close the connection after it.
-    public struct Reply: Sendable {
+    public struct Reply: Sendable, Equatable {
         /// The reply as written: its length prefix, then the response.
         public var framed: ByteBuffer
         public var closeConnection: Bool
@@ -55,52 +64,44 @@ public final class RequestDispatcher: Sendable {
         self.policy.withLock { $0 = policy }
     }
 
-    /// A decoded request that passed the checks and still has to run (see ``begin(_:from:)``).
-    public struct Pending: Sendable {
-        let id: UInt64
-        let operation: any RegistryOperation
-        /// When its frame was decoded, for the latency histogram.
-        let start: ContinuousClock.Instant
-
-        /// Whether ``RequestDispatcher/finish(_:from:on:completion:)`` runs it (without a task).
-        var startsWithoutTask: Bool { type(of: self.operation).startsWithoutTask }
-    }
-
-    /// The outcome of ``begin(_:from:)``: a reply already, or an operation to run with ``finish(_:from:)``.
-    public enum Start: Sendable {
-        case reply(Reply)
-        case pending(Pending)
-    }
-
-    /// Answers one frame's bytes from `peer` (nil: its credentials could not be read, so it has no rights).
+    /// Answers one frame's bytes from `peer` (nil: its credentials could not be read, so it has no
+    /// rights): ``start(_:from:draining:on:completion:)``, awaited.
     public func respond(to frame: ByteBuffer, from peer: Peer?) async -> Reply {
-        switch self.begin(frame, from: peer) {
-        case .reply(let reply): return reply
-        case .pending(let pending): return await self.finish(pending, from: peer)
+        await withCheckedContinuation { continuation in
+            self.start(frame, from: peer, on: nil) { continuation.resume(returning: $0) }
         }
     }
 
-    /// Decodes a frame and applies the checks every request passes (version, rights, template
-    /// shapes); answers at once what needs no waiting: refusals, and operations that can answer
-    /// without a task switch (authentications that write nothing, the common case).
-    public func begin(_ frame: ByteBuffer, from peer: Peer?) -> Start {
-        let start = ContinuousClock.now
+    /// Runs one request frame and answers it: decodes it, applies the checks every request passes
+    /// (version, rights, template shapes), then starts its operation
+    /// (``RegistryOperation/start(in:completion:)``). `completion` runs once with the reply, on
+    /// `eventLoop` (nil: on whatever thread finishes the request). It runs before this returns when
+    /// nothing has to wait (a refusal, an authentication that writes nothing): most of the traffic
+    /// is answered without a task or a thread switch.
+    /// - Parameter draining: the daemon is stopping; the request is refused with `SHUTTING_DOWN` and
+    ///   not carried out (it was read, but not started).
+    public func start(
+        _ frame: ByteBuffer, from peer: Peer?, draining: Bool = false, on eventLoop: (any EventLoop)?,
+        completion: @escaping @Sendable (Reply) -> Void
+    ) {
+        let call = Call(
+            dispatcher: self, id: 0, peer: peer, start: ContinuousClock.now, draining: draining, eventLoop: eventLoop, completion: completion)
         // Most traffic: read without the generic decoder when it has the usual shape.
-        if let (id, authenticate) = AuthenticateDecoding.decode(frame) {
+        if self.readsAuthenticationsByHand, let (id, authenticate) = AuthenticateDecoding.decode(frame) {
             self.counters.requestsServed.add(1, ordering: .relaxed)
-            return self.begin(WireAuthenticate(authenticate), id: id, from: peer, start: start)
+            return call.with(id: id).visit(Authenticate(authenticate))
         }
         let request: Registry_V1_Request
         do {
             request = try Registry_V1_Request(serializedBytes: frame.readableBytesSpan)
         } catch {
-            self.metrics.operation(Self.undecodedOperation).refused(code: .malformedRequest, since: start)
-            return .reply(self.reply(id: 0, error: RegistryError(.malformedRequest, "the frame is not a valid registry.v1.Request")))
+            self.metrics.operation(Self.undecodedOperation).refused(code: .malformedRequest, since: call.start)
+            return completion(self.reply(id: 0, error: RegistryError(.malformedRequest, "the frame is not a valid registry.v1.Request")))
         }
         self.counters.requestsServed.add(1, ordering: .relaxed)
         guard let operation = request.operation else {
-            self.metrics.operation(Self.undecodedOperation).refused(code: .malformedRequest, since: start)
-            return .reply(self.reply(id: request.id, error: RegistryError(.malformedRequest, "the request carries no operation")))
+            self.metrics.operation(Self.undecodedOperation).refused(code: .malformedRequest, since: call.start)
+            return completion(self.reply(id: request.id, error: RegistryError(.malformedRequest, "the request carries no operation")))
         }
         if case .hello(let hello) = operation {
             // Who connects, for debugging a deployment; the name is the client's free text, so it is
@@ -115,38 +116,57 @@ public final class RequestDispatcher: Sendable {
                 ])
         }
         if case .hello(let hello) = operation, hello.protocolMajor != ProtocolVersion.major {
-            self.metrics.operation(Registry_V1_Hello.name).refused(code: .unsupportedVersion, since: start)
+            self.metrics.operation(Registry_V1_Hello.name).refused(code: .unsupportedVersion, since: call.start)
             var reply = self.reply(
                 id: request.id,
                 error: RegistryError(
                     .unsupportedVersion,
                     "protocol version \(hello.protocolMajor) is not supported; this daemon speaks \(ProtocolVersion.major).\(ProtocolVersion.minor)"))
             reply.closeConnection = true
-            return .reply(reply)
+            return completion(reply)
         }
-        return operation.accept(Begin(dispatcher: self, id: request.id, peer: peer, start: start))
+        operation.accept(call.with(id: request.id))
     }
 
-    /// ``begin(_:id:from:start:)`` specialised for each kind of request.
-    private struct Begin: OperationVisitor {
+    /// The frame to refuse when its length prefix announces more than the maximum; the connection
+    /// closes after it.
+    func refusal(_ error: FrameTooLargeError) -> Reply {
+        var reply = self.reply(id: 0, error: RegistryError(.frameTooLarge, error.description))
+        reply.closeConnection = true
+        return reply
+    }
+
+    /// One request on its way: ``start(_:from:draining:on:completion:)`` specialised for each kind
+    /// of request (handed to ``Registry_V1_Request/OneOf_Operation/accept(_:)``, where opening an
+    /// `any RegistryOperation` would look up generic metadata and call unspecialised code).
+    private struct Call: OperationVisitor {
         let dispatcher: RequestDispatcher
-        let id: UInt64
+        var id: UInt64
         let peer: Peer?
         let start: ContinuousClock.Instant
+        let draining: Bool
+        let eventLoop: (any EventLoop)?
+        let completion: @Sendable (Reply) -> Void
 
-        func visit<Operation: RegistryOperation>(_ operation: Operation) -> Start {
-            self.dispatcher.begin(operation, id: self.id, from: self.peer, start: self.start)
+        func with(id: UInt64) -> Call {
+            var call = self
+            call.id = id
+            return call
+        }
+
+        func visit<Operation: RegistryOperation>(_ operation: Operation) {
+            self.dispatcher.start(operation, self)
         }
     }
 
     /// The operation label of frames that decode to no operation.
     static let undecodedOperation = "unknown"
 
-    /// The checks and the immediate answer of one decoded operation (generic, so that its result
-    /// type is known).
-    private func begin<Operation: RegistryOperation>(_ operation: Operation, id: UInt64, from peer: Peer?, start: ContinuousClock.Instant) -> Start {
+    /// The checks, then the operation started; its reply made on the call's event loop.
+    private func start<Operation: RegistryOperation>(_ operation: Operation, _ call: Call) {
         if let right = Operation.right {
             let gallery = operation.scope.galleryName
+            let peer = call.peer
             let allowed = peer.map { peer in self.policy.withLock { $0.allows(peer, right, gallery: gallery) } } ?? false
             guard allowed else {
                 // Names the missing right only: nothing about who is enrolled.
@@ -158,71 +178,35 @@ public final class RequestDispatcher: Sendable {
                         "uid": "\(peer.map { String($0.uid) } ?? "?")", "pid": "\(peer.map { String($0.pid) } ?? "?")",
                         "operation": "\(Operation.name)", "right": "\(right.rawValue)", "gallery": "\(gallery)",
                     ])
-                return .reply(
-                    self.refuse(
-                        operation, id: id, with: RegistryError(.permissionDenied, "\(who) lacks the '\(right.rawValue)' right \(scope)"),
-                        from: peer, start: start))
+                return call.completion(
+                    self.refuse(operation, call, with: RegistryError(.permissionDenied, "\(who) lacks the '\(right.rawValue)' right \(scope)")))
             }
         }
         do {
             try Self.checkTemplates(operation.templates)
-            if let result = try operation.performImmediately(in: self.context) {
-                return .reply(self.answer(operation, id: id, result, peer: peer, start: start))
-            }
         } catch {
-            return .reply(self.refuse(operation, id: id, with: error, from: peer, start: start))
+            return call.completion(self.refuse(operation, call, with: error))
         }
-        return .pending(Pending(id: id, operation: operation, start: start))
-    }
-
-    /// Answers a pending request with an error without running it (the daemon is draining).
-    public func refuse(_ pending: Pending, with error: RegistryError, from peer: Peer?) -> Reply {
-        self.refuse(pending.operation, id: pending.id, with: error, from: peer, start: pending.start)
-    }
-
-    /// Runs a pending operation and answers it.
-    public func finish(_ pending: Pending, from peer: Peer?) async -> Reply {
-        await self.finish(pending.operation, id: pending.id, from: peer, start: pending.start)
-    }
-
-    /// Runs a pending operation that ``Pending/startsWithoutTask`` (registrations) without a task:
-    /// `completion` runs once with the reply, on `eventLoop` (at once, before this returns, when it is
-    /// refused before it is queued and this is called on `eventLoop`). Others: ``finish(_:from:)``.
-    public func finish(_ pending: Pending, from peer: Peer?, on eventLoop: any EventLoop, completion: @escaping @Sendable (Reply) -> Void) {
-        self.start(pending.operation, id: pending.id, from: peer, start: pending.start, on: eventLoop, completion: completion)
-    }
-
-    private func start<Operation: RegistryOperation>(
-        _ operation: Operation, id: UInt64, from peer: Peer?, start: ContinuousClock.Instant, on eventLoop: any EventLoop,
-        completion: @escaping @Sendable (Reply) -> Void
-    ) {
+        if call.draining {
+            return call.completion(
+                self.refuse(operation, call, with: RegistryError(.shuttingDown, "the daemon is shutting down; the request was not carried out")))
+        }
         operation.start(in: self.context) { result in
             let reply = {
                 switch result {
-                case .success(let value): completion(self.answer(operation, id: id, value, peer: peer, start: start))
-                case .failure(let error): completion(self.refuse(operation, id: id, with: error, from: peer, start: start))
+                case .success(let value): call.completion(self.answer(operation, call, value))
+                case .failure(let error): call.completion(self.refuse(operation, call, with: error))
                 }
             }
-            // The reply is made on the event loop: the writer thread, which usually runs this, goes on
-            // to its next batch sooner.
-            if eventLoop.inEventLoop { reply() } else { eventLoop.execute(reply) }
-        }
-    }
-
-    private func finish<Operation: RegistryOperation>(
-        _ operation: Operation, id: UInt64, from peer: Peer?, start: ContinuousClock.Instant
-    ) async -> Reply {
-        do {
-            return self.answer(operation, id: id, try await operation.perform(in: self.context), peer: peer, start: start)
-        } catch {
-            return self.refuse(operation, id: id, with: error, from: peer, start: start)
+            // The reply is made on the event loop: the writer thread, which finishes registrations,
+            // goes on to its next batch sooner.
+            if let eventLoop = call.eventLoop, !eventLoop.inEventLoop { eventLoop.execute(reply) } else { reply() }
         }
     }
 
     /// The reply carrying an operation's result, audited and counted.
-    private func answer<Operation: RegistryOperation>(
-        _ operation: Operation, id: UInt64, _ result: Operation.Result, peer: Peer?, start: ContinuousClock.Instant
-    ) -> Reply {
+    private func answer<Operation: RegistryOperation>(_ operation: Operation, _ call: Call, _ result: Operation.Result) -> Reply {
+        let (id, peer, start) = (call.id, call.peer, call.start)
         let outcome = operation.audit(result)
         if Operation.isAudited {
             self.audit(
@@ -247,9 +231,8 @@ public final class RequestDispatcher: Sendable {
     }
 
     /// The reply carrying an operation's refusal or failure, logged by code (never with templates) and audited.
-    private func refuse<Operation: RegistryOperation>(
-        _ operation: Operation, id: UInt64, with failure: any Error, from peer: Peer?, start: ContinuousClock.Instant
-    ) -> Reply {
+    private func refuse<Operation: RegistryOperation>(_ operation: Operation, _ call: Call, with failure: any Error) -> Reply {
+        let (id, peer, start) = (call.id, call.peer, call.start)
         let error: RegistryError
         if let refusal = failure as? RegistryError {
             if refusal.code != .permissionDenied {  // logged with the peer where it is decided

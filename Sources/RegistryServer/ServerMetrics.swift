@@ -66,7 +66,7 @@ public final class ServerMetrics: Sendable {
         self.uptime = CoreMetrics.Gauge(label: "registryd_uptime_seconds", factory: factory)
         self.storeBytes = CoreMetrics.Gauge(label: "registryd_store_bytes", factory: factory)
         let authentications = OperationMetrics(
-            name: Registry_V1_AuthenticateRequest.name, decidesMatches: Registry_V1_AuthenticateRequest.decidesMatches, factory: factory)
+            name: Authenticate.name, decidesMatches: Authenticate.decidesMatches, factory: factory)
         self.authentications = authentications
         self.operations.withLock { $0[authentications.name] = authentications }
     }

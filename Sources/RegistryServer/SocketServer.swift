@@ -12,11 +12,10 @@ import Synchronization
 /// The daemon's socket server: a SwiftNIO Unix-domain-socket listener whose connections each read
 /// frames, answer them through the ``RequestDispatcher`` and write the responses in request order.
 ///
-/// Per connection (see ``Connection`` for the promise it keeps): ``ConnectionGuard`` next to the
-/// socket (back-pressure, frame deadline, idle timeout), ``FastPathHandler`` (frames split, requests
-/// answered on the event loop; replies come framed, length prefix included, from the dispatcher: no
-/// encoder handler, no copy), and the connection's reader and writer
-/// tasks. On graceful shutdown the listener closes and every connection drains: requests already
+/// Per connection, one ``ConnectionHandler`` next to the socket: frames cut, requests dispatched and
+/// replies written in order by its ``ConnectionPipeline`` (the promise it keeps is described
+/// there), back-pressure, frame deadline and idle timeout. Replies come framed, length prefix
+/// included, from the dispatcher: no encoder handler, no copy. On graceful shutdown the listener closes and every connection drains: requests already
 /// read are answered (those not yet started with `SHUTTING_DOWN`), then it closes; connections still
 /// open at the drain deadline are closed.
 public final class SocketServer: Service, Sendable {
@@ -25,7 +24,7 @@ public final class SocketServer: Service, Sendable {
     private let logger: Logger
     private let group: any EventLoopGroup
     private let listening = Mutex<(any Channel)?>(nil)
-    private let connections = Mutex<[ObjectIdentifier: Connection]>([:])
+    private let connections = Mutex<[ObjectIdentifier: Accepted]>([:])
     private let stopping = Atomic<Bool>(false)
     private let budget: BufferBudget
     /// Who holds the connection slots; a new connection gets one, or makes room, or is refused.
@@ -76,17 +75,9 @@ public final class SocketServer: Service, Sendable {
         let initializer: @Sendable (any Channel) -> EventLoopFuture<Accepted> = { channel in
             channel.eventLoop.makeCompletedFuture {
                 let account = ConnectionAccount(budget: budget)
-                let operations = channel.pipeline.syncOperations
-                try operations.addHandler(
-                    ConnectionGuard(
-                        account: account, frameDeadline: .seconds(Int64(limits.frameDeadlineSeconds)),
-                        minimumFrameRate: limits.minimumFrameBytesPerSecond, idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)),
-                        logger: logger))
-                let state = ConnectionState()
-                try Self.addRequestHandlers(
-                    to: operations, dispatcher: dispatcher, account: account, state: state,
-                    maximumRequestsInFlight: limits.maximumRequestsInFlight, maximumFrameBytes: limits.maximumFrameBytes)
-                return Accepted(channel: channel, account: account, state: state)
+                let (handler, finished) = try Self.addConnectionHandler(
+                    to: channel, requests: dispatcher, account: account, limits: Self.connectionLimits(limits), logger: logger)
+                return Accepted(channel: channel, account: account, handler: NIOLoopBound(handler, eventLoop: channel.eventLoop), finished: finished)
             }
         }
         let unwritten = limits.maximumUnwrittenReplyBytes
@@ -162,37 +153,46 @@ public final class SocketServer: Service, Sendable {
         }
     }
 
-    /// A connection as its channel initializer leaves it: the channel, and what its handlers share
-    /// with its ``Connection``.
+    /// A connection as its channel initializer leaves it: the channel, its account of the buffer
+    /// budget, its handler, and the future that says it is over.
     struct Accepted: Sendable {
         let channel: any Channel
         let account: ConnectionAccount
-        let state: ConnectionState
+        let handler: NIOLoopBound<ConnectionHandler<RequestDispatcher>>
+        /// Succeeds once the channel is closed and every request it started has finished.
+        let finished: EventLoopFuture<Void>
+
+        /// Stops reading: what was read still gets its reply, what was not started is refused.
+        func drain() {
+            let handler = self.handler
+            handler.eventLoop.execute { handler.value.drain() }
+        }
+
+        /// Closes at once (the drain deadline passed): replies not yet written are lost to the client.
+        func abort() {
+            self.channel.close(promise: nil)
+        }
+    }
+
+    static func connectionLimits(_ limits: ServerConfiguration.Limits) -> ConnectionHandler<RequestDispatcher>.Limits {
+        .init(
+            maximumInFlight: limits.maximumRequestsInFlight, maximumFrameBytes: limits.maximumFrameBytes,
+            frameDeadline: .seconds(Int64(limits.frameDeadlineSeconds)), minimumFrameRate: limits.minimumFrameBytesPerSecond,
+            idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)))
     }
 
     private func serve(_ accepted: Accepted) async {
         let channel = accepted.channel
-        // Wrapped on its event loop, then reading starts (see the initializer in `run`).
-        let wrapped = channel.eventLoop.submit {
-            let async = try NIOAsyncChannel<InboundRequest, ByteBuffer>(wrappingChannelSynchronously: channel)
-            try channel.syncOptions?.setOption(.autoRead, value: true)
-            return async
-        }
-        guard let async = try? await wrapped.get() else {
-            // Closed before it was served (the client left): nothing was read from it.
-            channel.close(promise: nil)
-            return
-        }
-        let connection = Connection(
-            channel: channel, account: accepted.account, state: accepted.state, dispatcher: self.dispatcher,
-            maximumRequestsInFlight: self.configuration.limits.maximumRequestsInFlight, logger: self.logger)
-        let key = ObjectIdentifier(connection)
+        let key = ObjectIdentifier(channel)
         self.dispatcher.counters.connections.add(1, ordering: .relaxed)
-        self.connections.withLock { $0[key] = connection }
+        self.connections.withLock { $0[key] = accepted }
         defer {
             self.connections.withLock { $0[key] = nil }
             self.dispatcher.counters.connections.subtract(1, ordering: .relaxed)
+            // Requests unread and replies never written give their bytes back.
+            accepted.account.releaseAll()
         }
+        // The peer's credentials, read once, before anything is read from the connection.
         let peer = await Self.peer(of: channel)
         let admission = await self.slots.admit(key, uid: peer?.uid, account: accepted.account)
         guard admission == .admitted else {
@@ -201,30 +201,42 @@ public final class SocketServer: Service, Sendable {
                 // Counted, and logged once a minute, not per attempt: a client retrying in a loop
                 // would otherwise flood the journal.
                 self.dispatcher.refusals.record(operation: "connect", code: RegistryError.Code.tooManyConnections.rawValue)
-                await connection.refuse(async, with: RegistryError(.tooManyConnections, reason))
+                let reply = self.dispatcher.reply(id: 0, error: RegistryError(.tooManyConnections, reason))
+                let handler = accepted.handler
+                handler.eventLoop.execute { handler.value.refuse(with: reply) }
+            } else {
+                channel.close(promise: nil)
             }
+            try? await accepted.finished.get()
             return
         }
         defer { self.slots.leave(key) }
         self.dispatcher.metrics.connectionsAccepted.increment()
+        // Reading starts only now (autoRead was off): a connection the listener dropped as it
+        // closed, or one refused above, had nothing read.
+        let handler = accepted.handler
+        let started = channel.eventLoop.submit {
+            handler.value.admit(peer: peer)
+            try channel.syncOptions?.setOption(.autoRead, value: true)
+        }
+        if (try? await started.get()) == nil { channel.close(promise: nil) }
         // A connection accepted as shutdown began drains like the others.
-        if self.stopping.load(ordering: .acquiring) { connection.drain() }
-        await connection.run(async, peer: peer)
+        if self.stopping.load(ordering: .acquiring) { accepted.drain() }
+        try? await accepted.finished.get()
     }
 }
 
 extension SocketServer {
-    /// The handler between the connection's guard and its async reader and writer:
-    /// ``FastPathHandler``, which splits frames itself. Outbound there is no encoder: replies come framed.
-    /// `peer`: for a channel without socket credentials (tests); see ``FastPathHandler``.
-    static func addRequestHandlers(
-        to operations: ChannelPipeline.SynchronousOperations, dispatcher: RequestDispatcher, account: ConnectionAccount,
-        state: ConnectionState, maximumRequestsInFlight: Int, maximumFrameBytes: Int, peer: Peer? = nil
-    ) throws {
-        try operations.addHandler(
-            FastPathHandler(
-                dispatcher: dispatcher, account: account, state: state, maximumRequestsInFlight: maximumRequestsInFlight,
-                maximumFrameBytes: maximumFrameBytes, peer: peer))
+    /// The handler of a connection: ``ConnectionHandler`` (see there). `peer`: for a channel without
+    /// socket credentials (tests).
+    static func addConnectionHandler<Requests: ConnectionRequests>(
+        to channel: any Channel, requests: Requests, account: ConnectionAccount, limits: ConnectionHandler<Requests>.Limits,
+        logger: Logger, peer: Peer? = nil
+    ) throws -> (ConnectionHandler<Requests>, EventLoopFuture<Void>) {
+        let finished = channel.eventLoop.makePromise(of: Void.self)
+        let handler = ConnectionHandler(requests: requests, account: account, limits: limits, logger: logger, finished: finished, peer: peer)
+        try channel.pipeline.syncOperations.addHandler(handler)
+        return (handler, finished.futureResult)
     }
 }
 

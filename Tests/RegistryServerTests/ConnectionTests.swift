@@ -11,8 +11,9 @@ import Testing
 
 @testable import RegistryServer
 
-/// A ``Connection`` over an in-memory channel and a real store: its reader, writer and ordering
-/// without a socket.
+/// A connection's ``ConnectionHandler`` over an in-memory channel, the real dispatcher and a real
+/// store: order, limits and endings end to end, without a socket; with one request in flight at a
+/// time and with several.
 @Suite struct ConnectionTests {
     let directory: String
     let engine: Engine
@@ -30,26 +31,20 @@ import Testing
         _ = system("rm -rf '\(self.directory)'")
     }
 
-    /// A channel with the connection's handlers, and the connection serving it.
-    /// - Parameter eventLoopKnowsPeer: whether the event-loop handler knows the peer, as on a real
-    ///   socket, and so answers and starts requests itself; else every request goes to the async
-    ///   reader (as before a socket's credentials are read).
-    func serve(eventLoopKnowsPeer: Bool = true) async throws -> (NIOAsyncTestingChannel, Task<Void, Never>) {
+    /// A channel with the connection's handler over the real dispatcher, and the future that
+    /// says the connection is over (closed, and every request it started finished).
+    func serve(maximumInFlight: Int) async throws -> (NIOAsyncTestingChannel, EventLoopFuture<Void>) {
         let channel = NIOAsyncTestingChannel()
         let account = ConnectionAccount(budget: BufferBudget(limit: 1 << 30))
-        let state = ConnectionState()
-        let async = try await channel.testingEventLoop.executeInContext {
-            let operations = channel.pipeline.syncOperations
-            try SocketServer.addRequestHandlers(
-                to: operations, dispatcher: self.dispatcher, account: account, state: state, maximumRequestsInFlight: 8,
-                maximumFrameBytes: 1 << 20, peer: eventLoopKnowsPeer ? self.root : nil)
-            return try NIOAsyncChannel<InboundRequest, ByteBuffer>(wrappingChannelSynchronously: channel)
+        let finished = try await channel.testingEventLoop.executeInContext {
+            try SocketServer.addConnectionHandler(
+                to: channel, requests: self.dispatcher, account: account,
+                limits: .init(maximumInFlight: maximumInFlight, maximumFrameBytes: 1 << 20, frameDeadline: .seconds(10), idleTimeout: .seconds(300)),
+                logger: Logger(label: "test"), peer: self.root
+            ).1
         }
-        let connection = Connection(
-            channel: channel, account: account, state: state, dispatcher: self.dispatcher, maximumRequestsInFlight: 8,
-            logger: Logger(label: "test"))
-        let task = Task { [root] in await connection.run(async, peer: root) }
-        return (channel, task)
+        try await channel.connect(to: SocketAddress(unixDomainSocketPath: "/tmp/connection-test"))
+        return (channel, finished)
     }
 
     static func frame(_ id: UInt64, _ operation: Registry_V1_Request.OneOf_Operation) throws -> ByteBuffer {
@@ -80,17 +75,18 @@ import Testing
                 }))
     }
 
-    /// The next reply written, decoded.
+    /// The next reply written, decoded (the empty write that precedes a close skipped).
     static func reply(_ channel: NIOAsyncTestingChannel) async throws -> Registry_V1_Response {
         var buffer = try await channel.waitForOutboundWrite(as: ByteBuffer.self)
+        while buffer.readableBytes == 0 { buffer = try await channel.waitForOutboundWrite(as: ByteBuffer.self) }
         let length = buffer.readInteger(as: UInt32.self)
         let body = buffer.readBytes(length: Int(try #require(length)))
         return try Registry_V1_Response(serializedBytes: try #require(body))
     }
 
-    @Test(arguments: [true, false]) func aRefusedHelloStopsEveryLaterRequestFromRunning(eventLoopKnowsPeer: Bool) async throws {
+    @Test(arguments: [1, 8]) func aRefusedHelloStopsEveryLaterRequestFromRunning(maximumInFlight: Int) async throws {
         defer { self.cleanUp() }
-        let (channel, task) = try await self.serve(eventLoopKnowsPeer: eventLoopKnowsPeer)
+        let (channel, finished) = try await self.serve(maximumInFlight: maximumInFlight)
         var bytes = try Self.registration(1, "before", axis: 0)
         bytes.writeImmutableBuffer(try Self.frame(2, .hello(.with { $0.protocolMajor = 2 })))
         for i in 0..<5 { bytes.writeImmutableBuffer(try Self.registration(UInt64(3 + i), "after-\(i)", axis: 1 + i)) }
@@ -107,16 +103,16 @@ import Testing
             return
         }
         #expect(second.id == 2 && error.code == .unsupportedVersion)
-        await task.value  // the connection ends after the refusal
+        try await finished.get()  // the connection ends after the refusal
         #expect(try self.engine.identifiers().identifiers == ["before"])
     }
 
     /// Registrations started on the event loop, more of them than may run at once, with requests of
     /// every other way between them: answered at once (an authentication), refused before reaching
-    /// the writer (an unknown gallery), passed on to a task (listing galleries).
-    @Test(arguments: [true, false]) func everyKindOfRequestInOnePipelineIsAnsweredInOrder(eventLoopKnowsPeer: Bool) async throws {
+    /// the writer (an unknown gallery), run as a task (listing galleries).
+    @Test(arguments: [1, 8]) func everyKindOfRequestInOnePipelineIsAnsweredInOrder(maximumInFlight: Int) async throws {
         defer { self.cleanUp() }
-        let (channel, task) = try await self.serve(eventLoopKnowsPeer: eventLoopKnowsPeer)
+        let (channel, finished) = try await self.serve(maximumInFlight: maximumInFlight)
         try await channel.writeInbound(try Self.registration(1, "alice", axis: 0))
         #expect(try await Self.reply(channel).id == 1)
         var vector = [Float](repeating: 0, count: 128)
@@ -171,13 +167,13 @@ import Testing
             default: Issue.record("request \(id): unexpected reply \(reply)")
             }
         }
-        await task.value
+        try await finished.get()
         #expect(try self.engine.identifiers().identifiers.count == 15)
     }
 
-    @Test(arguments: [true, false]) func aClientThatStopsSendingGetsEveryReplyInOrder(eventLoopKnowsPeer: Bool) async throws {
+    @Test(arguments: [1, 8]) func aClientThatStopsSendingGetsEveryReplyInOrder(maximumInFlight: Int) async throws {
         defer { self.cleanUp() }
-        let (channel, task) = try await self.serve(eventLoopKnowsPeer: eventLoopKnowsPeer)
+        let (channel, finished) = try await self.serve(maximumInFlight: maximumInFlight)
         var bytes = ByteBuffer()
         for i in 0..<20 { bytes.writeImmutableBuffer(try Self.registration(UInt64(i + 1), "p\(i)", axis: i)) }
         try await channel.writeInbound(bytes)
@@ -191,15 +187,15 @@ import Testing
                 continue
             }
         }
-        await task.value
+        try await finished.get()
         #expect(try self.engine.identifiers().identifiers.count == 20)
     }
 
-    @Test(arguments: [true, false]) func framesCutIntoOddPiecesAreAnsweredInOrderAndAnOversizedOneEndsTheConnection(eventLoopKnowsPeer: Bool)
+    @Test(arguments: [1, 8]) func framesCutIntoOddPiecesAreAnsweredInOrderAndAnOversizedOneEndsTheConnection(maximumInFlight: Int)
         async throws
     {
         defer { self.cleanUp() }
-        let (channel, task) = try await self.serve(eventLoopKnowsPeer: eventLoopKnowsPeer)
+        let (channel, finished) = try await self.serve(maximumInFlight: maximumInFlight)
         var wire = ByteBuffer()
         for i in 0..<6 { wire.writeImmutableBuffer(try Self.registration(UInt64(i + 1), "q\(i)", axis: i)) }
         wire.writeImmutableBuffer(try Self.frame(7, .listGalleries(.init())))
@@ -209,11 +205,7 @@ import Testing
         // Pieces of 1, 4, 13, … bytes: prefixes and bodies split at every kind of place.
         var length = 1
         while wire.readableBytes > 0 {
-            do {
-                try await channel.writeInbound(wire.readSlice(length: min(length, wire.readableBytes))!)
-            } catch is FrameTooLargeError {
-                // The testing channel also hands back the error the connection's reader answers.
-            }
+            try await channel.writeInbound(wire.readSlice(length: min(length, wire.readableBytes))!)
             length = length * 3 % 97 + 1
         }
         for id in 1...7 {
@@ -227,7 +219,7 @@ import Testing
             return
         }
         #expect(error.code == .frameTooLarge)
-        await task.value
+        try await finished.get()
         #expect(try self.engine.identifiers().identifiers.count == 6)
     }
 }

@@ -409,28 +409,35 @@ extension Engine {
         face: Face,
         autoEnrol: Bool = true
     ) async throws -> Authentication {
-        let decision = try self.decideAuthentication(gallery: name, identifier: identifier, face: face, autoEnrol: autoEnrol)
-        var result = decision.result
-        if let plan = decision.plan { result.autoEnrolment = await self.autoEnrol(plan) }
-        return result
+        try await withCheckedThrowingContinuation { continuation in
+            self.authenticate(gallery: name, identifier: identifier, face: face, autoEnrol: autoEnrol) { continuation.resume(with: $0) }
+        }
     }
 
-    /// ``authenticate(gallery:identifier:face:autoEnrol:)`` when it needs no write: the same result,
-    /// or nil when auto-enrolment would store a template (then call the async method). Never waits,
-    /// so a server can answer on its network thread.
-    public func authenticateImmediately(
+    /// ``authenticate(gallery:identifier:face:autoEnrol:)`` without a task: `completion` runs once.
+    /// It runs at once, on this thread and before this returns, unless auto-enrolment stores a
+    /// template (most authentications write nothing): then on the writer thread after the commit.
+    /// The decision is made once; the write carries on from it rather than deciding again.
+    public func authenticate(
         gallery name: String = GalleryConfiguration.defaultName,
         identifier: String,
         face: Face,
-        autoEnrol: Bool = true
-    ) throws -> Authentication? {
-        let decision = try self.decideAuthentication(gallery: name, identifier: identifier, face: face, autoEnrol: autoEnrol)
-        var result = decision.result
-        if let plan = decision.plan {
-            guard let outcomes = plan.outcomesWithoutWrite else { return nil }
-            result.autoEnrolment = outcomes
+        autoEnrol: Bool = true,
+        completion: @escaping @Sendable (Result<Authentication, any Error>) -> Void
+    ) {
+        let decision: AuthenticationDecision
+        do {
+            decision = try self.decideAuthentication(gallery: name, identifier: identifier, face: face, autoEnrol: autoEnrol)
+        } catch {
+            return completion(.failure(error))
         }
-        return result
+        guard let plan = decision.plan else { return completion(.success(decision.result)) }
+        let decided = decision.result
+        self.autoEnrol(plan) { outcomes in
+            var result = decided
+            result.autoEnrolment = outcomes
+            completion(.success(result))
+        }
     }
 
     /// What authenticate decided, and the auto-enrolment it goes on with (nil: none).
@@ -486,10 +493,16 @@ extension Engine {
     /// Each registry is decided on its own, under the plan's reading of the gallery's rules; failures
     /// are reported, not thrown.
     private func autoEnrol(_ plan: AutoEnrolmentPlan) async -> [AutoEnrolmentOutcome] {
-        // Most identifications enrol nothing: decided from the committed index, they wait for no commit.
-        if let outcomes = plan.outcomesWithoutWrite { return outcomes }
-        do {
-            return try await self.write { txn, context in
+        await withCheckedContinuation { continuation in self.autoEnrol(plan) { continuation.resume(returning: $0) } }
+    }
+
+    /// ``autoEnrol(_:)`` without a task: `completion` runs once, at once when nothing is written (the
+    /// plan decides that from the committed index), else on the writer thread after the commit.
+    private func autoEnrol(_ plan: AutoEnrolmentPlan, completion: @escaping @Sendable ([AutoEnrolmentOutcome]) -> Void) {
+        // Most authentications and identifications enrol nothing: they wait for no commit.
+        if let outcomes = plan.outcomesWithoutWrite { return completion(outcomes) }
+        self.write(
+            { txn, context in
                 let gallery = try self.currentGallery(plan.galleryName, id: plan.galleryId)
                 // Erased since it was recognised: auto-enrolment must not bring it back.
                 guard Matching.holdsAnywhere(gallery, identifier: plan.identifier, batch: context.batch) else {
@@ -518,10 +531,13 @@ extension Engine {
                     outcomes.append(AutoEnrolmentOutcome(algorithm: rule.algorithm, result: outcome ?? .noTemplate))
                 }
                 return outcomes
-            }
-        } catch {
-            return plan.outcomes(failing: "\(error)")
-        }
+            },
+            completion: { result in
+                switch result {
+                case .success(let outcomes): completion(outcomes)
+                case .failure(let error): completion(plan.outcomes(failing: "\(error)"))
+                }
+            })
     }
 
     /// The liveness verdict of a face's depth frames (nil when it has none and none is required);

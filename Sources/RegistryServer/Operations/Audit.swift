@@ -3,7 +3,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 
-extension Registry_V1_AuditQueryRequest: RegistryOperation {
+extension Registry_V1_AuditQueryRequest: AsyncRegistryOperation {
     static let name = "audit"
     static let right: OperationClass? = .admin
     static func response(_ result: Registry_V1_AuditQueryResult) -> Registry_V1_Response.OneOf_Result { .audit(result) }

@@ -4,7 +4,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 
-extension Registry_V1_BackupRequest: RegistryOperation {
+extension Registry_V1_BackupRequest: AsyncRegistryOperation {
     static let name = "backup"
     static let right: OperationClass? = .admin
     static func response(_ result: Registry_V1_BackupResult) -> Registry_V1_Response.OneOf_Result { .backup(result) }

@@ -2,7 +2,7 @@ import RegistryEngine
 import RegistryModel
 import RegistryProtocol
 
-extension Registry_V1_DefineGalleryRequest: RegistryOperation {
+extension Registry_V1_DefineGalleryRequest: AsyncRegistryOperation {
     static let name = "define_gallery"
     static let right: OperationClass? = .admin
     static func response(_ result: Registry_V1_Gallery) -> Registry_V1_Response.OneOf_Result { .defineGallery(result) }

@@ -3,7 +3,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 
-extension Registry_V1_DeleteGalleryRequest: RegistryOperation {
+extension Registry_V1_DeleteGalleryRequest: AsyncRegistryOperation {
     static let name = "delete_gallery"
     static let right: OperationClass? = .admin
     static func response(_ result: Registry_V1_DeleteGalleryResult) -> Registry_V1_Response.OneOf_Result { .deleteGallery(result) }

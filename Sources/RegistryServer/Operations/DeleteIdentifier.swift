@@ -3,7 +3,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 
-extension Registry_V1_DeleteIdentifierRequest: RegistryOperation {
+extension Registry_V1_DeleteIdentifierRequest: AsyncRegistryOperation {
     static let name = "delete_identifier"
     static let right: OperationClass? = .admin
     static func response(_ result: Registry_V1_DeleteIdentifierResult) -> Registry_V1_Response.OneOf_Result { .deleteIdentifier(result) }

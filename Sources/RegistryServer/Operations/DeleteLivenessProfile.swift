@@ -3,7 +3,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 
-extension Registry_V1_DeleteLivenessProfileRequest: RegistryOperation {
+extension Registry_V1_DeleteLivenessProfileRequest: AsyncRegistryOperation {
     static let name = "delete_liveness_profile"
     static let right: OperationClass? = .admin
     static func response(_ result: Registry_V1_DeleteLivenessProfileResult) -> Registry_V1_Response.OneOf_Result { .deleteLivenessProfile(result) }

@@ -3,7 +3,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 
-extension Registry_V1_DeleteTemplateRequest: RegistryOperation {
+extension Registry_V1_DeleteTemplateRequest: AsyncRegistryOperation {
     static let name = "delete_template"
     static let right: OperationClass? = .admin
     static func response(_ result: Registry_V1_DeleteTemplateResult) -> Registry_V1_Response.OneOf_Result { .deleteTemplate(result) }

@@ -3,7 +3,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 
-extension Registry_V1_EnrolLivenessProfileRequest: RegistryOperation {
+extension Registry_V1_EnrolLivenessProfileRequest: AsyncRegistryOperation {
     static let name = "enrol_liveness_profile"
     static let right: OperationClass? = .enrol
     static func response(_ result: Registry_V1_LivenessProfileResult) -> Registry_V1_Response.OneOf_Result { .enrolLivenessProfile(result) }

@@ -3,7 +3,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 
-extension Registry_V1_ExportRequest: RegistryOperation {
+extension Registry_V1_ExportRequest: AsyncRegistryOperation {
     static let name = "export"
     static let right: OperationClass? = .admin
     static func response(_ result: Registry_V1_ExportResult) -> Registry_V1_Response.OneOf_Result { .export(result) }

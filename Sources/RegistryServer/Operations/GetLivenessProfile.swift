@@ -3,7 +3,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 
-extension Registry_V1_GetLivenessProfileRequest: RegistryOperation {
+extension Registry_V1_GetLivenessProfileRequest: AsyncRegistryOperation {
     static let name = "get_liveness_profile"
     static let right: OperationClass? = .admin
     static func response(_ result: Registry_V1_LivenessProfileResult) -> Registry_V1_Response.OneOf_Result { .getLivenessProfile(result) }

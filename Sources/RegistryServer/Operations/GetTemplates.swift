@@ -3,7 +3,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 
-extension Registry_V1_GetTemplatesRequest: RegistryOperation {
+extension Registry_V1_GetTemplatesRequest: AsyncRegistryOperation {
     static let name = "get_templates"
     static let right: OperationClass? = .admin
     static func response(_ result: Registry_V1_GetTemplatesResult) -> Registry_V1_Response.OneOf_Result { .getTemplates(result) }

@@ -3,7 +3,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 
-extension Registry_V1_Hello: RegistryOperation {
+extension Registry_V1_Hello: AsyncRegistryOperation {
     static let name = "hello"
     static let right: OperationClass? = nil
     static func response(_ result: Registry_V1_HelloResult) -> Registry_V1_Response.OneOf_Result { .hello(result) }

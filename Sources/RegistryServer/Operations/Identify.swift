@@ -2,7 +2,7 @@ import RegistryEngine
 import RegistryModel
 import RegistryProtocol
 
-extension Registry_V1_IdentifyRequest: RegistryOperation {
+extension Registry_V1_IdentifyRequest: AsyncRegistryOperation {
     static let name = "identify"
     static let decidesMatches = true
     static let right: OperationClass? = .identify

@@ -3,7 +3,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 
-extension Registry_V1_ImportRequest: RegistryOperation {
+extension Registry_V1_ImportRequest: AsyncRegistryOperation {
     static let name = "import"
     static let right: OperationClass? = .admin
     static func response(_ result: Registry_V1_ImportResult) -> Registry_V1_Response.OneOf_Result { .import(result) }

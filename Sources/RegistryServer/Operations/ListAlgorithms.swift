@@ -3,7 +3,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 
-extension Registry_V1_ListAlgorithmsRequest: RegistryOperation {
+extension Registry_V1_ListAlgorithmsRequest: AsyncRegistryOperation {
     static let name = "list_algorithms"
     static let right: OperationClass? = nil
     static func response(_ result: Registry_V1_ListAlgorithmsResult) -> Registry_V1_Response.OneOf_Result { .listAlgorithms(result) }

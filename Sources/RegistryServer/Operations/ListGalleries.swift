@@ -3,7 +3,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 
-extension Registry_V1_ListGalleriesRequest: RegistryOperation {
+extension Registry_V1_ListGalleriesRequest: AsyncRegistryOperation {
     static let name = "list_galleries"
     static let right: OperationClass? = nil
     static func response(_ result: Registry_V1_ListGalleriesResult) -> Registry_V1_Response.OneOf_Result { .listGalleries(result) }

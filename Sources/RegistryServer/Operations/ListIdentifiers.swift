@@ -3,7 +3,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 
-extension Registry_V1_ListIdentifiersRequest: RegistryOperation {
+extension Registry_V1_ListIdentifiersRequest: AsyncRegistryOperation {
     static let name = "list_identifiers"
     static let right: OperationClass? = .admin
     static func response(_ result: Registry_V1_ListIdentifiersResult) -> Registry_V1_Response.OneOf_Result { .listIdentifiers(result) }

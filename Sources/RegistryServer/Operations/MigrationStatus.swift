@@ -3,7 +3,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 
-extension Registry_V1_MigrationStatusRequest: RegistryOperation {
+extension Registry_V1_MigrationStatusRequest: AsyncRegistryOperation {
     static let name = "migration_status"
     static let right: OperationClass? = .admin
     static func response(_ result: Registry_V1_MigrationStatusResult) -> Registry_V1_Response.OneOf_Result { .migrationStatus(result) }

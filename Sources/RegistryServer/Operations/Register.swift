@@ -5,7 +5,6 @@ import RegistryProtocol
 extension Registry_V1_RegisterRequest: RegistryOperation {
     static let name = "register"
     static let right: OperationClass? = .enrol
-    static let startsWithoutTask = true
     /// The engine's result, converted for the wire when the reply is made (on the event loop), not
     /// in the completion (on the writer thread, whose time every registration shares).
     static func response(_ result: Registration) -> Registry_V1_Response.OneOf_Result { .register(Registry_V1_RegisterResult(result)) }
@@ -14,10 +13,6 @@ extension Registry_V1_RegisterRequest: RegistryOperation {
 
     var auditedIdentifiers: [String] { [self.identifier] }
     var templates: [Registry_V1_Template] { self.face.templates }
-
-    func perform(in context: OperationContext) async throws -> Registration {
-        try await self.performStarted(in: context)
-    }
 
     func start(in context: OperationContext, completion: @escaping @Sendable (Result<Registration, any Error>) -> Void) {
         context.engine.register(

@@ -25,8 +25,6 @@ protocol RegistryOperation: Sendable {
     static var isAudited: Bool { get }
     /// Whether its outcomes are `match` and `no-match` (identify, authenticate), for the metrics.
     static var decidesMatches: Bool { get }
-    /// Whether ``start(in:completion:)`` carries it out (registrations), so that it needs no task.
-    static var startsWithoutTask: Bool { get }
     /// The wire form of a result.
     static func response(_ result: Result) -> Registry_V1_Response.OneOf_Result
     /// The whole reply frame for `result`, written without building the response message, or nil
@@ -44,13 +42,11 @@ protocol RegistryOperation: Sendable {
     /// The templates it carries, checked before it runs.
     var templates: [Registry_V1_Template] { get }
 
-    /// Answers without a task switch when it can (an authentication that writes nothing); nil when
-    /// it has to ``perform(in:)``. Runs on an event loop: must not block.
-    func performImmediately(in context: OperationContext) throws -> Result?
-    /// Carries the operation out.
-    func perform(in context: OperationContext) async throws -> Result
-    /// Carries the operation out without a task, for those that ``startsWithoutTask``: `completion`
-    /// runs once with its outcome, on whatever thread finishes it (the engine's writer, typically).
+    /// Carries the operation out: the one way the dispatcher runs a request. `completion` runs
+    /// once with the outcome, on whatever thread finishes it: at once, before this returns, when
+    /// nothing has to wait (an authentication that writes nothing; a refusal); from the engine's
+    /// writer after the commit (a registration); from a task for work written as async code
+    /// (``AsyncRegistryOperation``). Called on an event loop: must not block.
     func start(in context: OperationContext, completion: @escaping @Sendable (Swift.Result<Result, any Error>) -> Void)
     /// The audit trail's view of a successful result.
     func audit(_ result: Result) -> AuditOutcome
@@ -84,25 +80,32 @@ struct AuditOutcome: Sendable {
 extension RegistryOperation {
     static var isAudited: Bool { true }
     static var decidesMatches: Bool { false }
-    static var startsWithoutTask: Bool { false }
     static func framedReply(id: UInt64, _ result: Result) -> ByteBuffer? { nil }
     static func metrics(in metrics: ServerMetrics) -> OperationMetrics {
         metrics.operation(Self.name, decidesMatches: Self.decidesMatches)
     }
     var auditedIdentifiers: [String] { [] }
     var templates: [Registry_V1_Template] { [] }
-    func performImmediately(in context: OperationContext) throws -> Result? { nil }
-    func start(in context: OperationContext, completion: @escaping @Sendable (Swift.Result<Result, any Error>) -> Void) {
-        preconditionFailure("\(Self.name) does not start without a task")
-    }
+    func audit(_ result: Result) -> AuditOutcome { AuditOutcome(identifiers: self.auditedIdentifiers, outcome: "ok") }
+}
 
-    /// ``perform(in:)`` for an operation that ``start(in:completion:)`` carries out.
-    func performStarted(in context: OperationContext) async throws -> Result {
-        try await withCheckedThrowingContinuation { continuation in
-            self.start(in: context) { continuation.resume(with: $0) }
+/// An operation written as async code (identify, administration): ``start(in:completion:)`` runs
+/// ``perform(in:)`` as a task, off the event loop. Its blocking work goes through
+/// ``OperationContext/blocking(_:)``.
+protocol AsyncRegistryOperation: RegistryOperation {
+    func perform(in context: OperationContext) async throws -> Result
+}
+
+extension AsyncRegistryOperation {
+    func start(in context: OperationContext, completion: @escaping @Sendable (Swift.Result<Result, any Error>) -> Void) {
+        Task {
+            do {
+                completion(.success(try await self.perform(in: context)))
+            } catch {
+                completion(.failure(error))
+            }
         }
     }
-    func audit(_ result: Result) -> AuditOutcome { AuditOutcome(identifiers: self.auditedIdentifiers, outcome: "ok") }
 }
 
 /// What operations run with: the engine, the log, the daemon's counters and metrics, and a place for blocking work.
@@ -143,7 +146,7 @@ extension Registry_V1_Request.OneOf_Operation {
         case .hello(let request): visitor.visit(request)
         case .register(let request): visitor.visit(request)
         case .identify(let request): visitor.visit(request)
-        case .authenticate(let request): visitor.visit(request)
+        case .authenticate(let request): visitor.visit(Authenticate(request))
         case .listGalleries(let request): visitor.visit(request)
         case .listAlgorithms(let request): visitor.visit(request)
         case .listIdentifiers(let request): visitor.visit(request)

@@ -4,7 +4,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 
-extension Registry_V1_SetEncryptionKeyRequest: RegistryOperation {
+extension Registry_V1_SetEncryptionKeyRequest: AsyncRegistryOperation {
     static let name = "set_encryption_key"
     static let right: OperationClass? = .admin
     static func response(_ result: Registry_V1_SetEncryptionKeyResult) -> Registry_V1_Response.OneOf_Result { .setEncryptionKey(result) }

@@ -4,7 +4,7 @@ import RegistryProtocol
 import SwiftProtobuf
 import Synchronization
 
-extension Registry_V1_StatsRequest: RegistryOperation {
+extension Registry_V1_StatsRequest: AsyncRegistryOperation {
     static let name = "stats"
     static let right: OperationClass? = nil
     static func response(_ result: Registry_V1_StatsResult) -> Registry_V1_Response.OneOf_Result { .stats(result) }

@@ -3,7 +3,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 
-extension Registry_V1_VerifyRequest: RegistryOperation {
+extension Registry_V1_VerifyRequest: AsyncRegistryOperation {
     static let name = "verify"
     static let right: OperationClass? = .admin
     static func response(_ result: Registry_V1_VerifyResult) -> Registry_V1_Response.OneOf_Result { .verify(result) }

@@ -108,12 +108,7 @@ final class DispatchFuzz: @unchecked Sendable {
             frame = ByteBuffer(bytes: bytes)
             request = decoded
         }
-        let reply: RequestDispatcher.Reply
-        switch self.dispatcher.begin(frame, from: self.peer) {
-        case .reply(let answer):
-            reply = answer
-        case .pending(let pending):
-            reply = Self.wait { [dispatcher = self.dispatcher, peer = self.peer] in await dispatcher.finish(pending, from: peer) }
+        let reply = Self.wait { [dispatcher = self.dispatcher] completion in dispatcher.start(frame, from: self.peer, on: nil, completion: completion)
         }
         Self.remove(self.root + "/backup")
         guard let response = try? Registry_V1_Response(serializedBytes: Array(reply.frame.readableBytesView)) else {
@@ -142,10 +137,10 @@ final class DispatchFuzz: @unchecked Sendable {
     }
 
     /// Runs an async operation to completion from the fuzzing thread.
-    static func wait(_ body: @escaping @Sendable () async -> RequestDispatcher.Reply) -> RequestDispatcher.Reply {
+    /// The reply `start` gives, waited for on this thread (at once when it completes inside the call).
+    static func wait(_ start: (@escaping @Sendable (RequestDispatcher.Reply) -> Void) -> Void) -> RequestDispatcher.Reply {
         let slot = ReplySlot()
-        Task {
-            let reply = await body()
+        start { reply in
             slot.reply.withLock { $0 = reply }
             slot.done.signal()
         }
