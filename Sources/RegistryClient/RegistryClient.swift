@@ -365,7 +365,7 @@ public final class RegistryClient: Sendable {
                     $0.identifier = query.identifier ?? ""
                     $0.sinceMicros = query.since ?? 0
                     $0.untilMicros = query.until ?? 0
-                    $0.outcome = query.outcome ?? ""
+                    $0.outcome = query.outcome?.rawValue ?? ""
                     $0.limit = UInt32(clamping: query.limit)
                 }))
         guard case .audit(let audit) = result else { throw Self.unexpected(result) }

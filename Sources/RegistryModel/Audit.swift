@@ -12,15 +12,14 @@ public struct AuditEntry: Sendable, Hashable {
     public var gallery: String
     /// The identifiers concerned: registered, authenticated, deleted, or identified.
     public var identifiers: [String]
-    /// `ok`, `match`, `no-match` or `refused`.
-    public var outcome: String
+    public var outcome: AuditOutcome
     /// The deciding score (identify's top match, authenticate's best), when there is one.
     public var score: Float?
     /// The error code of a refusal (`PERMISSION_DENIED`, `SIMILAR_FACE_REGISTERED`, …).
     public var errorCode: String?
 
     public init(
-        time: Int64, uid: UInt32, pid: Int32, operation: String, gallery: String, identifiers: [String], outcome: String,
+        time: Int64, uid: UInt32, pid: Int32, operation: String, gallery: String, identifiers: [String], outcome: AuditOutcome,
         score: Float? = nil, errorCode: String? = nil
     ) {
         self.time = time
@@ -42,6 +41,29 @@ public struct AuditEntry: Sendable, Hashable {
     }
 }
 
+/// How a request ended, as the audit trail records it (and the request metrics count it). A value
+/// rather than a closed enum: an entry read from a newer daemon keeps an outcome this build does not
+/// know.
+public struct AuditOutcome: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    /// Carried out (every operation but those that decide matches).
+    public static let ok = AuditOutcome(rawValue: "ok")
+    /// Identify found someone; authenticate matched.
+    public static let match = AuditOutcome(rawValue: "match")
+    public static let noMatch = AuditOutcome(rawValue: "no-match")
+    /// Refused with an error, not carried out.
+    public static let refused = AuditOutcome(rawValue: "refused")
+    /// Every outcome this build records, for checking a query.
+    public static let known: [AuditOutcome] = [.ok, .match, .noMatch, .refused]
+
+    public var description: String { self.rawValue }
+}
+
 /// Which audit entries to return.
 public struct AuditQuery: Sendable, Hashable {
     /// Only entries concerning this identifier.
@@ -50,11 +72,11 @@ public struct AuditQuery: Sendable, Hashable {
     public var since: Int64?
     public var until: Int64?
     /// Only entries with this outcome.
-    public var outcome: String?
+    public var outcome: AuditOutcome?
     /// At most this many, the newest.
     public var limit: Int
 
-    public init(identifier: String? = nil, since: Int64? = nil, until: Int64? = nil, outcome: String? = nil, limit: Int = 100) {
+    public init(identifier: String? = nil, since: Int64? = nil, until: Int64? = nil, outcome: AuditOutcome? = nil, limit: Int = 100) {
         self.identifier = identifier
         self.since = since
         self.until = until

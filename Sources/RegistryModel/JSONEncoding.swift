@@ -268,7 +268,7 @@ extension AuditEntry: Encodable {
         try container.encode(self.operation, forKey: .operation)
         try container.encode(self.gallery, forKey: .gallery)
         try container.encode(self.identifiers, forKey: .identifiers)
-        try container.encode(self.outcome, forKey: .outcome)
+        try container.encode(self.outcome.rawValue, forKey: .outcome)
         try container.encodeIfPresent(self.score, forKey: .score)
         try container.encodeIfPresent(self.errorCode, forKey: .errorCode)
     }

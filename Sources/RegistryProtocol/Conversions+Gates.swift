@@ -199,7 +199,7 @@ extension Registry_V1_AuditEntry {
         self.operation = entry.operation
         self.gallery = entry.gallery
         self.identifiers = entry.identifiers
-        self.outcome = entry.outcome
+        self.outcome = entry.outcome.rawValue
         if let score = entry.score { self.score = score }
         self.errorCode = entry.errorCode ?? ""
     }
@@ -209,7 +209,7 @@ extension AuditEntry {
     public init(_ message: Registry_V1_AuditEntry) {
         self.init(
             time: message.timeMicros, uid: message.uid, pid: message.pid, operation: message.operation, gallery: message.gallery,
-            identifiers: message.identifiers, outcome: message.outcome, score: message.hasScore ? message.score : nil,
+            identifiers: message.identifiers, outcome: AuditOutcome(rawValue: message.outcome), score: message.hasScore ? message.score : nil,
             errorCode: message.errorCode.isEmpty ? nil : message.errorCode)
     }
 }

@@ -245,7 +245,7 @@ public final class RequestDispatcher: Sendable {
         }
         if Operation.isAudited {
             self.audit(
-                Operation.self, gallery: operation.scope.galleryName, identifiers: operation.auditedIdentifiers, outcome: "refused",
+                Operation.self, gallery: operation.scope.galleryName, identifiers: operation.auditedIdentifiers, outcome: .refused,
                 score: nil, errorCode: error.code.rawValue, peer: peer)
         }
         let reply = self.reply(id: id, error: error)
@@ -255,7 +255,7 @@ public final class RequestDispatcher: Sendable {
 
     /// Adds the request to the audit trail: who, what, which identifiers, the outcome. Never templates.
     private func audit<Operation: RegistryOperation>(
-        _: Operation.Type, gallery: String, identifiers: [String], outcome: String, score: Float?, errorCode: String?, peer: Peer?
+        _: Operation.Type, gallery: String, identifiers: [String], outcome: AuditOutcome, score: Float?, errorCode: String?, peer: Peer?
     ) {
         self.engine.recordAudit(
             time: AuditEntry.now(), uid: peer?.uid ?? .max, pid: peer?.pid ?? -1, operation: Operation.name, gallery: gallery,

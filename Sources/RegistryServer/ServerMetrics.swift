@@ -183,21 +183,21 @@ final class OperationMetrics: Sendable {
     init(name: String, decidesMatches: Bool, factory: ServerMetrics.Factory) {
         self.name = name
         self.factory = factory
-        func outcome(_ outcome: String) -> ReportedCounter {
-            factory.reportedCounter(label: "registryd_requests_total", dimensions: [("operation", name), ("outcome", outcome)])
+        func outcome(_ outcome: AuditOutcome) -> ReportedCounter {
+            factory.reportedCounter(label: "registryd_requests_total", dimensions: [("operation", name), ("outcome", outcome.rawValue)])
         }
-        self.ok = decidesMatches ? nil : outcome("ok")
-        self.match = decidesMatches ? outcome("match") : nil
-        self.noMatch = decidesMatches ? outcome("no-match") : nil
-        self.refused = outcome("refused")
+        self.ok = decidesMatches ? nil : outcome(.ok)
+        self.match = decidesMatches ? outcome(.match) : nil
+        self.noMatch = decidesMatches ? outcome(.noMatch) : nil
+        self.refused = outcome(.refused)
         self.duration = factory.readableHistogram(label: "registryd_request_duration_seconds", dimensions: [("operation", name)])
     }
 
     /// Counts an answered request.
-    func answered(outcome: String, since start: ContinuousClock.Instant) {
+    func answered(outcome: AuditOutcome, since start: ContinuousClock.Instant) {
         switch outcome {
-        case "match": self.match?.increment()
-        case "no-match": self.noMatch?.increment()
+        case .match: self.match?.increment()
+        case .noMatch: self.noMatch?.increment()
         default: self.ok?.increment()
         }
         self.duration.record(duration: ContinuousClock.now - start)

@@ -32,8 +32,8 @@ struct AuditCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (1...100_000).contains(self.limit) else { throw ValidationError("--limit must be within 1...100000") }
-        if let outcome, !["ok", "match", "no-match", "refused"].contains(outcome) {
-            throw ValidationError("--outcome must be ok, match, no-match or refused")
+        if let outcome, !AuditOutcome.known.map(\.rawValue).contains(outcome) {
+            throw ValidationError("--outcome must be \(AuditOutcome.known.map(\.rawValue).joined(separator: ", "))")
         }
         for (name, value) in [("--since", self.since), ("--until", self.until)] {
             if let value, Self.micros(value, now: 0) == nil {
@@ -69,7 +69,7 @@ struct AuditCommand: AsyncParsableCommand {
                     Timestamp.iso8601(micros: entry.time), String(entry.uid), String(entry.pid), entry.operation,
                     entry.gallery.isEmpty ? "*" : entry.gallery,
                     entry.identifiers.isEmpty ? "-" : entry.identifiers.map { Format.quoted($0) }.joined(separator: ","),
-                    entry.outcome, detail,
+                    entry.outcome.rawValue, detail,
                 ])
             }
             return table.lines().joined(separator: "\n")
@@ -80,7 +80,7 @@ struct AuditCommand: AsyncParsableCommand {
         let now = AuditEntry.now()
         let query = AuditQuery(
             identifier: self.identifier, since: self.since.flatMap { Self.micros($0, now: now) },
-            until: self.until.flatMap { Self.micros($0, now: now) }, outcome: self.outcome, limit: self.limit)
+            until: self.until.flatMap { Self.micros($0, now: now) }, outcome: self.outcome.map(AuditOutcome.init(rawValue:)), limit: self.limit)
         try await Runner(self.options).run { client in
             Result(entries: try await client.audit(query))
         }

@@ -93,7 +93,7 @@ struct AccessControlTests {
 
         // Every refusal is in the audit trail with the peer's uid and pid (read as root: admin).
         let client = try await daemon.client()
-        let refused = try await AuditEndToEndTests.entries(client, AuditQuery(outcome: "refused"), atLeast: 5)
+        let refused = try await AuditEndToEndTests.entries(client, AuditQuery(outcome: .refused), atLeast: 5)
         await client.close()
         #expect(refused.count == 5, "\(refused)")
         #expect(refused.allSatisfy { $0.errorCode == "PERMISSION_DENIED" && $0.pid > 0 })

@@ -29,19 +29,19 @@ import Testing
 
         let entries = try await Self.entries(client, AuditQuery(), atLeast: 5)
         #expect(entries.map(\.operation) == ["register", "register", "identify", "authenticate", "delete_identifier"])
-        #expect(entries.map(\.outcome) == ["ok", "refused", "match", "no-match", "ok"])
+        #expect(entries.map(\.outcome) == [.ok, .refused, .match, .noMatch, .ok])
         #expect(entries[1].errorCode == "SIMILAR_FACE_REGISTERED")
         #expect(entries[1].identifiers == ["mallory"])
         #expect(entries[2].identifiers == ["alice"] && entries[2].score == 1)
         #expect(entries.allSatisfy { $0.uid == getuid() && $0.pid == getpid() && $0.gallery == "default" })
         // Filters.
         #expect(try await client.audit(AuditQuery(identifier: "mallory")).count == 1)
-        #expect(try await client.audit(AuditQuery(outcome: "no-match")).map(\.operation) == ["authenticate"])
+        #expect(try await client.audit(AuditQuery(outcome: .noMatch)).map(\.operation) == ["authenticate"])
         // A misspelt outcome is refused, not answered with nothing.
-        await #expect(throws: RegistryError.self) { _ = try await client.audit(AuditQuery(outcome: "nomatch")) }
+        await #expect(throws: RegistryError.self) { _ = try await client.audit(AuditQuery(outcome: AuditOutcome(rawValue: "nomatch"))) }
         // error_code: the code's name, only on refusals.
-        #expect(entries.filter { $0.outcome == "refused" }.allSatisfy { !($0.errorCode ?? "").isEmpty })
-        #expect(entries.filter { $0.outcome != "refused" }.allSatisfy { ($0.errorCode ?? "").isEmpty })
+        #expect(entries.filter { $0.outcome == .refused }.allSatisfy { !($0.errorCode ?? "").isEmpty })
+        #expect(entries.filter { $0.outcome != .refused }.allSatisfy { ($0.errorCode ?? "").isEmpty })
         // The trail survives a restart.
         await client.close()
         #expect(daemon.stop(signal: SIGTERM) == 0)

@@ -130,10 +130,10 @@ import Testing
                             AuditEntry(
                                 time: 1_700_000_000_000_001, uid: 1000, pid: 42, operation: "authenticate", gallery: "default",
                                 identifiers: ["alice"],
-                                outcome: "match", score: 0.94),
+                                outcome: .match, score: 0.94),
                             AuditEntry(
                                 time: 1_700_000_001_000_000, uid: 0, pid: 7, operation: "register", gallery: "door", identifiers: ["bob"],
-                                outcome: "refused", errorCode: "SIMILAR_FACE_REGISTERED"),
+                                outcome: .refused, errorCode: "SIMILAR_FACE_REGISTERED"),
                         ]))
             }
         ),

@@ -7,7 +7,8 @@ import Testing
 @testable import RegistryModel
 
 @Suite struct AuditTests {
-    func entry(_ operation: String, _ identifiers: [String], outcome: String = "ok", time: Int64 = AuditEntry.now(), uid: UInt32 = 1000) -> AuditEntry
+    func entry(_ operation: String, _ identifiers: [String], outcome: AuditOutcome = .ok, time: Int64 = AuditEntry.now(), uid: UInt32 = 1000)
+        -> AuditEntry
     {
         AuditEntry(time: time, uid: uid, pid: 42, operation: operation, gallery: "default", identifiers: identifiers, outcome: outcome)
     }
@@ -16,17 +17,17 @@ import Testing
         try await withEngine { engine in
             let start = AuditEntry.now()
             engine.recordAudit(self.entry("register", ["alice"]))
-            engine.recordAudit(self.entry("identify", ["alice", "bob"], outcome: "match"))
+            engine.recordAudit(self.entry("identify", ["alice", "bob"], outcome: .match))
             engine.recordAudit(
                 AuditEntry(
                     time: AuditEntry.now(), uid: 1001, pid: 43, operation: "delete_identifier", gallery: "default", identifiers: [],
-                    outcome: "refused", errorCode: "PERMISSION_DENIED"))
+                    outcome: .refused, errorCode: "PERMISSION_DENIED"))
             _ = try await engine.register(identifier: "carol", face: Face(arcface()))  // a later write: the trail is flushed by then
             let all = try await engine.auditEntries(AuditQuery())
             #expect(all.map(\.operation) == ["register", "identify", "delete_identifier"])
             #expect(all.allSatisfy { $0.time >= start })
             #expect(try await engine.auditEntries(AuditQuery(identifier: "bob")).map(\.operation) == ["identify"])
-            let refused = try await engine.auditEntries(AuditQuery(outcome: "refused"))
+            let refused = try await engine.auditEntries(AuditQuery(outcome: .refused))
             #expect(refused.first?.errorCode == "PERMISSION_DENIED" && refused.first?.uid == 1001 && refused.first?.pid == 43)
             #expect(try await engine.auditEntries(AuditQuery(until: start)).isEmpty)
             #expect(try await engine.auditEntries(AuditQuery(limit: 2)).map(\.operation) == ["identify", "delete_identifier"])
@@ -93,12 +94,12 @@ import Testing
         defer { directory.remove() }
         do {
             let engine = try Engine(path: directory.path)
-            engine.recordAudit(self.entry("authenticate", ["alice"], outcome: "no-match"))
+            engine.recordAudit(self.entry("authenticate", ["alice"], outcome: .noMatch))
             engine.close()  // the queued flush runs before the writer stops
         }
         let engine = try Engine(path: directory.path)
         defer { engine.close() }
-        #expect(try await engine.auditEntries(AuditQuery()).map(\.outcome) == ["no-match"])
+        #expect(try await engine.auditEntries(AuditQuery()).map(\.outcome) == [.noMatch])
     }
 
     /// More entries than a block holds, with retention cutting inside a block: the count bound is
@@ -133,7 +134,7 @@ import Testing
         var entries: [AuditEntry] = []
         for index in 0..<(AuditBlock.maximumEntries + 10) {
             let operation = index % 2 == 0 ? "identify" : "authenticate"
-            let outcome = index % 3 == 0 ? "match" : "ok"
+            let outcome: AuditOutcome = index % 3 == 0 ? .match : .ok
             entries.append(self.entry(operation, ["p\(index)"], outcome: outcome, time: start + Int64(index)))
         }
         do {
@@ -155,7 +156,7 @@ import Testing
         #expect(try engine.store.environment.read { txn in try txn.count(engine.store.audit) } == 2)
         #expect(try engine.store.environment.read { txn in try engine.store.readUInt64(txn, Keys.auditEntries) } == UInt64(entries.count))
         #expect(try await engine.auditEntries(AuditQuery(limit: 100_000)) == entries)
-        #expect(try await engine.auditEntries(AuditQuery(outcome: "match", limit: 100_000)) == entries.filter { $0.outcome == "match" })
+        #expect(try await engine.auditEntries(AuditQuery(outcome: .match, limit: 100_000)) == entries.filter { $0.outcome == .match })
     }
 
     /// A block whose frames do not add up is refused as damage, not read past.

@@ -116,7 +116,7 @@ import Testing
         try await self.engine.flushAudit()
         let entries = try self.engine.auditEntriesFlushed(AuditQuery(identifier: "mallory"))
         #expect(entries.count == 2)
-        #expect(entries.allSatisfy { $0.operation == "register" && $0.outcome == "refused" && $0.errorCode == "PERMISSION_DENIED" })
+        #expect(entries.allSatisfy { $0.operation == "register" && $0.outcome == .refused && $0.errorCode == "PERMISSION_DENIED" })
         #expect(entries.contains { $0.uid == 54_321 && $0.pid == 4242 })
     }
 
@@ -130,7 +130,7 @@ import Testing
         #expect(try self.engine.identifiers(gallery: "default", after: nil, limit: 10).identifiers == ["alice"])
         try await self.engine.flushAudit()
         let entries = try self.engine.auditEntriesFlushed(AuditQuery(identifier: "alice"))
-        #expect(entries.map(\.outcome) == ["ok"])
+        #expect(entries.map(\.outcome) == [.ok])
     }
 
     @Test func operationsWithoutARightAnswerAnyPeer() async throws {

@@ -94,7 +94,7 @@ extension Engine {
     /// ``recordAudit(_:)`` from an entry's parts, encoded straight into the waiting buffer: no entry
     /// value is built (the server records one per request).
     public func recordAudit(
-        time: Int64, uid: UInt32, pid: Int32, operation: String, gallery: String, identifiers: [String], outcome: String,
+        time: Int64, uid: UInt32, pid: Int32, operation: String, gallery: String, identifiers: [String], outcome: AuditOutcome,
         score: Float?, errorCode: String?
     ) {
         let queue = self.auditBuffer.add { writer in

@@ -19,15 +19,8 @@ extension Engine {
             var registries: [UInt32: (GalleryIndex, RegistryIndex)] = [:]
             for (name, record) in try self.store.storedGalleries(txn) {
                 let gallery = GalleryIndex(id: record.id, name: name, registries: [])
-                gallery.liveness = record.liveness
-                gallery.livenessK = record.livenessK
-                for entry in record.registries {
-                    let algorithm = try self.catalog.algorithm(version: entry.algorithm)
-                    let registry = RegistryIndex(id: entry.id, algorithm: algorithm, thresholds: entry.thresholds)
-                    registry.configure(entry)
-                    gallery.registries.append(registry)
-                    registries[entry.id] = (gallery, registry)
-                }
+                gallery.define(record, algorithms: try record.registries.map { try self.catalog.algorithm(version: $0.algorithm) })
+                for registry in gallery.registries { registries[registry.id] = (gallery, registry) }
                 self.state[name] = gallery
             }
             // Two records claiming one id would trap `uniqueKeysWithValues`: refuse them instead.

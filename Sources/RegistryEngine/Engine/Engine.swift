@@ -377,18 +377,8 @@ public final class Engine: @unchecked Sendable {
                 guard let gallery = self.gallery(id: galleryId), let registry = gallery.registry(id: registryId) else { continue }
                 gallery.remove(templateId: id, from: registry)
             case .defineGallery(let name, let record, let algorithms):
-                let existing = self.state[name]
-                let registries = zip(record.registries, algorithms).map { entry, algorithm in
-                    let registry =
-                        existing?.registry(id: entry.id)
-                        ?? RegistryIndex(id: entry.id, algorithm: algorithm, thresholds: entry.thresholds)
-                    registry.configure(entry)
-                    return registry
-                }
-                let gallery = existing ?? GalleryIndex(id: record.id, name: name, registries: [])
-                gallery.registries = registries
-                gallery.liveness = record.liveness
-                gallery.livenessK = record.livenessK
+                let gallery = self.state[name] ?? GalleryIndex(id: record.id, name: name, registries: [])
+                gallery.define(record, algorithms: algorithms)
                 self.state[name] = gallery
             case .setCipher(let cipher):
                 self.store.cipher.withLock { $0 = cipher }

@@ -34,6 +34,19 @@ final class GalleryIndex {
         self.registries = registries
     }
 
+    /// Takes a stored definition: its registries in its order (one the gallery already has keeps its
+    /// rows; a new one starts empty), thresholds, rules and liveness policy. The one place a gallery
+    /// is built from its record, at start-up and when a definition commits.
+    func define(_ record: GalleryRecord, algorithms: [Algorithm]) {
+        self.registries = zip(record.registries, algorithms).map { entry, algorithm in
+            let registry = self.registry(id: entry.id) ?? RegistryIndex(id: entry.id, algorithm: algorithm, thresholds: entry.thresholds)
+            registry.configure(entry)
+            return registry
+        }
+        self.liveness = record.liveness
+        self.livenessK = record.livenessK
+    }
+
     func registry(id: UInt32) -> RegistryIndex? { self.registries.first { $0.id == id } }
 
     func registry(algorithm: UInt32) -> RegistryIndex? { self.registries.first { $0.algorithm.version == algorithm } }

@@ -19,7 +19,7 @@ extension AuditEntry {
     /// An entry's stored form from its parts, without an entry value.
     static func encode(
         into writer: inout ByteWriter, time: Int64, uid: UInt32, pid: Int32, operation: String, gallery: String, identifiers: [String],
-        outcome: String, score: Float?, errorCode: String?
+        outcome: AuditOutcome, score: Float?, errorCode: String?
     ) {
         writer.append(time)
         writer.append(uid)
@@ -31,7 +31,7 @@ extension AuditEntry {
         let kept = identifiers.prefix(Int(UInt16.max))
         writer.append(UInt16(kept.count))
         for identifier in kept { writer.append(string: identifier) }
-        writer.append(string: outcome)
+        writer.append(string: outcome.rawValue)
         writer.append(score ?? .nan)
         writer.append(string: errorCode ?? "")
     }
@@ -52,7 +52,7 @@ extension AuditEntry {
             let code = try reader.readString()
             self.init(
                 time: time, uid: uid, pid: pid, operation: operation, gallery: gallery, identifiers: identifiers,
-                outcome: outcome, score: score.isNaN ? nil : score, errorCode: code.isEmpty ? nil : code)
+                outcome: AuditOutcome(rawValue: outcome), score: score.isNaN ? nil : score, errorCode: code.isEmpty ? nil : code)
         } catch {
             throw StoreCorruption("truncated audit entry")
         }

@@ -12,16 +12,16 @@ extension Registry_V1_AuditQueryRequest: AsyncRegistryOperation {
 
     var auditedIdentifiers: [String] { self.identifier.isEmpty ? [] : [self.identifier] }
 
-    /// The outcomes entries are written with (a filter naming another would silently match nothing).
-    static let outcomes: Set<String> = ["ok", "match", "no-match", "refused"]
-
     func perform(in context: OperationContext) async throws -> Registry_V1_AuditQueryResult {
-        guard self.outcome.isEmpty || Self.outcomes.contains(self.outcome) else {
-            throw RegistryError.malformedRequest("unknown outcome filter (ok, match, no-match or refused)")
+        // Only the outcomes entries are written with: a filter naming another would silently match nothing.
+        let outcome = self.outcome.isEmpty ? nil : AuditOutcome(rawValue: self.outcome)
+        guard outcome.map(AuditOutcome.known.contains) ?? true else {
+            throw RegistryError.malformedRequest(
+                "unknown outcome filter (\(AuditOutcome.known.map(\.rawValue).joined(separator: ", ")))")
         }
         let query = AuditQuery(
             identifier: self.identifier.isEmpty ? nil : self.identifier, since: self.sinceMicros == 0 ? nil : self.sinceMicros,
-            until: self.untilMicros == 0 ? nil : self.untilMicros, outcome: self.outcome.isEmpty ? nil : self.outcome,
+            until: self.untilMicros == 0 ? nil : self.untilMicros, outcome: outcome,
             limit: self.limit == 0 ? 100 : Int(self.limit))
         let engine = context.engine
         // Entries waiting for their lazy flush first, so the answer includes every operation

@@ -50,7 +50,7 @@ struct Authenticate: RegistryOperation {
             autoEnrol: self.request.autoEnrol ?? true, completion: completion)
     }
 
-    func audit(_ result: Authentication) -> AuditOutcome {
-        AuditOutcome(identifiers: [self.request.identifier], outcome: result.authenticated ? "match" : "no-match", score: result.score)
+    func audit(_ result: Authentication) -> AuditedResult {
+        AuditedResult(identifiers: [self.request.identifier], outcome: result.authenticated ? .match : .noMatch, score: result.score)
     }
 }

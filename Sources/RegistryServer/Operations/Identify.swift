@@ -20,9 +20,9 @@ extension Registry_V1_IdentifyRequest: AsyncRegistryOperation {
     }
 
     /// The identifiers found, best first; the top score decides.
-    func audit(_ result: Registry_V1_IdentifyResult) -> AuditOutcome {
-        AuditOutcome(
-            identifiers: result.matches.map(\.identifier), outcome: result.matches.isEmpty ? "no-match" : "match",
+    func audit(_ result: Registry_V1_IdentifyResult) -> AuditedResult {
+        AuditedResult(
+            identifiers: result.matches.map(\.identifier), outcome: result.matches.isEmpty ? .noMatch : .match,
             score: result.matches.first?.score)
     }
 }

@@ -49,7 +49,7 @@ protocol RegistryOperation: Sendable {
     /// (``AsyncRegistryOperation``). Called on an event loop: must not block.
     func start(in context: OperationContext, completion: @escaping @Sendable (Swift.Result<Result, any Error>) -> Void)
     /// The audit trail's view of a successful result.
-    func audit(_ result: Result) -> AuditOutcome
+    func audit(_ result: Result) -> AuditedResult
 }
 
 /// Where an operation works, for the access policy and the audit trail.
@@ -69,10 +69,10 @@ enum OperationScope: Sendable, Equatable {
 }
 
 /// What the audit trail records of a successful result.
-struct AuditOutcome: Sendable {
+struct AuditedResult: Sendable {
     var identifiers: [String]
     /// `ok`, `match` or `no-match`.
-    var outcome: String
+    var outcome: AuditOutcome
     /// The deciding score, when there is one.
     var score: Float?
 }
@@ -86,7 +86,7 @@ extension RegistryOperation {
     }
     var auditedIdentifiers: [String] { [] }
     var templates: [Registry_V1_Template] { [] }
-    func audit(_ result: Result) -> AuditOutcome { AuditOutcome(identifiers: self.auditedIdentifiers, outcome: "ok") }
+    func audit(_ result: Result) -> AuditedResult { AuditedResult(identifiers: self.auditedIdentifiers, outcome: .ok) }
 }
 
 /// An operation written as async code (identify, administration): ``start(in:completion:)`` runs
