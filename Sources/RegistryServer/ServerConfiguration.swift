@@ -76,7 +76,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         }
 
         /// The event-loop thread count to use on this machine.
-        public var resolvedEventLoops: Int { self.eventLoops ?? max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1) }
+        public var resolvedEventLoops: Int { self.eventLoops ?? max(1, UsableCPUs.count - 1) }
 
         /// The keys of `limits` in the file (``ConfigurationCheck`` knows these and no others).
         public enum CodingKeys: String, CodingKey, CaseIterable {

@@ -1,10 +1,10 @@
 import Foundation
 import RegistryEngine
-import RegistryModel
 import Synchronization
 import TestSupport
 import Testing
 
+@testable import RegistryModel
 @testable import RegistryServer
 
 /// The configuration's checks: a value out of range is a clear error, never a trap (a trap here
@@ -345,5 +345,27 @@ final class KeySpy: Sendable {
         func decode(_ type: UInt32.Type) throws -> UInt32 { 0 }
         func decode(_ type: UInt64.Type) throws -> UInt64 { 0 }
         func decode<T: Decodable>(_ type: T.Type) throws -> T { try T(from: Decoder(spy: self.spy, place: self.place)) }
+    }
+}
+
+/// The CPUs the daemon sizes its threads to: its affinity and its cgroup's quota, not every online CPU.
+@Suite struct UsableCPUsTests {
+    @Test func aQuotaIsRoundedUpToWholeCPUsAndNoQuotaIsNone() {
+        #expect(UsableCPUs.cpus(quota: 150_000, period: 100_000) == 2)
+        #expect(UsableCPUs.cpus(quota: 100_000, period: 100_000) == 1)
+        #expect(UsableCPUs.cpus(quota: 1, period: 100_000) == 1)
+        #expect(UsableCPUs.cpus(quota: -1, period: 100_000) == nil, "cgroup v1's 'no quota'")
+        #expect(UsableCPUs.cpus(quota: nil, period: 100_000) == nil, "cgroup v2's 'max'")
+    }
+
+    @Test func theAffinityMaskIsCountedFromTheKernelsReport() {
+        #expect(UsableCPUs.allowed(status: "Name:\tregistryd\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1\n") == 2)
+        #expect(UsableCPUs.allowed(status: "Cpus_allowed:\tffffffff,00000001\n") == 33)
+        #expect(UsableCPUs.allowed(status: "Name:\tx\n") == nil)
+    }
+
+    @Test func theCountIsWithinTheOnlineCPUs() {
+        #expect(UsableCPUs.count >= 1 && UsableCPUs.count <= sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        #expect(ServerConfiguration.Limits().resolvedEventLoops == max(1, UsableCPUs.count - 1))
     }
 }

@@ -13,8 +13,8 @@ import Synchronization
 ///
 /// `@unchecked Sendable`: `jobs` and `stopping` are only touched under `lock`.
 final class ScanPool: @unchecked Sendable {
-    /// One helper per online core beyond the caller's.
-    static let shared = ScanPool(helpers: max(0, sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1))
+    /// One helper per usable CPU beyond the caller's (affinity and cgroup quota: ``UsableCPUs``).
+    static let shared = ScanPool(helpers: UsableCPUs.count - 1)
 
     /// Threads that take chunks besides the caller.
     let helpers: Int

@@ -1,0 +1,60 @@
+import Glibc
+
+/// How many CPUs this process may use: the CPUs in its affinity mask, bounded by its cgroup's CPU
+/// quota (v2 `cpu.max`, v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us`), rounded up. A service started
+/// with `CPUAffinity=` or `CPUQuota=`, or a container with a CPU limit, sizes its threads to that,
+/// not to every online CPU (as NIO's `System.coreCount` does for its event loops).
+public enum UsableCPUs {
+    public static let count: Int = {
+        var cpus = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        // The affinity mask as the kernel reports it (Glibc's module does not export sched_getaffinity).
+        if let status = UsableCPUs.read("/proc/self/status"), let allowed = UsableCPUs.allowed(status: status) { cpus = min(cpus, allowed) }
+        if let quota = UsableCPUs.quota() { cpus = min(cpus, quota) }
+        return max(1, cpus)
+    }()
+
+    /// The CPUs in `Cpus_allowed:` of a `/proc/<pid>/status` text (a hex mask, comma-separated words).
+    static func allowed(status: String) -> Int? {
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed:") }) else { return nil }
+        var count = 0
+        for character in line.dropFirst("Cpus_allowed:".count) where character.isHexDigit {
+            count += character.hexDigitValue!.nonzeroBitCount
+        }
+        return count > 0 ? count : nil
+    }
+
+    /// The cgroup's quota in whole CPUs (rounded up), or nil when there is none.
+    static func quota() -> Int? {
+        // cgroup v2: "max 100000" or "150000 100000" in the process's own group.
+        if let group = self.read("/proc/self/cgroup")?.split(separator: "\n").first(where: { $0.hasPrefix("0::") }) {
+            let path = "/sys/fs/cgroup" + group.dropFirst(3) + "/cpu.max"
+            if let fields = self.read(path)?.split(whereSeparator: \.isWhitespace), fields.count == 2 {
+                return self.cpus(quota: Int(fields[0]), period: Int(fields[1]))
+            }
+        }
+        // cgroup v1.
+        let number = { (path: String) in self.read(path)?.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } }
+        let quota = number("/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
+        let period = number("/sys/fs/cgroup/cpu/cpu.cfs_period_us")
+        return self.cpus(quota: quota, period: period)
+    }
+
+    /// `quota` over `period`, rounded up; nil for no quota ("max", -1) or nonsense.
+    static func cpus(quota: Int?, period: Int?) -> Int? {
+        guard let quota, let period, quota > 0, period > 0 else { return nil }
+        return (quota + period - 1) / period
+    }
+
+    static func read(_ path: String) -> String? {
+        guard let file = fopen(path, "r") else { return nil }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            if count <= 0 { break }
+            bytes += buffer[0..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
