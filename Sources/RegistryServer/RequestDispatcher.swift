@@ -7,6 +7,25 @@ import RegistryProtocol
 import SwiftProtobuf
 import Synchronization
 
+/// Where a request's reply goes: a connection's (made once per connection), or a closure's.
+public protocol ReplyReceiver: AnyObject, Sendable {
+    /// The reply to the request started under `sequence`.
+    func received(_ reply: RequestDispatcher.Reply, for sequence: UInt64)
+}
+
+/// A ``ReplyReceiver`` that calls a closure (one-off callers: tests, fuzzing, ``RequestDispatcher/respond(to:from:)``).
+public final class ReplyClosure: ReplyReceiver {
+    private let body: @Sendable (RequestDispatcher.Reply, UInt64) -> Void
+
+    public init(_ body: @escaping @Sendable (RequestDispatcher.Reply, UInt64) -> Void) {
+        self.body = body
+    }
+
+    public func received(_ reply: RequestDispatcher.Reply, for sequence: UInt64) {
+        self.body(reply, sequence)
+    }
+}
+
 /// Turns one request frame into one response frame: decodes the request, runs the operation on the
 /// engine, encodes the result or the error. Never throws: every failure becomes an error response.
 ///
@@ -65,27 +84,29 @@ public final class RequestDispatcher: Sendable {
     }
 
     /// Answers one frame's bytes from `peer` (nil: its credentials could not be read, so it has no
-    /// rights): ``start(_:from:draining:on:completion:)``, awaited.
+    /// rights): ``start(_:from:draining:on:replyTo:sequence:)``, awaited.
     public func respond(to frame: ByteBuffer, from peer: Peer?) async -> Reply {
         await withCheckedContinuation { continuation in
-            self.start(frame, from: peer, on: nil) { continuation.resume(returning: $0) }
+            self.start(frame, from: peer, on: nil, replyTo: ReplyClosure { reply, _ in continuation.resume(returning: reply) }, sequence: 0)
         }
     }
 
     /// Runs one request frame and answers it: decodes it, applies the checks every request passes
     /// (version, rights, template shapes), then starts its operation
-    /// (``RegistryOperation/start(in:completion:)``). `completion` runs once with the reply, on
-    /// `eventLoop` (nil: on whatever thread finishes the request). It runs before this returns when
-    /// nothing has to wait (a refusal, an authentication that writes nothing): most of the traffic
-    /// is answered without a task or a thread switch.
+    /// (``RegistryOperation/start(in:completion:)``). `receiver` gets the reply once, under
+    /// `sequence`, on `eventLoop` (nil: on whatever thread finishes the request). It gets it before
+    /// this returns when nothing has to wait (a refusal, an authentication that writes nothing): most
+    /// of the traffic is answered without a task or a thread switch. (A receiver object rather than a
+    /// closure: a connection's is made once, where a closure would be allocated per request.)
     /// - Parameter draining: the daemon is stopping; the request is refused with `SHUTTING_DOWN` and
     ///   not carried out (it was read, but not started).
     public func start(
-        _ frame: ByteBuffer, from peer: Peer?, draining: Bool = false, on eventLoop: (any EventLoop)?,
-        completion: @escaping @Sendable (Reply) -> Void
+        _ frame: ByteBuffer, from peer: Peer?, draining: Bool = false, on eventLoop: (any EventLoop)?, replyTo receiver: any ReplyReceiver,
+        sequence: UInt64
     ) {
         let call = Call(
-            dispatcher: self, id: 0, peer: peer, start: ContinuousClock.now, draining: draining, eventLoop: eventLoop, completion: completion)
+            dispatcher: self, id: 0, peer: peer, start: ContinuousClock.now, draining: draining, eventLoop: eventLoop, receiver: receiver,
+            sequence: sequence)
         // Most traffic: read without the generic decoder when it has the usual shape.
         if self.readsAuthenticationsByHand, let (id, authenticate) = AuthenticateDecoding.decode(frame) {
             self.counters.requestsServed.add(1, ordering: .relaxed)
@@ -96,12 +117,12 @@ public final class RequestDispatcher: Sendable {
             request = try Registry_V1_Request(serializedBytes: frame.readableBytesSpan)
         } catch {
             self.metrics.operation(Self.undecodedOperation).refused(code: .malformedRequest, since: call.start)
-            return completion(self.reply(id: 0, error: RegistryError(.malformedRequest, "the frame is not a valid registry.v1.Request")))
+            return call.reply(self.reply(id: 0, error: RegistryError(.malformedRequest, "the frame is not a valid registry.v1.Request")))
         }
         self.counters.requestsServed.add(1, ordering: .relaxed)
         guard let operation = request.operation else {
             self.metrics.operation(Self.undecodedOperation).refused(code: .malformedRequest, since: call.start)
-            return completion(self.reply(id: request.id, error: RegistryError(.malformedRequest, "the request carries no operation")))
+            return call.reply(self.reply(id: request.id, error: RegistryError(.malformedRequest, "the request carries no operation")))
         }
         if case .hello(let hello) = operation {
             // Who connects, for debugging a deployment; the name is the client's free text, so it is
@@ -123,7 +144,7 @@ public final class RequestDispatcher: Sendable {
                     .unsupportedVersion,
                     "protocol version \(hello.protocolMajor) is not supported; this daemon speaks \(ProtocolVersion.major).\(ProtocolVersion.minor)"))
             reply.closeConnection = true
-            return completion(reply)
+            return call.reply(reply)
         }
         operation.accept(call.with(id: request.id))
     }
@@ -136,17 +157,22 @@ public final class RequestDispatcher: Sendable {
         return reply
     }
 
-    /// One request on its way: ``start(_:from:draining:on:completion:)`` specialised for each kind
+    /// One request on its way: ``start(_:from:draining:on:replyTo:sequence:)`` specialised for each kind
     /// of request (handed to ``Registry_V1_Request/OneOf_Operation/accept(_:)``, where opening an
     /// `any RegistryOperation` would look up generic metadata and call unspecialised code).
-    private struct Call: OperationVisitor {
+    fileprivate struct Call: OperationVisitor {
         let dispatcher: RequestDispatcher
         var id: UInt64
         let peer: Peer?
         let start: ContinuousClock.Instant
         let draining: Bool
         let eventLoop: (any EventLoop)?
-        let completion: @Sendable (Reply) -> Void
+        let receiver: any ReplyReceiver
+        let sequence: UInt64
+
+        func reply(_ reply: Reply) {
+            self.receiver.received(reply, for: self.sequence)
+        }
 
         func with(id: UInt64) -> Call {
             var call = self
@@ -178,34 +204,57 @@ public final class RequestDispatcher: Sendable {
                         "uid": "\(peer.map { String($0.uid) } ?? "?")", "pid": "\(peer.map { String($0.pid) } ?? "?")",
                         "operation": "\(Operation.name)", "right": "\(right.rawValue)", "gallery": "\(gallery)",
                     ])
-                return call.completion(
+                return call.reply(
                     self.refuse(operation, call, with: RegistryError(.permissionDenied, "\(who) lacks the '\(right.rawValue)' right \(scope)")))
             }
         }
         do {
             try Self.checkTemplates(operation.templates)
         } catch {
-            return call.completion(self.refuse(operation, call, with: error))
+            return call.reply(self.refuse(operation, call, with: error))
         }
         if call.draining {
-            return call.completion(
+            return call.reply(
                 self.refuse(operation, call, with: RegistryError(.shuttingDown, "the daemon is shutting down; the request was not carried out")))
         }
-        operation.start(in: self.context) { result in
-            let reply = {
-                switch result {
-                case .success(let value): call.completion(self.answer(operation, call, value))
-                case .failure(let error): call.completion(self.refuse(operation, call, with: error))
-                }
-            }
+        // One object per request holds what the completion needs: a closure capturing only it needs
+        // no context of its own (measured: one allocation per authentication fewer).
+        let running = Running(dispatcher: self, operation: operation, call: call)
+        operation.start(in: self.context) { result in running.finish(result) }
+    }
+
+    /// A started operation, until its completion.
+    private final class Running<Operation: RegistryOperation>: Sendable {
+        let dispatcher: RequestDispatcher
+        let operation: Operation
+        let call: Call
+
+        init(dispatcher: RequestDispatcher, operation: Operation, call: Call) {
+            self.dispatcher = dispatcher
+            self.operation = operation
+            self.call = call
+        }
+
+        func finish(_ result: Swift.Result<Operation.Result, any Error>) {
             // The reply is made on the event loop: the writer thread, which finishes registrations,
-            // goes on to its next batch sooner.
-            if let eventLoop = call.eventLoop, !eventLoop.inEventLoop { eventLoop.execute(reply) } else { reply() }
+            // goes on to its next batch sooner. (No closure when it is there already: most replies.)
+            if let eventLoop = self.call.eventLoop, !eventLoop.inEventLoop {
+                eventLoop.execute { self.reply(result) }
+            } else {
+                self.reply(result)
+            }
+        }
+
+        private func reply(_ result: Swift.Result<Operation.Result, any Error>) {
+            switch result {
+            case .success(let value): self.call.reply(self.dispatcher.answer(self.operation, self.call, value))
+            case .failure(let error): self.call.reply(self.dispatcher.refuse(self.operation, self.call, with: error))
+            }
         }
     }
 
     /// The reply carrying an operation's result, audited and counted.
-    private func answer<Operation: RegistryOperation>(_ operation: Operation, _ call: Call, _ result: Operation.Result) -> Reply {
+    fileprivate func answer<Operation: RegistryOperation>(_ operation: Operation, _ call: Call, _ result: Operation.Result) -> Reply {
         let (id, peer, start) = (call.id, call.peer, call.start)
         let outcome = operation.audit(result)
         if Operation.isAudited {
@@ -231,7 +280,7 @@ public final class RequestDispatcher: Sendable {
     }
 
     /// The reply carrying an operation's refusal or failure, logged by code (never with templates) and audited.
-    private func refuse<Operation: RegistryOperation>(_ operation: Operation, _ call: Call, with failure: any Error) -> Reply {
+    fileprivate func refuse<Operation: RegistryOperation>(_ operation: Operation, _ call: Call, with failure: any Error) -> Reply {
         let (id, peer, start) = (call.id, call.peer, call.start)
         let error: RegistryError
         if let refusal = failure as? RegistryError {

@@ -33,7 +33,12 @@ final class FakeRequests: ConnectionRequests {
     struct Started {
         let frame: ByteBuffer
         let draining: Bool
-        let completion: @Sendable (RequestDispatcher.Reply) -> Void
+        let receiver: any ReplyReceiver
+        let sequence: UInt64
+
+        func completion(_ reply: RequestDispatcher.Reply) {
+            self.receiver.received(reply, for: self.sequence)
+        }
     }
 
     let answersAtOnce: Bool
@@ -61,11 +66,12 @@ final class FakeRequests: ConnectionRequests {
     }
 
     func start(
-        _ frame: ByteBuffer, from peer: Peer?, draining: Bool, on eventLoop: (any EventLoop)?,
-        completion: @escaping @Sendable (RequestDispatcher.Reply) -> Void
+        _ frame: ByteBuffer, from peer: Peer?, draining: Bool, on eventLoop: (any EventLoop)?, replyTo receiver: any ReplyReceiver,
+        sequence: UInt64
     ) {
-        self.started.withLockedValue { $0.append(Started(frame: frame, draining: draining, completion: completion)) }
-        if self.answersAtOnce { completion(Self.echo(frame)) }
+        let started = Started(frame: frame, draining: draining, receiver: receiver, sequence: sequence)
+        self.started.withLockedValue { $0.append(started) }
+        if self.answersAtOnce { started.completion(Self.echo(frame)) }
     }
 
     func refusal(_ error: FrameTooLargeError) -> RequestDispatcher.Reply {

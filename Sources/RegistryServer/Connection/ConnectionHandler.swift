@@ -5,11 +5,12 @@ import RegistryProtocol
 
 /// What a connection hands its requests to: the ``RequestDispatcher``, or a fake in tests.
 protocol ConnectionRequests: Sendable {
-    /// Runs one request frame from `peer`; `completion` runs once with its reply, on `eventLoop`
-    /// (before this returns when it needs no waiting). `draining`: refuse it with `SHUTTING_DOWN`.
+    /// Runs one request frame from `peer`; `receiver` gets its reply once, under `sequence`, on
+    /// `eventLoop` (before this returns when it needs no waiting). `draining`: refuse it with
+    /// `SHUTTING_DOWN`.
     func start(
-        _ frame: ByteBuffer, from peer: Peer?, draining: Bool, on eventLoop: (any EventLoop)?,
-        completion: @escaping @Sendable (RequestDispatcher.Reply) -> Void)
+        _ frame: ByteBuffer, from peer: Peer?, draining: Bool, on eventLoop: (any EventLoop)?, replyTo receiver: any ReplyReceiver,
+        sequence: UInt64)
     /// The reply to a frame announcing more than the maximum (it closes the connection).
     func refusal(_ error: FrameTooLargeError) -> RequestDispatcher.Reply
 }
@@ -66,6 +67,8 @@ final class ConnectionHandler<Requests: ConnectionRequests>: ChannelDuplexHandle
     private let logger: Logger
     private let decoder: FrameDecoder
     private let finished: EventLoopPromise<Void>
+    /// Where the dispatcher hands the replies: made once, not a closure per request.
+    private let replies = Replies()
     private var peer: Peer?
     private var context: ChannelHandlerContext?
 
@@ -134,6 +137,7 @@ final class ConnectionHandler<Requests: ConnectionRequests>: ChannelDuplexHandle
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        self.replies.handler = self
         let me = NIOLoopBound(self, eventLoop: context.eventLoop)
         self.account.setMakeRoom { graces in
             me.eventLoop.submit { me.value.closeToMakeRoom(graces) }
@@ -267,10 +271,7 @@ final class ConnectionHandler<Requests: ConnectionRequests>: ChannelDuplexHandle
         while let action = self.pipeline.nextAction() {
             switch action {
             case .dispatch(let sequence, let frame, let draining):
-                let me = NIOLoopBound(self, eventLoop: context.eventLoop)
-                self.requests.start(frame, from: self.peer, draining: draining, on: context.eventLoop) { reply in
-                    me.value.replied(sequence, reply)
-                }
+                self.requests.start(frame, from: self.peer, draining: draining, on: context.eventLoop, replyTo: self.replies, sequence: sequence)
             case .write(let reply, let heldBytes):
                 self.account.release(heldBytes)
                 context.write(self.wrapOutboundOut(reply.framed), promise: nil)
@@ -293,7 +294,7 @@ final class ConnectionHandler<Requests: ConnectionRequests>: ChannelDuplexHandle
     }
 
     /// A dispatched request's reply (on the event loop).
-    private func replied(_ sequence: UInt64, _ reply: RequestDispatcher.Reply) {
+    fileprivate func replied(_ sequence: UInt64, _ reply: RequestDispatcher.Reply) {
         let held = self.pipeline.replied(sequence, reply)
         if held > 0 { self.account.charge(held) }
         if let context = self.context { self.process(context) }
@@ -308,7 +309,20 @@ final class ConnectionHandler<Requests: ConnectionRequests>: ChannelDuplexHandle
     }
 
     private func finishIfDone() {
-        if self.pipeline.isFinished { self.finished.succeed() }
+        guard self.pipeline.isFinished else { return }
+        // Every reply is in: the receiver no longer keeps the handler (nor the handler itself).
+        self.replies.handler = nil
+        self.finished.succeed()
+    }
+
+    /// The connection's ``ReplyReceiver``. The dispatcher calls it on the connection's event loop,
+    /// the only place `handler` is touched; it keeps the handler alive until the last reply is in.
+    private final class Replies: ReplyReceiver, @unchecked Sendable {
+        var handler: ConnectionHandler?
+
+        func received(_ reply: RequestDispatcher.Reply, for sequence: UInt64) {
+            self.handler?.replied(sequence, reply)
+        }
     }
 
     // MARK: Deadlines

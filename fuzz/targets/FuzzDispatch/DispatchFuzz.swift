@@ -108,7 +108,8 @@ final class DispatchFuzz: @unchecked Sendable {
             frame = ByteBuffer(bytes: bytes)
             request = decoded
         }
-        let reply = Self.wait { [dispatcher = self.dispatcher] completion in dispatcher.start(frame, from: self.peer, on: nil, completion: completion)
+        let reply = Self.wait { [dispatcher = self.dispatcher] completion in
+            dispatcher.start(frame, from: self.peer, on: nil, replyTo: ReplyClosure { reply, _ in completion(reply) }, sequence: 0)
         }
         Self.remove(self.root + "/backup")
         guard let response = try? Registry_V1_Response(serializedBytes: Array(reply.frame.readableBytesView)) else {
