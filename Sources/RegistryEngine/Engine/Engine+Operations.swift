@@ -410,7 +410,9 @@ extension Engine {
         autoEnrol: Bool = true
     ) async throws -> Authentication {
         try await withCheckedThrowingContinuation { continuation in
-            self.authenticate(gallery: name, identifier: identifier, face: face, autoEnrol: autoEnrol) { continuation.resume(with: $0) }
+            self.authenticate(
+                gallery: name, identifier: identifier, face: face, autoEnrol: autoEnrol,
+                completion: CompletionClosure { continuation.resume(with: $0) })
         }
     }
 
@@ -418,25 +420,25 @@ extension Engine {
     /// It runs at once, on this thread and before this returns, unless auto-enrolment stores a
     /// template (most authentications write nothing): then on the writer thread after the commit.
     /// The decision is made once; the write carries on from it rather than deciding again.
-    public func authenticate(
+    public func authenticate<Done: Completion<Authentication>>(
         gallery name: String = GalleryConfiguration.defaultName,
         identifier: String,
         face: Face,
         autoEnrol: Bool = true,
-        completion: @escaping @Sendable (Result<Authentication, any Error>) -> Void
+        completion: Done
     ) {
         let decision: AuthenticationDecision
         do {
             decision = try self.decideAuthentication(gallery: name, identifier: identifier, face: face, autoEnrol: autoEnrol)
         } catch {
-            return completion(.failure(error))
+            return completion.complete(.failure(error))
         }
-        guard let plan = decision.plan else { return completion(.success(decision.result)) }
+        guard let plan = decision.plan else { return completion.complete(.success(decision.result)) }
         let decided = decision.result
         self.autoEnrol(plan) { outcomes in
             var result = decided
             result.autoEnrolment = outcomes
-            completion(.success(result))
+            completion.complete(.success(result))
         }
     }
 

@@ -42,7 +42,7 @@ struct Authenticate: RegistryOperation {
     var scope: OperationScope { .gallery(self.request.gallery) }
     var auditedIdentifiers: [String] { [self.request.identifier] }
 
-    func start(in context: OperationContext, completion: @escaping @Sendable (Result<Authentication, any Error>) -> Void) {
+    func start<Done: Completion<Authentication>>(in context: OperationContext, completion: Done) {
         context.engine.authenticate(
             gallery: RequestDispatcher.gallery(self.request.gallery), identifier: self.request.identifier,
             // No face is a face without templates (as the message reads it), which the engine refuses.

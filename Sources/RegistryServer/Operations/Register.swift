@@ -14,9 +14,9 @@ extension Registry_V1_RegisterRequest: RegistryOperation {
     var auditedIdentifiers: [String] { [self.identifier] }
     var templates: [Registry_V1_Template] { self.face.templates }
 
-    func start(in context: OperationContext, completion: @escaping @Sendable (Result<Registration, any Error>) -> Void) {
+    func start<Done: Completion<Registration>>(in context: OperationContext, completion: Done) {
         context.engine.register(
             gallery: RequestDispatcher.gallery(self.gallery), identifier: self.identifier, face: Face(self.face), force: self.force,
-            completion: completion)
+            completion: completion.complete)
     }
 }

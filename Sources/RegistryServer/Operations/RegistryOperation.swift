@@ -42,12 +42,13 @@ protocol RegistryOperation: Sendable {
     /// The templates it carries, checked before it runs.
     var templates: [Registry_V1_Template] { get }
 
-    /// Carries the operation out: the one way the dispatcher runs a request. `completion` runs
-    /// once with the outcome, on whatever thread finishes it: at once, before this returns, when
+    /// Carries the operation out: the one way the dispatcher runs a request. `completion` gets the
+    /// outcome once, on whatever thread finishes it (a value, not a closure: answering at once then
+    /// allocates nothing): at once, before this returns, when
     /// nothing has to wait (an authentication that writes nothing; a refusal); from the engine's
     /// writer after the commit (a registration); from a task for work written as async code
     /// (``AsyncRegistryOperation``). Called on an event loop: must not block.
-    func start(in context: OperationContext, completion: @escaping @Sendable (Swift.Result<Result, any Error>) -> Void)
+    func start<Done: Completion<Result>>(in context: OperationContext, completion: Done)
     /// The audit trail's view of a successful result.
     func audit(_ result: Result) -> AuditedResult
 }
@@ -97,12 +98,12 @@ protocol AsyncRegistryOperation: RegistryOperation {
 }
 
 extension AsyncRegistryOperation {
-    func start(in context: OperationContext, completion: @escaping @Sendable (Swift.Result<Result, any Error>) -> Void) {
+    func start<Done: Completion<Result>>(in context: OperationContext, completion: Done) {
         Task {
             do {
-                completion(.success(try await self.perform(in: context)))
+                completion.complete(.success(try await self.perform(in: context)))
             } catch {
-                completion(.failure(error))
+                completion.complete(.failure(error))
             }
         }
     }
