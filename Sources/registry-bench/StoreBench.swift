@@ -96,7 +96,7 @@ enum StoreBench {
     static func daemonIdentify(socket: String, dimension: Int, k: Int, queries: String) async throws {
         let algorithm = try Self.algorithm(dimension: dimension)
         let queries = try readRows(queries, dimension: dimension)
-        let client = try await RegistryClient.connect(socketPath: socket)
+        let client = try await RegistryConnection.connect(socketPath: socket)
         var times: [Double] = []
         var tops: [JSON] = []
         // One unmeasured request: the connection's first round trip sets up buffers on both sides.

@@ -29,7 +29,7 @@ struct Evaluate: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let client = try await RegistryClient.connect(socketPath: self.socket)
+        let client = try await RegistryConnection.connect(socketPath: self.socket)
         let known = try await client.algorithms()
         var evaluated: [Algorithm] = []
         for version in self.algorithms {
@@ -87,7 +87,7 @@ struct Evaluate: AsyncParsableCommand {
 
     /// Identifies every capture (64 requests in flight on the one connection) and splits the scores.
     static func scores(
-        _ client: RegistryClient, gallery: String, algorithm: Algorithm, _ captures: [[Landmark]], _ identifiers: [String]
+        _ client: RegistryConnection, gallery: String, algorithm: Algorithm, _ captures: [[Landmark]], _ identifiers: [String]
     ) async throws -> ErrorRates {
         let results = try await withThrowingTaskGroup(of: (Int, [String: Float]).self) { group in
             var results = [[String: Float]](repeating: [:], count: captures.count)

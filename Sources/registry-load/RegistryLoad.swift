@@ -33,9 +33,9 @@ enum LoadRun {
     /// Runs everything; returns the exit status.
     static func main(_ options: Options) async -> Int32 {
         // The seeding client; the measured connections are the Driver's.
-        let client: RegistryClient
+        let client: RegistryConnection
         do {
-            client = try await RegistryClient.connect(socketPath: options.socket)
+            client = try await RegistryConnection.connect(socketPath: options.socket)
         } catch {
             printError("registry-load: \(error)")
             printError("registry-load: is registryd running? Start it, or pass its socket with --socket PATH.")

@@ -22,7 +22,7 @@ enum Seeding {
     static func identifier(_ person: Int) -> String { "person-\(person)" }
 
     /// Reuses the gallery when it already holds exactly these people, else recreates and imports it.
-    static func prepare(client: RegistryClient, gallery: String, people: [[Float]]) async throws {
+    static func prepare(client: RegistryConnection, gallery: String, people: [[Float]]) async throws {
         let configuration = Self.configuration(gallery)
         // Defining an existing gallery with other non-empty registries fails: it is then recreated.
         let defined = try? await client.defineGallery(configuration)
@@ -56,7 +56,7 @@ enum Seeding {
 
     /// Whether the first and last person authenticate with their exact templates: the gallery holds
     /// this tool's people (same seed), not some other set of the same size.
-    private static func holdsSeededPeople(client: RegistryClient, gallery: String, people: [[Float]]) async -> Bool {
+    private static func holdsSeededPeople(client: RegistryConnection, gallery: String, people: [[Float]]) async -> Bool {
         for person in Set([0, people.count - 1]) {
             guard
                 let result = try? await client.authenticate(

@@ -187,7 +187,7 @@ struct ImportCommand: AsyncParsableCommand {
     /// A dump's gallery in the daemon: defined as the dump says when the daemon lacks it or it holds
     /// no template (a fresh daemon's default gallery); one that holds templates keeps its definition,
     /// which the thresholds its templates were checked under depend on.
-    static func prepareGallery(_ definition: GalleryConfiguration, client: RegistryClient, result: inout Result) async throws {
+    static func prepareGallery(_ definition: GalleryConfiguration, client: RegistryConnection, result: inout Result) async throws {
         let existing = try await client.galleries().first { $0.name == definition.name }
         if let existing, GalleryConfiguration(existing) == definition { return }
         if let existing, existing.registries.contains(where: { $0.templateCount > 0 }) {

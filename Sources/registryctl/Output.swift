@@ -33,7 +33,7 @@ struct AlgorithmNames: Sendable {
     static let builtIn = AlgorithmNames(Algorithm.builtIn)
 
     /// The daemon's algorithms, or the built-in names when it does not answer.
-    static func load(from client: RegistryClient) async -> AlgorithmNames {
+    static func load(from client: RegistryConnection) async -> AlgorithmNames {
         guard let algorithms = try? await client.algorithms() else { return .builtIn }
         var names = AlgorithmNames(algorithms)
         for (version, name) in Self.builtIn.byVersion where names.byVersion[version] == nil { names.byVersion[version] = name }

@@ -27,10 +27,10 @@ struct Runner {
 
     /// Connects, runs `body` with the client and prints what it returns.
     /// - Throws: `ExitCode` with the status of the result or of the error, after printing it.
-    func run<Result: CommandResult>(_ body: (RegistryClient) async throws -> Result) async throws {
-        let client: RegistryClient
+    func run<Result: CommandResult>(_ body: (RegistryConnection) async throws -> Result) async throws {
+        let client: RegistryConnection
         do {
-            client = try await RegistryClient.connect(socketPath: self.options.socketPath)
+            client = try await RegistryConnection.connect(socketPath: self.options.socketPath)
         } catch {
             throw self.fail(error, names: .builtIn)
         }

@@ -8,7 +8,7 @@ import Testing
 /// The audit trail through the daemon: an entry per operation with the peer's uid and pid.
 @Suite struct AuditEndToEndTests {
     /// The trail is written with the next group commit after the reply: poll briefly.
-    static func entries(_ client: RegistryClient, _ query: AuditQuery, atLeast count: Int) async throws -> [AuditEntry] {
+    static func entries(_ client: RegistryConnection, _ query: AuditQuery, atLeast count: Int) async throws -> [AuditEntry] {
         for _ in 0..<100 {
             let entries = try await client.audit(query)
             if entries.count >= count { return entries }

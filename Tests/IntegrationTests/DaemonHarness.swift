@@ -85,8 +85,8 @@ final class Daemon: @unchecked Sendable {
         return status
     }
 
-    func client() async throws -> RegistryClient {
-        try await RegistryClient.connect(socketPath: self.socketPath)
+    func client() async throws -> RegistryConnection {
+        try await RegistryConnection.connect(socketPath: self.socketPath)
     }
 
     var log: String {

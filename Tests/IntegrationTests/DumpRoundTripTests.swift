@@ -28,7 +28,7 @@ import Testing
     }
 
     /// Everything a dump should carry, as a client sees it.
-    static func state(_ client: inout RegistryClient) async throws -> [String] {
+    static func state(_ client: inout RegistryConnection) async throws -> [String] {
         var lines: [String] = []
         for gallery in try await client.galleries().sorted(by: { $0.name < $1.name }) {
             lines.append("\(gallery.name) \(GalleryConfiguration(gallery)) identifiers=\(gallery.identifierCount)")

@@ -24,9 +24,9 @@ import Testing
             var status: Int32 = 0
             waitpid(pid, &status, 0)
         }
-        var client: RegistryClient?
+        var client: RegistryConnection?
         for _ in 0..<200 where client == nil {
-            client = try? await RegistryClient.connect(socketPath: socket)
+            client = try? await RegistryConnection.connect(socketPath: socket)
             if client == nil { try await Task.sleep(for: .milliseconds(25)) }
         }
         let connected = try #require(client)
@@ -37,7 +37,7 @@ import Testing
             _ = try? await connected.register(identifier: "alice", face: Face(FaceTemplate(algorithm: 24, vector: values)))
         }
         // A second connection while the first is open: over the limit of 1.
-        let second = try? await RegistryClient.connect(socketPath: socket)
+        let second = try? await RegistryConnection.connect(socketPath: socket)
         _ = try? await second?.hello(clientName: "second")
         await second?.close()
         await connected.close()

@@ -45,7 +45,7 @@ import Testing
     }
 
     /// Every identifier stored in the default gallery.
-    static func storedIdentifiers(_ client: RegistryClient) async throws -> Set<String> {
+    static func storedIdentifiers(_ client: RegistryConnection) async throws -> Set<String> {
         var stored: Set<String> = []
         var after: String?
         repeat {
@@ -63,7 +63,7 @@ import Testing
     }
 
     /// Whether a client on `socket` gets an answer to a request now (a connection, one list of the
-    /// galleries, its reply within 10 s). Plain blocking sockets rather than RegistryClient, so that a
+    /// galleries, its reply within 10 s). Plain blocking sockets rather than RegistryConnection, so that a
     /// test process busy with the rest of the suite does not make the attempt fail by itself.
     static func servedAtOnce(_ socket: String) -> Bool {
         guard let connection = try? RawConnection(socket, timeoutSeconds: 10),

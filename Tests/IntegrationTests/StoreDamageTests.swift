@@ -390,7 +390,7 @@ import Testing
         return (daemon, stored)
     }
 
-    static func exportAll(_ client: RegistryClient) async throws -> [StoredTemplate] {
+    static func exportAll(_ client: RegistryConnection) async throws -> [StoredTemplate] {
         var all: [StoredTemplate] = []
         var after: UInt64 = 0
         while true {

@@ -67,7 +67,7 @@ import Testing
             waitpid(pid, &status, 0)
         }
         for _ in 0..<200 where !RawConnection.canConnect(socketPath) { usleep(25_000) }
-        let client = try await RegistryClient.connect(socketPath: socketPath)
+        let client = try await RegistryConnection.connect(socketPath: socketPath)
         _ = try await client.register(identifier: "alice", face: Face(FaceTemplate(algorithm: 24, vector: axis(0))))
         let identified = try await client.identify(face: Face(FaceTemplate(algorithm: 24, vector: axis(0))), autoEnrol: false)
         #expect(identified.matches.map(\.identifier) == ["alice"])

@@ -16,26 +16,6 @@ import Testing
 /// requests. Replies must be the same bytes, the audit trails the same entries, the metrics the
 /// same counts, including authentications that auto-enrol (they write) and ones refused.
 @Suite struct AuthenticatePathsTests {
-    struct World {
-        let directory: String
-        let metrics = ServerMetrics()
-        let engine: Engine
-        let dispatcher: RequestDispatcher
-
-        init(handRead: Bool) throws {
-            self.directory = TemporaryDirectory("registryd-auth-paths").path
-            self.engine = try Engine(path: self.directory + "/data", metrics: self.metrics.factory)
-            self.dispatcher = RequestDispatcher(
-                engine: self.engine, logger: Logger(label: "test"), policy: try AccessPolicy(nil), metrics: self.metrics,
-                readsAuthenticationsByHand: handRead)
-        }
-
-        func close() {
-            self.engine.close()
-            _ = system("rm -rf '\(self.directory)'")
-        }
-    }
-
     static let root = Peer(uid: 0, gid: 0, pid: 7, groups: [0])
 
     static func vector(_ random: inout SeededRandom, near base: [Float]?, dimension: Int) -> [Float] {
@@ -52,7 +32,7 @@ import Testing
     }
 
     /// Metric lines that depend on neither timing nor the disk, sorted.
-    static func counts(_ world: World) -> [Substring] {
+    static func counts(_ world: ServerFixture) -> [Substring] {
         world.metrics.exposition(engine: world.engine, counters: world.dispatcher.counters).split(separator: "\n").filter {
             // Commits are counted too, and the audit trail's are made on a timer.
             !$0.hasPrefix("#") && !$0.contains("_seconds") && !$0.contains("_bytes") && !$0.contains("commit_batch")
@@ -60,8 +40,8 @@ import Testing
     }
 
     @Test func theHandReadAndTheGeneralPathGiveTheSameRepliesAuditAndMetrics() async throws {
-        let hand = try World(handRead: true)
-        let general = try World(handRead: false)
+        let hand = try ServerFixture("registryd-auth-paths")
+        let general = try ServerFixture("registryd-auth-paths", handReadsAuthentications: false)
         defer {
             hand.close()
             general.close()

@@ -15,20 +15,17 @@ import Testing
 /// store: order, limits and endings end to end, without a socket; with one request in flight at a
 /// time and with several.
 @Suite struct ConnectionTests {
-    let directory: String
-    let engine: Engine
-    let dispatcher: RequestDispatcher
-    let root = Peer(uid: 0, gid: 0, pid: 1, groups: [0])
+    let fixture: ServerFixture
+    var engine: Engine { self.fixture.engine }
+    var dispatcher: RequestDispatcher { self.fixture.dispatcher }
+    var root: Peer { self.fixture.root }
 
     init() throws {
-        self.directory = TemporaryDirectory("registryd-connection").path
-        self.engine = try Engine(path: self.directory + "/data")
-        self.dispatcher = RequestDispatcher(engine: self.engine, logger: Logger(label: "test"), policy: try AccessPolicy(nil))
+        self.fixture = try ServerFixture("registryd-connection")
     }
 
     func cleanUp() {
-        self.engine.close()
-        _ = system("rm -rf '\(self.directory)'")
+        self.fixture.close()
     }
 
     /// A channel with the connection's handler over the real dispatcher, and the future that
@@ -51,11 +48,7 @@ import Testing
         var request = Registry_V1_Request()
         request.id = id
         request.operation = operation
-        let body: [UInt8] = try request.serializedBytes()
-        var buffer = ByteBuffer()
-        buffer.writeInteger(UInt32(body.count))
-        buffer.writeBytes(body)
-        return buffer
+        return try ByteBuffer(frameOf: request)
     }
 
     static func registration(_ id: UInt64, _ identifier: String, axis: Int) throws -> ByteBuffer {

@@ -15,21 +15,18 @@ import Testing
 
 /// The metrics `stats` carries in the Prometheus text format, through the dispatcher over a real store.
 @Suite struct MetricsTests {
-    let directory: String
-    let metrics = ServerMetrics()
-    let engine: Engine
-    let dispatcher: RequestDispatcher
-    let root = Peer(uid: 0, gid: 0, pid: 1, groups: [0])
+    let fixture: ServerFixture
+    var metrics: ServerMetrics { self.fixture.metrics }
+    var engine: Engine { self.fixture.engine }
+    var dispatcher: RequestDispatcher { self.fixture.dispatcher }
+    var root: Peer { self.fixture.root }
 
     init() throws {
-        self.directory = TemporaryDirectory("registryd-metrics").path
-        self.engine = try Engine(path: self.directory + "/data", metrics: self.metrics.factory)
-        self.dispatcher = RequestDispatcher(engine: self.engine, logger: Logger(label: "test"), policy: try AccessPolicy(nil), metrics: self.metrics)
+        self.fixture = try ServerFixture("registryd-metrics")
     }
 
     func cleanUp() {
-        self.engine.close()
-        _ = system("rm -rf '\(self.directory)'")
+        self.fixture.close()
     }
 
     @discardableResult

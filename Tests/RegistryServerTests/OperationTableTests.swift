@@ -65,21 +65,18 @@ import Testing
 
 /// Access decisions through the dispatcher, with peers made up for the test and a real store.
 @Suite struct DispatcherAccessTests {
-    let directory: String
-    let engine: Engine
-    let dispatcher: RequestDispatcher
+    /// Default policy: root, the daemon's own user and group registryd-admin; nobody else.
+    let fixture: ServerFixture
+    var engine: Engine { self.fixture.engine }
+    var dispatcher: RequestDispatcher { self.fixture.dispatcher }
     let stranger = Peer(uid: 54_321, gid: 54_321, pid: 4242, groups: [54_321])
 
     init() throws {
-        self.directory = TemporaryDirectory("registryd-dispatcher").path
-        self.engine = try Engine(path: self.directory + "/data")
-        // Default policy: root, the daemon's own user and group registryd-admin; nobody else.
-        self.dispatcher = RequestDispatcher(engine: self.engine, logger: Logger(label: "test"), policy: try AccessPolicy(nil))
+        self.fixture = try ServerFixture("registryd-dispatcher")
     }
 
     func cleanUp() {
-        self.engine.close()
-        _ = system("rm -rf '\(self.directory)'")
+        self.fixture.close()
     }
 
     func send(_ request: Registry_V1_Request, from peer: Peer?) async throws -> Registry_V1_Response {

@@ -29,14 +29,14 @@ public enum RegistryClientError: Error, CustomStringConvertible {
 /// (they are pipelined on the one connection and answered in order).
 ///
 /// ```swift
-/// let client = try await RegistryClient.connect(socketPath: "run/registryd.sock")
+/// let client = try await RegistryConnection.connect(socketPath: "run/registryd.sock")
 /// defer { Task { await client.close() } }
 /// let result = try await client.identify(face: Face(FaceTemplate(algorithm: 24, vector: values)))
 /// ```
 ///
 /// Refusals and failures the daemon reports are thrown as ``RegistryError`` with the PROTOCOL.md §5 code
 /// and details; transport failures as ``RegistryClientError``.
-public final class RegistryClient: Sendable {
+public final class RegistryConnection: Sendable {
     private let channel: any Channel
     private let nextId = Atomic<UInt64>(1)
 
@@ -52,7 +52,7 @@ public final class RegistryClient: Sendable {
         socketPath: String,
         maximumFrameLength: Int = 256 << 20,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
-    ) async throws -> RegistryClient {
+    ) async throws -> RegistryConnection {
         let bootstrap = ClientBootstrap(group: group).channelInitializer { channel in
             channel.eventLoop.makeCompletedFuture {
                 try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder(maximumFrameLength: maximumFrameLength)))
@@ -62,7 +62,7 @@ public final class RegistryClient: Sendable {
         }
         do {
             let channel = try await bootstrap.connect(unixDomainSocketPath: socketPath).get()
-            return RegistryClient(channel: channel)
+            return RegistryConnection(channel: channel)
         } catch let error as IOError {
             throw RegistryClientError.unreachable(socketPath: socketPath, reason: String(cString: strerror(error.errnoCode)))
         } catch {
