@@ -138,7 +138,7 @@ let package = Package(
         .target(
             name: "TestSupport", dependencies: ["RegistryModel", "RegistryProtocol", "SyntheticFaces", protobuf], path: "Tests/TestSupport",
             swiftSettings: strictSettings),
-        .testTarget(name: "LMDBTests", dependencies: ["LMDB", "CLMDB", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(name: "LMDBTests", dependencies: ["LMDB", "CLMDB", "SyntheticFaces", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "RegistryEngineTests",
             dependencies: [

@@ -4,6 +4,7 @@ import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 import Synchronization
+import SyntheticFaces
 import TestSupport
 import Testing
 
@@ -19,13 +20,8 @@ import Testing
 
     /// A forced registration (never refused as similar) of a seeded random unit vector.
     static func registration(_ id: UInt64, _ identifier: String) throws -> [UInt8] {
-        var generator = UInt64(truncatingIfNeeded: id) &* 0x9E37_79B9_7F4A_7C15 | 1
-        var vector = (0..<128).map { _ -> Float in
-            generator ^= generator << 13
-            generator ^= generator >> 7
-            generator ^= generator << 17
-            return Float(generator % 2001) / 1000 - 1
-        }
+        var random = SeededRandom(seed: id)
+        var vector = (0..<128).map { _ in Float(random.uniform() * 2 - 1) }
         let norm = vector.reduce(0) { $0 + $1 * $1 }.squareRoot()
         vector = vector.map { $0 / norm }
         return try RawConnection.frame(

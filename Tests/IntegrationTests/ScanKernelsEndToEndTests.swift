@@ -3,6 +3,7 @@ import RegistryClient
 import RegistryEngine
 import RegistryModel
 import RegistryProtocol
+import SyntheticFaces
 import Testing
 
 /// The scan kernels through the real daemon: the level it reports, that `REGISTRY_KERNELS` lowers
@@ -12,12 +13,10 @@ import Testing
     /// 3,000 arcface templates (1,000 identifiers, three captures each): enough rows for the
     /// prefilter to apply (it starts at 2,048).
     static func templates() -> [(identifier: String, vector: [Float])] {
-        var state: UInt64 = 42
+        var random = SeededRandom(seed: 42)
         func normal() -> Float {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            let u = max(Double(state >> 11) / Double(1 << 53), 1e-300)
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            let v = Double(state >> 11) / Double(1 << 53)
+            let u = max(random.uniform(), 1e-300)
+            let v = random.uniform()
             return Float((-2 * log(u)).squareRoot() * cos(2 * .pi * v))
         }
         func unit(_ x: [Float]) -> [Float] {

@@ -1,5 +1,6 @@
 import CLMDB
 import Glibc
+import SyntheticFaces
 import TestSupport
 import Testing
 
@@ -19,7 +20,7 @@ import Testing
         options.durable = false
         let env = try Environment(path: path, options: options)
         defer { env.close() }
-        var random = SplitMix(seed: 5)
+        var random = SeededRandom(seed: 5)
         let (records, big, names, _) = try env.write { txn in
             (
                 try txn.openDatabase("records", create: true), try txn.openDatabase("big", create: true),
@@ -103,7 +104,7 @@ import Testing
         let duplicates = database("duplicates", MDB_DUPSORT)
         let fixed = database("fixed", MDB_DUPSORT | MDB_DUPFIXED | MDB_INTEGERDUP)
         let reversedDuplicates = database("reversed-duplicates", MDB_DUPSORT | MDB_REVERSEDUP)
-        var random = SplitMix(seed: 9)
+        var random = SeededRandom(seed: 9)
         for index in 0..<5_000 {
             put(integers, bytes(UInt64(index) &* 7919), [UInt8](repeating: 1, count: 40))
             put(reversed, Array("name-\(random.next() % 100_000)".utf8), [2])
@@ -248,7 +249,7 @@ import Testing
     /// what the next open finds: a random sample of pages, each overwritten whole or in its header only
     /// under an open environment, gives the same damage (or none, for a free page) both ways.
     @Test func anOpenStoreIsCheckedAsTheNextOpenChecksIt() throws {
-        var random = SplitMix(seed: 2806)
+        var random = SeededRandom(seed: 2806)
         var damaged = 0
         for trial in 0..<12 {
             let directory = try Self.makeStore()
@@ -381,18 +382,5 @@ final class DataView {
                 return (list, Int(self.u64(list)))
             }
         }
-    }
-}
-
-/// A small seeded generator (SplitMix64).
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { self.state = seed }
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

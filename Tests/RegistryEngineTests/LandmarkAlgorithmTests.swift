@@ -1,5 +1,6 @@
 import Glibc
 import RegistryEngine
+import SyntheticFaces
 import Testing
 
 @testable import RegistryModel
@@ -203,10 +204,9 @@ func seedFigurePartialOverlap() {
 
 @Test("end to end on raw templates, similarity agrees with an independent implementation of the seed")
 func endToEndAgreesWithReference() throws {
-    var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+    var random = SeededRandom(seed: 0x9E37_79B9_7F4A_7C15)
     func jitter() -> Float {
-        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        return Float(Int((state >> 33) % 2001) - 1000) / 1000 * 12  // ±12 px
+        Float(random.uniform() * 2 - 1) * 12  // ±12 px
     }
     let original = face()
     for round in 0..<20 {

@@ -6,6 +6,7 @@ import RegistryProtocol
 import ServiceLifecycle
 import ServiceLifecycleTestKit
 import SwiftProtobuf
+import SyntheticFaces
 import TestSupport
 import Testing
 
@@ -20,12 +21,11 @@ import Testing
     /// Registrations of distinct identifiers with pseudo-random unit-free vectors (forced, so no
     /// similar-face refusal depends on the draw).
     static func frames() throws -> [UInt8] {
-        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var random = SeededRandom(seed: 0x9E37_79B9_7F4A_7C15)
         var bytes: [UInt8] = []
         for index in 0..<Self.registrations {
             let vector = (0..<128).map { _ -> Float in
-                state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-                return Float(Int64(bitPattern: state >> 11) % 2001 - 1000) / 1000
+                Float(random.uniform() * 2 - 1)
             }
             var template = Registry_V1_Template()
             template.algorithm = 24

@@ -1,13 +1,13 @@
 import RegistryModel
+import SyntheticFaces
 
 /// A face-like depth surface 0.45 m away: an ellipsoid bulging toward the camera with a nose ridge,
 /// shifted a little per frame (a live face moves), with deterministic noise: passes the liveness
 /// checks, and the enrolment of a profile with one `distance` per pose.
 public func liveFrames(count: Int = 4, distance: Float = 0.45, seed: UInt64 = 1) -> [DepthFrame] {
-    var state = seed
+    var random = SeededRandom(seed: seed)
     func noise() -> Float {
-        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        return (Float(state >> 40) / Float(1 << 24) - 0.5) * 0.002
+        (Float(random.uniform()) - 0.5) * 0.002
     }
     return (0..<count).map { index in
         let shift = Float(index) * 0.15
