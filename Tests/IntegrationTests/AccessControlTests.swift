@@ -59,7 +59,10 @@ struct AccessControlTests {
         let socket = daemon.socketPath
         // A template file readable by everyone.
         let face = directory + "/face.json"
-        guard let template = fopen(face, "w") else { return }
+        guard let template = fopen(face, "w") else {
+            Issue.record("this guard did not hold: let template = fopen(face, \"w\")")
+            return
+        }
         fputs("{\"version\": 24, \"data\": [\(axis(3).map { String($0) }.joined(separator: ", "))]}", template)
         fclose(template)
         chmod(directory, 0o755)
@@ -109,7 +112,10 @@ struct AccessControlTests {
         let directory = TemporaryDirectory("registryd-it").path
         defer { _ = system("rm -rf '\(directory)'") }
         let configuration = directory + "/registryd.json"
-        guard let file = fopen(configuration, "w") else { return }
+        guard let file = fopen(configuration, "w") else {
+            Issue.record("this guard did not hold: let file = fopen(configuration, \"w\")")
+            return
+        }
         fputs("{\"access\": {\"*\": {\"admin\": [\"group:no-such-group-here\"]}}}", file)
         fclose(file)
         #expect(throws: HarnessError.self) { _ = try Daemon(arguments: ["--config", configuration]) }

@@ -54,7 +54,10 @@ import Testing
         }
         #expect(staff?.registries.first?.thresholds.identification == 0.9)
         // A broken file on SIGHUP keeps the previous configuration and the daemon serving.
-        guard let file = fopen(configuration, "w") else { return }
+        guard let file = fopen(configuration, "w") else {
+            Issue.record("this guard did not hold: let file = fopen(configuration, \"w\")")
+            return
+        }
         fputs("{ not json", file)
         fclose(file)
         kill(daemon.pid, SIGHUP)

@@ -99,7 +99,10 @@ import Testing
             // metadata was sent, so there is no capture quality.
             let landmarkQuality = try #require(templates[1].landmarkQuality)
             #expect(templates[1].quality == nil)
-            guard case .landmarks(let sent) = landmarkFace(seed: 1).data else { return }
+            guard case .landmarks(let sent) = landmarkFace(seed: 1).data else {
+                Issue.record("this guard did not hold: case .landmarks(let sent) = landmarkFace(seed: 1).data")
+                return
+            }
             #expect(landmarkQuality == LandmarkAlgorithm.quality(try LandmarkAlgorithm.dense(from: sent)))
             #expect(templates[0].landmarkQuality == nil)
             // The data comes back: landmarks as sent, vectors as stored.

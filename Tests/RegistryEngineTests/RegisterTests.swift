@@ -44,7 +44,10 @@ import Testing
             let error = await expectRegistryError(.similarFaceRegistered) {
                 _ = try await engine.register(identifier: "carol", face: Face(self.probe))
             }
-            guard case .registration(let decisive, _) = error?.details else { return }
+            guard case .registration(let decisive, _) = error?.details else {
+                Issue.record("this guard did not hold: case .registration(let decisive, _) = error?.details")
+                return
+            }
             #expect(decisive.kind == .similarFace(identifier: "bob", score: 0.875))
         }
     }
@@ -56,7 +59,10 @@ import Testing
             let error = await expectRegistryError(.faceMismatch) {
                 _ = try await engine.register(identifier: "carol", face: Face(self.probe))
             }
-            guard case .registration(let decisive, _) = error?.details else { return }
+            guard case .registration(let decisive, _) = error?.details else {
+                Issue.record("this guard did not hold: case .registration(let decisive, _) = error?.details")
+                return
+            }
             #expect(decisive == RegistrationFinding(algorithm: 24, kind: .faceMismatch(bestScore: 0.25)))
             #expect(try engine.templates(identifier: "carol").count == 2)
         }

@@ -41,7 +41,10 @@ import Testing
                 position += 1
                 return target == nil ? .continue : .stop
             }
-            guard let (key, original) = target else { return }
+            guard let (key, original) = target else {
+                Issue.record("this guard did not hold: let (key, original) = target")
+                return
+            }
             var value = original
             value[byte % value.count] ^= 0x10
             try txn.put(engine.store[keyPath: database], key: key, value: value)

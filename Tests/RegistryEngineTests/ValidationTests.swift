@@ -86,14 +86,20 @@ import Testing
     }
 
     @Test func anUnknownLandmarkName() async throws {
-        guard case .landmarks(var landmarks) = landmarkFace().data else { return }
+        guard case .landmarks(var landmarks) = landmarkFace().data else {
+            Issue.record("this guard did not hold: case .landmarks(var landmarks) = landmarkFace().data")
+            return
+        }
         landmarks[5].name = "THIRD_EYE"
         try await self.expectRefused(
             Face(FaceTemplate(algorithm: 1000, landmarks: landmarks)), .invalidTemplate, problem: .unknownLandmark(name: "THIRD_EYE"))
     }
 
     @Test func aDuplicateLandmarkName() async throws {
-        guard case .landmarks(var landmarks) = landmarkFace().data else { return }
+        guard case .landmarks(var landmarks) = landmarkFace().data else {
+            Issue.record("this guard did not hold: case .landmarks(var landmarks) = landmarkFace().data")
+            return
+        }
         landmarks[7].name = landmarks[6].name
         try await self.expectRefused(
             Face(FaceTemplate(algorithm: 1000, landmarks: landmarks)), .invalidTemplate,
@@ -101,7 +107,10 @@ import Testing
     }
 
     @Test func landmarksSentForAVectorAlgorithm() async throws {
-        guard case .landmarks(let landmarks) = landmarkFace().data else { return }
+        guard case .landmarks(let landmarks) = landmarkFace().data else {
+            Issue.record("this guard did not hold: case .landmarks(let landmarks) = landmarkFace().data")
+            return
+        }
         try await self.expectRefused(
             Face(FaceTemplate(algorithm: 24, landmarks: landmarks)), .invalidTemplate,
             problem: .wrongKind(expected: "a vector of 128 values"))
