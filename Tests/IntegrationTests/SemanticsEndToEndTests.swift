@@ -21,7 +21,7 @@ import Testing
         _ = try await client.register(identifier: "bob", face: Face(self.arcface([8])))  // 0.875 to the probe
         do {
             _ = try await client.register(identifier: "carol", face: Face(self.arcface()))
-            Issue.record("this guard did not hold: SIMILAR_FACE_REGISTERED")
+            Issue.record("expected SIMILAR_FACE_REGISTERED")
         } catch let error as RegistryError {
             #expect(error.code == .similarFaceRegistered)
             guard case .registration(let decisive, _) = error.details else {
@@ -33,7 +33,7 @@ import Testing
         // mismatch with the best score
         do {
             _ = try await client.register(identifier: "alice", face: Face(self.arcface(Set(8..<16))))
-            Issue.record("this guard did not hold: FACE_MISMATCH")
+            Issue.record("expected FACE_MISMATCH")
         } catch let error as RegistryError {
             #expect(error.code == .faceMismatch)
             guard case .registration(let decisive, _) = error.details else {
@@ -57,7 +57,7 @@ import Testing
         // authenticate: not registered first; a non-match is a result
         do {
             _ = try await client.authenticate(identifier: "zed", face: Face(self.dlib()))
-            Issue.record("this guard did not hold: IDENTIFIER_NOT_REGISTERED")
+            Issue.record("expected IDENTIFIER_NOT_REGISTERED")
         } catch let error as RegistryError {
             #expect(error.code == .identifierNotRegistered)
         }
@@ -83,7 +83,7 @@ import Testing
         // Nobody's registry holds both: safe identify refuses with a dlib-less face.
         do {
             _ = try await client.identify(gallery: "g", face: Face(self.arcface()))
-            Issue.record("this guard did not hold: INCOMPATIBLE_TEMPLATES")
+            Issue.record("expected INCOMPATIBLE_TEMPLATES")
         } catch let error as RegistryError {
             #expect(error.code == .incompatibleTemplates)
         }
@@ -92,7 +92,7 @@ import Testing
         #expect(result.algorithm == 24)
         #expect(result.matches.map(\.identifier) == ["alice"])
         guard case .enrolled(let templateId) = result.autoEnrolment.first?.result else {
-            Issue.record("this guard did not hold: an enrolment, got \(result.autoEnrolment)")
+            Issue.record("expected an enrolment, got \(result.autoEnrolment)")
             return
         }
         let templates = try await client.templates(gallery: "g", identifier: "alice")

@@ -37,7 +37,7 @@ let poorCapture = CaptureMetadata(
                 _ = try await engine.register(gallery: "gated", identifier: "alice", face: Face(arcface()))
             }
             guard case .qualityTooLow(let algorithm, let minimum, nil, _) = missing?.details else {
-                Issue.record("this guard did not hold: quality details without an assessment, got \(String(describing: missing?.details))")
+                Issue.record("expected quality details without an assessment, got \(String(describing: missing?.details))")
                 return
             }
             #expect(algorithm == 24 && minimum == 0.6)
@@ -46,7 +46,7 @@ let poorCapture = CaptureMetadata(
                 _ = try await engine.register(gallery: "gated", identifier: "alice", face: Face(templates: [arcface()], capture: poorCapture))
             }
             guard case .qualityTooLow(_, _, let assessment?, _) = poor?.details else {
-                Issue.record("this guard did not hold: an assessment")
+                Issue.record("expected an assessment")
                 return
             }
             #expect(assessment.rating == .poor)
@@ -74,7 +74,7 @@ let poorCapture = CaptureMetadata(
             // A good capture is enrolled, and its score is stored with the template.
             let enrolled = try await engine.identify(gallery: "gated", face: Face(templates: [arcface(), dlib()], capture: goodCapture))
             guard case .enrolled = enrolled.autoEnrolment.first?.result else {
-                Issue.record("this guard did not hold: an enrolment, got \(enrolled.autoEnrolment)")
+                Issue.record("expected an enrolment, got \(enrolled.autoEnrolment)")
                 return
             }
             let stored = try engine.templates(gallery: "gated", identifier: "alice")
@@ -101,7 +101,7 @@ let poorCapture = CaptureMetadata(
                     gallery: "door", identifier: "alice", face: Face(templates: [arcface()], depthFrames: photoFrames()))
             }
             guard case .livenessFailed(let verdict) = photo?.details else {
-                Issue.record("this guard did not hold: a verdict")
+                Issue.record("expected a verdict")
                 return
             }
             #expect(!verdict.live)
@@ -309,7 +309,7 @@ let poorCapture = CaptureMetadata(
             #expect(photo.autoEnrolment == [AutoEnrolmentOutcome(algorithm: 16, result: .livenessRequired)])
             let live = try await engine.identify(gallery: "g", face: Face(templates: [arcface(), dlib()], depthFrames: liveFrames()))
             guard case .enrolled = live.autoEnrolment.first?.result else {
-                Issue.record("this guard did not hold: an enrolment, got \(live.autoEnrolment)")
+                Issue.record("expected an enrolment, got \(live.autoEnrolment)")
                 return
             }
         }
