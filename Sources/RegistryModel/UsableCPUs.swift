@@ -25,18 +25,26 @@ public enum UsableCPUs {
 
     /// The cgroup's quota in whole CPUs (rounded up), or nil when there is none.
     static func quota() -> Int? {
+        let groups = self.read("/proc/self/cgroup")?.split(separator: "\n") ?? []
         // cgroup v2: "max 100000" or "150000 100000" in the process's own group.
-        if let group = self.read("/proc/self/cgroup")?.split(separator: "\n").first(where: { $0.hasPrefix("0::") }) {
+        if let group = groups.first(where: { $0.hasPrefix("0::") }) {
             let path = "/sys/fs/cgroup" + group.dropFirst(3) + "/cpu.max"
             if let fields = self.read(path)?.split(whereSeparator: \.isWhitespace), fields.count == 2 {
                 return self.cpus(quota: Int(fields[0]), period: Int(fields[1]))
             }
         }
-        // cgroup v1.
+        // cgroup v1: the process's group in the cpu hierarchy ("4:cpu,cpuacct:/system.slice/…").
         let number = { (path: String) in self.read(path)?.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } }
-        let quota = number("/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
-        let period = number("/sys/fs/cgroup/cpu/cpu.cfs_period_us")
-        return self.cpus(quota: quota, period: period)
+        let cpuGroup =
+            groups.lazy.map { $0.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false) }
+            .first { $0.count == 3 && $0[1].split(separator: ",").contains("cpu") }.map { String($0[2]) } ?? "/"
+        for root in ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"] {
+            let directory = root + (cpuGroup == "/" ? "" : cpuGroup)
+            if let quota = number(directory + "/cpu.cfs_quota_us") {
+                return self.cpus(quota: quota, period: number(directory + "/cpu.cfs_period_us"))
+            }
+        }
+        return nil
     }
 
     /// `quota` over `period`, rounded up; nil for no quota ("max", -1) or nonsense.
