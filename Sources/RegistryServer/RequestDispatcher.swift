@@ -104,13 +104,15 @@ public final class RequestDispatcher: Sendable {
         _ frame: ByteBuffer, from peer: Peer?, draining: Bool = false, on eventLoop: (any EventLoop)?, replyTo receiver: any ReplyReceiver,
         sequence: UInt64
     ) {
-        let call = Call(
+        // The id is 0 until the frame is decoded (a frame that does not decode is answered with 0).
+        var call = Call(
             dispatcher: self, id: 0, peer: peer, start: ContinuousClock.now, draining: draining, eventLoop: eventLoop, receiver: receiver,
             sequence: sequence)
         // Most traffic: read without the generic decoder when it has the usual shape.
         if self.readsAuthenticationsByHand, let (id, authenticate) = AuthenticateDecoding.decode(frame) {
             self.counters.requestsServed.add(1, ordering: .relaxed)
-            return call.with(id: id).visit(Authenticate(authenticate))
+            call.id = id
+            return call.visit(Authenticate(authenticate))
         }
         let request: Registry_V1_Request
         do {
@@ -146,7 +148,8 @@ public final class RequestDispatcher: Sendable {
             reply.closeConnection = true
             return call.reply(reply)
         }
-        operation.accept(call.with(id: request.id))
+        call.id = request.id
+        operation.accept(call)
     }
 
     /// The frame to refuse when its length prefix announces more than the maximum; the connection
@@ -172,12 +175,6 @@ public final class RequestDispatcher: Sendable {
 
         func reply(_ reply: Reply) {
             self.receiver.received(reply, for: self.sequence)
-        }
-
-        func with(id: UInt64) -> Call {
-            var call = self
-            call.id = id
-            return call
         }
 
         func visit<Operation: RegistryOperation>(_ operation: Operation) {
