@@ -142,7 +142,7 @@ let package = Package(
         .testTarget(
             name: "RegistryEngineTests",
             dependencies: [
-                "RegistryEngine", "RegistryModel", "CScanKernels", "LMDB", "SyntheticFaces", "TestSupport", "registry-crash-probe",
+                "RegistryEngine", "RegistryModel", "CScanKernels", "LMDB", "Locks", "SyntheticFaces", "TestSupport", "registry-crash-probe",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strictSettings

@@ -34,6 +34,16 @@ public final class ReadWriteLock: @unchecked Sendable {
         return try body()
     }
 
+    /// Runs `body` holding the lock shared if it can be taken without waiting, and returns its result;
+    /// nil, without running it, when a writer holds the lock or (the lock preferring writers) waits
+    /// for it.
+    @inlinable @inline(__always)
+    public func withReadLockIfFree<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T? {
+        guard pthread_rwlock_tryrdlock(self.lock) == 0 else { return nil }
+        defer { pthread_rwlock_unlock(self.lock) }
+        return try body()
+    }
+
     /// Runs `body` holding the lock exclusively.
     @inlinable @inline(__always)
     public func withWriteLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {

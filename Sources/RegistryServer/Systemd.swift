@@ -60,7 +60,7 @@ struct WatchdogService: Service {
         do {
             // An event loop that runs tasks, and a store that answers a read transaction.
             try await self.eventLoops.next().submit {}.get()
-            _ = try self.engine.identifiers(limit: 1)
+            try self.engine.checkStoreAnswers()
             return true
         } catch {
             return false

@@ -13,7 +13,7 @@ import Testing
             let second = try await engine.register(identifier: "alice", face: Face(arcface([9])))
             #expect(try await engine.deleteTemplate(id: first.stored[0].id))
             #expect(try await engine.deleteTemplate(id: first.stored[0].id) == false)
-            #expect(try engine.templates(identifier: "alice").map(\.id) == [second.stored[0].id])
+            #expect(try await engine.templates(identifier: "alice").map(\.id) == [second.stored[0].id])
             let result = try await engine.identify(face: Face(arcface()), autoEnrol: false)
             #expect(result.matches == [IdentifyMatch(identifier: "alice", score: 0.875, templateId: second.stored[0].id)])
             // A template of another gallery is not deleted through this one.
@@ -33,7 +33,7 @@ import Testing
             try engine.store.environment.write { txn in try txn.put(engine.store.profiles, key: profileKey, value: [1, 2, 3]) }
 
             #expect(try await engine.deleteIdentifier(gallery: "g", identifier: "alice") == 2)
-            await expectRegistryError(.identifierNotRegistered) { _ = try engine.templates(gallery: "g", identifier: "alice") }
+            await expectRegistryError(.identifierNotRegistered) { _ = try await engine.templates(gallery: "g", identifier: "alice") }
             await expectRegistryError(.identifierNotRegistered) {
                 _ = try await engine.authenticate(gallery: "g", identifier: "alice", face: Face(arcface()))
             }
@@ -53,7 +53,7 @@ import Testing
             #expect(try await engine.deleteGallery("visitors") == 2)
             #expect(engine.galleries().map(\.name) == ["default"])
             await expectRegistryError(.unknownGallery) { _ = try await engine.identify(gallery: "visitors", face: Face(arcface())) }
-            #expect(try engine.templates(identifier: "vic").count == 1)  // other galleries untouched
+            #expect(try await engine.templates(identifier: "vic").count == 1)  // other galleries untouched
             await expectRegistryError(.malformedRequest) { _ = try await engine.deleteGallery("default") }
             await expectRegistryError(.unknownGallery) { _ = try await engine.deleteGallery("visitors") }
             // A new gallery of the same name starts empty.
@@ -77,12 +77,12 @@ import Testing
             var pages: [[String]] = []
             var after: String?
             repeat {
-                let page = try engine.identifiers(after: after, limit: 3)
+                let page = try await engine.identifiers(after: after, limit: 3)
                 pages.append(page.identifiers)
                 after = page.next
             } while after != nil
             #expect(pages == [["ann", "bo", "bob"], ["bobby", "cy", "dee"], ["eve"]])
-            await expectRegistryError(.malformedRequest) { _ = try engine.identifiers(limit: 0) }
+            await expectRegistryError(.malformedRequest) { _ = try await engine.identifiers(limit: 0) }
         }
     }
 
@@ -91,7 +91,7 @@ import Testing
             let start = Store.now()
             _ = try await engine.register(identifier: "lena", face: Face(landmarkFace(seed: 1), arcface()))
             _ = try await engine.register(identifier: "lena", face: Face(arcface([4])))
-            let templates = try engine.templates(identifier: "lena", includeData: true)
+            let templates = try await engine.templates(identifier: "lena", includeData: true)
             #expect(templates.map(\.algorithm) == [24, 1000, 24])
             #expect(templates.map(\.id) == templates.map(\.id).sorted())
             #expect(templates.allSatisfy { $0.registeredAt >= start && $0.registeredAt <= Store.now() })
@@ -112,7 +112,7 @@ import Testing
                 return
             }
             #expect(Set(stored) == Set(sent))
-            #expect(try engine.templates(identifier: "lena").allSatisfy { $0.template == nil })
+            #expect(try await engine.templates(identifier: "lena").allSatisfy { $0.template == nil })
         }
     }
 
@@ -191,12 +191,12 @@ import Testing
         _ = try await engine.register(identifier: "alice", face: Face(arcface()))
         engine.close()
         await expectRegistryError(.shuttingDown) { _ = try await engine.register(identifier: "bob", face: Face(arcface(flips(0, 8)))) }
-        await expectRegistryError(.shuttingDown) { _ = try engine.identifiers() }
-        await expectRegistryError(.shuttingDown) { _ = try engine.templates(identifier: "alice") }
+        await expectRegistryError(.shuttingDown) { _ = try await engine.identifiers() }
+        await expectRegistryError(.shuttingDown) { _ = try await engine.templates(identifier: "alice") }
         // What was acknowledged before the close is there on the next open.
         let reopened = try Engine(path: directory.path)
         defer { reopened.close() }
-        #expect(try reopened.templates(identifier: "alice").count == 1)
+        #expect(try await reopened.templates(identifier: "alice").count == 1)
     }
 }
 
@@ -212,7 +212,7 @@ import Testing
             #expect(try await engine.deleteIdentifier(identifier: decomposed) == 1)
             // Erasing one encoding leaves exactly the other, in the store and in the index.
             #expect(try engine.gallery("default").identifierCount == 1)
-            let remaining = try engine.templates(identifier: composed)
+            let remaining = try await engine.templates(identifier: composed)
             #expect(remaining.count == 1 && remaining[0].identifier.utf8.elementsEqual(composed.utf8))
             let result = try await engine.identify(face: Face(arcface(flips(0, 8))), autoEnrol: false)
             #expect(result.matches.isEmpty, "the erased identity must not be found through the other's ordinal")

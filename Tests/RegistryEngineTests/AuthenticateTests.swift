@@ -84,7 +84,7 @@ import Testing
                 Issue.record("expected an enrolment, got \(enrolled.autoEnrolment)")
                 return
             }
-            let stored = try engine.templates(gallery: "g", identifier: "alice")
+            let stored = try await engine.templates(gallery: "g", identifier: "alice")
             #expect(stored.map(\.algorithm) == [24, 16])
             #expect(stored.last?.id == id)
             #expect(stored.last?.source == .autoEnrolled)

@@ -25,12 +25,12 @@ import Testing
                 Issue.record("expected alice enrolled into dlib, got \(result.autoEnrolment)")
                 return
             }
-            #expect(try engine.templates(gallery: "g", identifier: "alice").map(\.source) == [.registered, .autoEnrolled])
-            #expect(try engine.templates(gallery: "g", identifier: "bob").map(\.algorithm) == [24])
+            #expect(try await engine.templates(gallery: "g", identifier: "alice").map(\.source) == [.registered, .autoEnrolled])
+            #expect(try await engine.templates(gallery: "g", identifier: "bob").map(\.algorithm) == [24])
             // Identified again: dlib now holds alice, nothing more is enrolled.
             let again = try await engine.identify(gallery: "g", face: Face(arcface(), dlib()))
             #expect(again.autoEnrolment == [AutoEnrolmentOutcome(algorithm: 16, result: .alreadyRegistered)])
-            #expect(try engine.templates(gallery: "g", identifier: "alice").count == 2)
+            #expect(try await engine.templates(gallery: "g", identifier: "alice").count == 2)
         }
     }
 
@@ -55,7 +55,7 @@ import Testing
                     AutoEnrolmentOutcome(
                         algorithm: 16, result: .refused(RegistrationFinding(algorithm: 16, kind: .similarFace(identifier: "carol", score: 1))))
                 ])
-            #expect(try engine.templates(gallery: "g", identifier: "alice").count == 1)
+            #expect(try await engine.templates(gallery: "g", identifier: "alice").count == 1)
         }
     }
 
@@ -92,7 +92,7 @@ import Testing
                     full = true
                 }
             }
-            let before = try StoreSnapshot(engine)
+            let before = try await StoreSnapshot(engine)
             let result = try await engine.identify(gallery: "g", face: Face(arcface(), dlib([5])), safe: false)
             #expect(result.matches.first?.identifier == "alice")
             guard case .failed(let message) = result.autoEnrolment.first?.result else {
@@ -100,7 +100,7 @@ import Testing
                 return
             }
             #expect(message.contains("STORAGE_FULL"))
-            #expect(try StoreSnapshot(engine) == before)
+            #expect(try await StoreSnapshot(engine) == before)
         }
     }
 }

@@ -43,7 +43,7 @@ import Testing
             defer { directory.remove() }
             let copy = directory.path + "/backup"
             let before = Int64(time(nil))
-            let bytes = try engine.backup(to: copy)
+            let bytes = try await engine.backup(to: copy)
 
             let text = String(decoding: try #require(readFileBytes(copy + "/manifest.json")), as: UTF8.self)
             let manifest = try JSONDecoder().decode(Manifest.self, from: Data(text.utf8))

@@ -46,7 +46,7 @@ import Testing
             let engine = try self.open(directory, key: Self.key1)
             _ = try await engine.register(identifier: "alice", face: Face(FaceTemplate(algorithm: 24, vector: Self.distinctive)))
             _ = try await engine.register(identifier: "lena", face: Face(landmarkFace(seed: 1)))
-            before = try StoreSnapshot(engine)
+            before = try await StoreSnapshot(engine)
             engine.close()
         }
         let wrong = await expectRegistryError(.internal) { _ = try self.open(directory, key: Self.key2) }
@@ -55,7 +55,7 @@ import Testing
         #expect(missing?.message.contains("encrypted") == true)
         let engine = try self.open(directory, key: Self.key1)
         defer { engine.close() }
-        #expect(try StoreSnapshot(engine) == before)
+        #expect(try await StoreSnapshot(engine) == before)
         let result = try await engine.identify(
             face: Face(FaceTemplate(algorithm: 24, vector: Self.distinctive)), safe: false, autoEnrol: false)
         #expect(result.matches.map(\.identifier) == ["alice"])
@@ -69,14 +69,14 @@ import Testing
             let engine = try self.open(directory, key: nil)
             try await Scenario.run(on: engine)
             _ = try await engine.register(identifier: "marker", face: Face(FaceTemplate(algorithm: 24, vector: Self.distinctive)))
-            snapshot = try StoreSnapshot(engine)
+            snapshot = try await StoreSnapshot(engine)
             // A key for a store with plain templates is refused until it is encrypted.
             #expect(try await engine.setEncryptionKey(Self.key1) > 0)
-            #expect(try StoreSnapshot(engine) == snapshot)
+            #expect(try await StoreSnapshot(engine) == snapshot)
             // LMDB does not wipe freed pages: the live file may still hold the old plaintext pages
             // until they are reused. A compacting copy (backup) leaves free pages out, so it is clean.
             let copy = directory.path + "-compacted"
-            _ = try engine.backup(to: copy)
+            _ = try await engine.backup(to: copy)
             #expect(!DataFileScan(directory: copy).contains(Self.storedPrefix), "a compacted encrypted copy must hold no template bytes")
             unlink(copy + "/data.mdb")
             rmdir(copy)
@@ -85,14 +85,14 @@ import Testing
         await expectRegistryError(.internal) { _ = try self.open(directory, key: nil) }
         do {
             let engine = try self.open(directory, key: Self.key1)
-            #expect(try StoreSnapshot(engine) == snapshot)
+            #expect(try await StoreSnapshot(engine) == snapshot)
             _ = try await engine.setEncryptionKey(Self.key2)  // rotation
             engine.close()
         }
         await expectRegistryError(.internal) { _ = try self.open(directory, key: Self.key1) }
         let engine = try self.open(directory, key: Self.key2)
         defer { engine.close() }
-        #expect(try StoreSnapshot(engine) == snapshot)
+        #expect(try await StoreSnapshot(engine) == snapshot)
         #expect(try await engine.verify().problems.isEmpty)
     }
 

@@ -216,7 +216,7 @@ import Testing
         defer { engine.close() }
         #expect(Self.found(traces, in: directory.path) == 0)
         #expect(try engine.store.environment.freePageResidue().holdingData == 0)
-        #expect(try engine.templates(identifier: "p5").count == 1)
+        #expect(try await engine.templates(identifier: "p5").count == 1)
     }
 
     @Test func aRemovedRowLeavesNoCopyInTheIndexBuffers() async throws {
@@ -236,25 +236,5 @@ import Testing
             let codeTail = UnsafeBufferPointer(start: codes + registry.count * registry.codeStride, count: 2 * registry.codeStride)
             #expect(codeTail.allSatisfy { $0 == 0 })
         }
-    }
-}
-
-/// A plain OS thread (the reader must not hold a Swift concurrency thread while it waits).
-enum Thread {
-    static func detach(_ body: @escaping @Sendable () -> Void) {
-        final class Box {
-            let body: @Sendable () -> Void
-            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-        }
-        var thread = pthread_t()
-        let context = Unmanaged.passRetained(Box(body)).toOpaque()
-        let rc = pthread_create(
-            &thread, nil,
-            { context in
-                Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().body()
-                return nil
-            }, context)
-        precondition(rc == 0)
-        pthread_detach(thread)
     }
 }

@@ -57,7 +57,7 @@ let poorCapture = CaptureMetadata(
             let expected = try #require(CaptureQuality.assess(goodCapture))
             #expect(good.quality == expected)
             #expect(expected.rating == .excellent)
-            #expect(try engine.templates(gallery: "gated", identifier: "alice").map(\.quality) == [expected.score])
+            #expect(try await engine.templates(gallery: "gated", identifier: "alice").map(\.quality) == [expected.score])
             // The registry without a minimum (dlib) takes any capture.
             _ = try await engine.register(gallery: "gated", identifier: "bob", face: Face(dlib(flips(0, 8))))
         }
@@ -77,7 +77,7 @@ let poorCapture = CaptureMetadata(
                 Issue.record("expected an enrolment, got \(enrolled.autoEnrolment)")
                 return
             }
-            let stored = try engine.templates(gallery: "gated", identifier: "alice")
+            let stored = try await engine.templates(gallery: "gated", identifier: "alice")
             #expect(stored.last?.quality == CaptureQuality.assess(goodCapture)?.score)
         }
     }
@@ -246,7 +246,7 @@ let poorCapture = CaptureMetadata(
             #expect(try before.environment.read { txn in try before.readUInt32(txn, Keys.schemaVersion) } == 1)
         }
         #expect(try await engine.verify().problems.isEmpty)
-        let lena = try engine.templates(identifier: "lena")
+        let lena = try await engine.templates(identifier: "lena")
         guard case .landmarks(let sent) = landmarkFace(seed: 1).data else {
             Issue.record("this guard did not hold: case .landmarks(let sent) = landmarkFace(seed: 1).data")
             return

@@ -157,10 +157,10 @@ import Testing
                 #expect(named == winner)
             }
             // Both registrations of c-0 succeed when it won, and neither otherwise.
-            let stored = try engine.templates(identifier: winner)
+            let stored = try await engine.templates(identifier: winner)
             #expect(stored.count == (winner == "c\(number)-0" ? 2 : 1))
             for loser in (0..<5).map({ "c\(number)-\($0)" }) where loser != winner {
-                await expectRegistryError(.identifierNotRegistered) { _ = try engine.templates(identifier: loser) }
+                await expectRegistryError(.identifierNotRegistered) { _ = try await engine.templates(identifier: loser) }
             }
         }
     }

@@ -92,7 +92,7 @@ import Testing
             #expect(!engine.indexLoad.fromSnapshot)
             vectors = try await Self.populate(engine)
             before = try await Self.answers(engine, vectors)
-            stored = try StoreSnapshot(engine)
+            stored = try await StoreSnapshot(engine)
             engine.close()
             #expect(engine.snapshotReport?.hasPrefix("index snapshot written: 2969 rows") == true, "\(engine.snapshotReport ?? "nil")")
         }
@@ -105,7 +105,7 @@ import Testing
             #expect(!Self.snapshotExists(directory))
             #expect(try !Self.hasToken(engine))
             #expect(try await Self.answers(engine, vectors) == before)
-            #expect(try StoreSnapshot(engine) == stored)
+            #expect(try await StoreSnapshot(engine) == stored)
             #expect(try await engine.verify().problems.isEmpty)
             // The mapped rows take writes (appends, and removals moving the last row into a hole).
             var random = SeededGenerator(seed: 5)
@@ -113,7 +113,7 @@ import Testing
                 gallery: Self.gallery, identifier: "newcomer",
                 face: Face(FaceTemplate(algorithm: Algorithm.arcface.version, vector: Self.randomVector(&random))))
             #expect(added.stored.count == 1)
-            let first = try #require(try engine.templates(gallery: Self.gallery, identifier: "p1", includeData: false).first)
+            let first = try #require(try await engine.templates(gallery: Self.gallery, identifier: "p1", includeData: false).first)
             #expect(try await engine.deleteTemplate(gallery: Self.gallery, id: first.id))
             let changed = try await Self.answers(engine, vectors)
             engine.close()

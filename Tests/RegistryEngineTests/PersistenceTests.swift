@@ -16,13 +16,13 @@ import Testing
         do {
             let engine = try Engine(path: directory.path)
             try await Scenario.run(on: engine)
-            before = try StoreSnapshot(engine)
+            before = try await StoreSnapshot(engine)
             identifications = try await Scenario.identifications(on: engine)
             engine.close()
         }
         let reopened = try Engine(path: directory.path)
         defer { reopened.close() }
-        #expect(try StoreSnapshot(reopened) == before)
+        #expect(try await StoreSnapshot(reopened) == before)
         #expect(try await Scenario.identifications(on: reopened) == identifications)
         #expect(before.templates.count >= 6, "the scenario should leave several identifiers behind")
     }
@@ -71,7 +71,7 @@ import Testing
         let engine = try Engine(path: directory.path)
         defer { engine.close() }
         for identifier in acknowledged {
-            let templates = try engine.templates(identifier: identifier)
+            let templates = try await engine.templates(identifier: identifier)
             #expect(templates.count == 1, "\(identifier) was acknowledged but is missing")
         }
         // And the store is usable: the index agrees with LMDB, and new writes work.

@@ -13,7 +13,7 @@ import Testing
             let registration = try await engine.register(identifier: "alice", face: Face(self.probe))
             #expect(registration.stored.count == 1)
             #expect(registration.findings.isEmpty)
-            let stored = try engine.templates(identifier: "alice")
+            let stored = try await engine.templates(identifier: "alice")
             #expect(stored.map(\.id) == registration.stored.map(\.id))
             #expect(stored[0].source == .registered)
             #expect(stored[0].algorithm == 24)
@@ -64,7 +64,7 @@ import Testing
                 return
             }
             #expect(decisive == RegistrationFinding(algorithm: 24, kind: .faceMismatch(bestScore: 0.25)))
-            #expect(try engine.templates(identifier: "carol").count == 2)
+            #expect(try await engine.templates(identifier: "carol").count == 2)
         }
     }
 
@@ -112,7 +112,7 @@ import Testing
             let forced = try await engine.register(identifier: "carol", face: Face(self.probe), force: true)
             #expect(forced.findings == [RegistrationFinding(algorithm: 24, kind: .similarFace(identifier: "bob", score: 0.875))])
             #expect(forced.stored.map(\.source) == [.forced])
-            #expect(try engine.templates(identifier: "carol").map(\.source) == [.forced])
+            #expect(try await engine.templates(identifier: "carol").map(\.source) == [.forced])
             // force with nothing to override is an ordinary registration.
             let clean = try await engine.register(identifier: "dave", face: Face(arcface(flips(0, 16))), force: true)
             #expect(clean.findings.isEmpty)
@@ -124,13 +124,13 @@ import Testing
         try await withEngine { engine in
             try await engine.defineGallery(twoRegistryGallery("g"))
             _ = try await engine.register(gallery: "g", identifier: "bob", face: Face(dlib()))
-            let before = try StoreSnapshot(engine)
+            let before = try await StoreSnapshot(engine)
             // arcface would be fine, dlib is bob's face: nothing may be stored.
             await expectRegistryError(.similarFaceRegistered) {
                 _ = try await engine.register(gallery: "g", identifier: "carol", face: Face(arcface(), dlib()))
             }
-            #expect(try StoreSnapshot(engine) == before)
-            await expectRegistryError(.identifierNotRegistered) { _ = try engine.templates(gallery: "g", identifier: "carol") }
+            #expect(try await StoreSnapshot(engine) == before)
+            await expectRegistryError(.identifierNotRegistered) { _ = try await engine.templates(gallery: "g", identifier: "carol") }
 
             let both = try await engine.register(gallery: "g", identifier: "dave", face: Face(dlib(flips(0, 8)), arcface(flips(0, 8))))
             #expect(both.stored.map(\.algorithm) == [24, 16])  // registry priority order, not request order

@@ -169,7 +169,7 @@ import Testing
             let engine = try Engine(path: directory.path)
             _ = try await Self.registerSome(engine)
             _ = try await engine.register(identifier: "lena", face: Face(landmarkFace(seed: 1)))
-            before = try StoreSnapshot(engine)
+            before = try await StoreSnapshot(engine)
             // Rewrite the records as schema 2 stored them: no checksums.
             try engine.store.environment.write { txn in
                 var records: [(UInt64, TemplateRecord)] = []
@@ -186,7 +186,7 @@ import Testing
         let engine = try Engine(path: directory.path)
         defer { engine.close() }
         #expect(try engine.store.environment.read { txn in try engine.store.readUInt32(txn, Keys.schemaVersion) } == Store.schemaVersion)
-        #expect(try StoreSnapshot(engine) == before)
+        #expect(try await StoreSnapshot(engine) == before)
         #expect(try await engine.verify().problems.isEmpty)
         // The migrated checksums are real: damage after the migration is caught.
         try Self.flipBit(engine, in: \.vectors, entry: 0, byte: 5)
@@ -209,12 +209,12 @@ import Testing
             _ = try await Self.registerSome(engine)
             #expect(try await engine.setEncryptionKey(rotated) == 5)
             #expect(try await engine.verify().problems.isEmpty)
-            before = try StoreSnapshot(engine)
+            before = try await StoreSnapshot(engine)
             engine.close()
         }
         let engine = try Engine(path: directory.path, configuration: configuration(rotated))
         defer { engine.close() }
-        #expect(try StoreSnapshot(engine) == before)
+        #expect(try await StoreSnapshot(engine) == before)
         try Self.flipBit(engine, in: \.vectors, entry: 2, byte: 40)
         let problems = try await engine.verify().problems
         #expect(problems.count == 1 && problems[0].contains("its payload does not match its checksum"), "\(problems)")

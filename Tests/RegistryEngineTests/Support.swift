@@ -79,7 +79,7 @@ struct StoreSnapshot: Equatable {
     var templates: [String: [StoredTemplate]]
     var migration: [String: [MigrationStatus]]
 
-    init(_ engine: Engine) throws {
+    init(_ engine: Engine) async throws {
         self.galleries = engine.galleries()
         self.templates = [:]
         self.migration = [:]
@@ -87,13 +87,43 @@ struct StoreSnapshot: Equatable {
             self.migration[gallery.name] = try engine.migrationStatus(gallery: gallery.name)
             var after: String?
             repeat {
-                let page = try engine.identifiers(gallery: gallery.name, after: after, limit: 3)
+                let page = try await engine.identifiers(gallery: gallery.name, after: after, limit: 3)
                 for identifier in page.identifiers {
-                    self.templates["\(gallery.name)/\(identifier)"] = try engine.templates(
+                    self.templates["\(gallery.name)/\(identifier)"] = try await engine.templates(
                         gallery: gallery.name, identifier: identifier, includeData: true)
                 }
                 after = page.next
             } while after != nil
         }
+    }
+}
+
+/// A plain OS thread, for tests that block one (never a Swift concurrency thread while it waits).
+struct Thread: @unchecked Sendable {
+    private let handle: pthread_t
+
+    /// Starts `body` on a new thread; ``join()`` waits for its end.
+    init(_ body: @escaping @Sendable () -> Void) {
+        final class Box {
+            let body: @Sendable () -> Void
+            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        }
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(Box(body)).toOpaque()
+        let rc = pthread_create(
+            &thread, nil,
+            { context in
+                Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().body()
+                return nil
+            }, context)
+        precondition(rc == 0)
+        self.handle = thread
+    }
+
+    func join() { pthread_join(self.handle, nil) }
+
+    /// Starts `body` on a new thread that nobody joins.
+    static func detach(_ body: @escaping @Sendable () -> Void) {
+        pthread_detach(Thread(body).handle)
     }
 }

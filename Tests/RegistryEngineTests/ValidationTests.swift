@@ -17,7 +17,7 @@ import Testing
     ) async throws {
         try await withEngine { engine in
             _ = try await engine.register(identifier: "alice", face: Face(arcface()))
-            let before = try StoreSnapshot(engine)
+            let before = try await StoreSnapshot(engine)
             let error = await expectRegistryError(code, sourceLocation: sourceLocation) {
                 _ = try await engine.register(gallery: gallery, identifier: identifier, face: face)
             }
@@ -28,7 +28,7 @@ import Testing
                 }
                 #expect(actual == problem, sourceLocation: sourceLocation)
             }
-            #expect(try StoreSnapshot(engine) == before, sourceLocation: sourceLocation)
+            #expect(try await StoreSnapshot(engine) == before, sourceLocation: sourceLocation)
             // Identify and import refuse the same input the same way.
             if code == .invalidTemplate || code == .unknownAlgorithm {
                 await expectRegistryError(code, sourceLocation: sourceLocation) {
@@ -39,7 +39,7 @@ import Testing
                         _ = try await engine.importTemplates(gallery: gallery, [ImportItem(identifier: "x", template: template)])
                     }
                 }
-                #expect(try StoreSnapshot(engine) == before, sourceLocation: sourceLocation)
+                #expect(try await StoreSnapshot(engine) == before, sourceLocation: sourceLocation)
             }
         }
     }
@@ -118,7 +118,7 @@ import Testing
 
     @Test func aBadImportItemIsNamedByPositionAndIdentifierAndNothingIsStored() async throws {
         try await withEngine { engine in
-            let before = try StoreSnapshot(engine)
+            let before = try await StoreSnapshot(engine)
             let items = [
                 ImportItem(identifier: "ann", template: arcface([1])),
                 ImportItem(identifier: "bob", template: FaceTemplate(algorithm: 24, vector: [Float](repeating: 0.1, count: 127))),
@@ -131,7 +131,7 @@ import Testing
                 return
             }
             #expect(problem == .wrongDimension(expected: 128, actual: 127))
-            #expect(try StoreSnapshot(engine) == before)
+            #expect(try await StoreSnapshot(engine) == before)
             // An invalid identifier is named by position only.
             let unnamed = await expectRegistryError(.malformedRequest) {
                 _ = try await engine.importTemplates([ImportItem(identifier: "a\nb", template: arcface([3]))])

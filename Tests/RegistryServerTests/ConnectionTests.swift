@@ -97,7 +97,7 @@ import Testing
         }
         #expect(second.id == 2 && error.code == .unsupportedVersion)
         try await finished.get()  // the connection ends after the refusal
-        #expect(try self.engine.identifiers().identifiers == ["before"])
+        #expect(try await self.engine.identifiers().identifiers == ["before"])
     }
 
     /// Registrations started on the event loop, more of them than may run at once, with requests of
@@ -161,7 +161,7 @@ import Testing
             }
         }
         try await finished.get()
-        #expect(try self.engine.identifiers().identifiers.count == 15)
+        #expect(try await self.engine.identifiers().identifiers.count == 15)
     }
 
     @Test(arguments: [1, 8]) func aClientThatStopsSendingGetsEveryReplyInOrder(maximumInFlight: Int) async throws {
@@ -181,7 +181,7 @@ import Testing
             }
         }
         try await finished.get()
-        #expect(try self.engine.identifiers().identifiers.count == 20)
+        #expect(try await self.engine.identifiers().identifiers.count == 20)
     }
 
     @Test(arguments: [1, 8]) func framesCutIntoOddPiecesAreAnsweredInOrderAndAnOversizedOneEndsTheConnection(maximumInFlight: Int)
@@ -213,6 +213,6 @@ import Testing
         }
         #expect(error.code == .frameTooLarge)
         try await finished.get()
-        #expect(try self.engine.identifiers().identifiers.count == 6)
+        #expect(try await self.engine.identifiers().identifiers.count == 6)
     }
 }

@@ -93,7 +93,7 @@ import Testing
             default: Issue.record("unexpected reply \(reply)")
             }
         }
-        let stored = Set(try engine.identifiers(gallery: "default", after: nil, limit: Self.registrations + 1).identifiers)
+        let stored = Set(try await engine.identifiers(gallery: "default", after: nil, limit: Self.registrations + 1).identifiers)
         #expect(
             stored == answeredOK,
             "\(stored.subtracting(answeredOK).count) stored without an answer, \(answeredOK.subtracting(stored).count) answered but not stored")

@@ -109,9 +109,9 @@ import Testing
             #expect(RegistryError.Code(error.code) == .permissionDenied)
             #expect(error.message.contains("'enrol' right"))
         }
-        #expect(try self.engine.identifiers(gallery: "default", after: nil, limit: 10).identifiers.isEmpty)
+        #expect(try await self.engine.identifiers(gallery: "default", after: nil, limit: 10).identifiers.isEmpty)
         try await self.engine.flushAudit()
-        let entries = try self.engine.auditEntriesFlushed(AuditQuery(identifier: "mallory"))
+        let entries = try await self.engine.auditEntries(AuditQuery(identifier: "mallory"))
         #expect(entries.count == 2)
         #expect(entries.allSatisfy { $0.operation == "register" && $0.outcome == .refused && $0.errorCode == "PERMISSION_DENIED" })
         #expect(entries.contains { $0.uid == 54_321 && $0.pid == 4242 })
@@ -124,9 +124,9 @@ import Testing
             Issue.record("root could not register: \(response)")
             return
         }
-        #expect(try self.engine.identifiers(gallery: "default", after: nil, limit: 10).identifiers == ["alice"])
+        #expect(try await self.engine.identifiers(gallery: "default", after: nil, limit: 10).identifiers == ["alice"])
         try await self.engine.flushAudit()
-        let entries = try self.engine.auditEntriesFlushed(AuditQuery(identifier: "alice"))
+        let entries = try await self.engine.auditEntries(AuditQuery(identifier: "alice"))
         #expect(entries.map(\.outcome) == [.ok])
     }
 

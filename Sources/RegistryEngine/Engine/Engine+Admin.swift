@@ -125,10 +125,25 @@ extension Engine {
 
     // MARK: Listing
 
-    /// A read transaction whose storage errors surface as ``RegistryError``s (`SHUTTING_DOWN` once closed).
-    func readStore<T>(_ body: (borrowing Transaction) throws -> T) throws -> T {
+    /// Runs `body` in a read transaction on the engine's read pool (``ReadPool``), never on the
+    /// caller's thread; storage errors surface as ``RegistryError``s (`SHUTTING_DOWN` once closed).
+    func readStore<T: Sendable>(_ body: @escaping @Sendable (borrowing Transaction) throws -> T) async throws -> T {
+        try await self.reads.run {
+            do {
+                return try self.store.environment.read(body)
+            } catch let error as LMDBError {
+                throw RegistryError.storage(error)
+            }
+        }
+    }
+
+    /// Begins and ends a read transaction on the calling thread: whether the store still answers (the
+    /// watchdog's health check). Unlike the reads above it may run anywhere: it reads no page but
+    /// LMDB's meta pages and waits for no other transaction, so a read pool busy with long reads (two
+    /// backups) cannot make a healthy daemon look stuck.
+    public func checkStoreAnswers() throws {
         do {
-            return try self.store.environment.read(body)
+            try self.store.environment.read { _ in }
         } catch let error as LMDBError {
             throw RegistryError.storage(error)
         }
@@ -141,10 +156,10 @@ extension Engine {
         gallery name: String = GalleryConfiguration.defaultName,
         after: String? = nil,
         limit: Int = 100
-    ) throws -> IdentifierPage {
+    ) async throws -> IdentifierPage {
         guard (1...10_000).contains(limit) else { throw RegistryError.malformedRequest("limit must be within 1...10000") }
         let galleryId = try self.indexLock.withReadLock { () throws(RegistryError) in try self.gallery(named: name).id }
-        let (identifiers, more) = try self.readStore { txn in
+        let (identifiers, more) = try await self.readStore { txn in
             try self.store.identifierPage(txn, galleryId: galleryId, after: after, limit: limit)
         }
         return IdentifierPage(identifiers: identifiers, next: more ? identifiers.last : nil)
@@ -157,13 +172,13 @@ extension Engine {
         gallery name: String = GalleryConfiguration.defaultName,
         identifier: String,
         includeData: Bool = false
-    ) throws -> [StoredTemplate] {
+    ) async throws -> [StoredTemplate] {
         try Names.validateIdentifier(identifier)
         let (galleryId, algorithmOf) = try self.indexLock.withReadLock { () throws(RegistryError) in
             let gallery = try self.gallery(named: name)
             return (gallery.id, Dictionary(uniqueKeysWithValues: gallery.registries.map { ($0.id, $0.algorithm) }))
         }
-        let result = try self.readStore { txn in
+        let result = try await self.readStore { txn in
             try self.store.templateIds(txn, galleryId: galleryId, identifier: identifier).compactMap { id -> StoredTemplate? in
                 guard let record = try self.store.templateRecord(txn, id: id), let algorithm = algorithmOf[record.registryId] else {
                     return nil
@@ -208,13 +223,13 @@ extension Engine {
         gallery name: String = GalleryConfiguration.defaultName,
         after: UInt64 = 0,
         limit: Int = 1000
-    ) throws -> (templates: [StoredTemplate], next: UInt64?) {
+    ) async throws -> (templates: [StoredTemplate], next: UInt64?) {
         guard (1...10_000).contains(limit) else { throw RegistryError.malformedRequest("limit must be within 1...10000") }
         let (galleryId, algorithmOf) = try self.indexLock.withReadLock { () throws(RegistryError) in
             let gallery = try self.gallery(named: name)
             return (gallery.id, Dictionary(uniqueKeysWithValues: gallery.registries.map { ($0.id, $0.algorithm) }))
         }
-        return try self.readStore { txn in
+        return try await self.readStore { txn in
             var page: [StoredTemplate] = []
             var more = false
             var records: [(UInt64, TemplateRecord)] = []
@@ -249,11 +264,11 @@ extension Engine {
         gallery name: String = GalleryConfiguration.defaultName,
         after: String? = nil,
         limit: Int = 1000
-    ) throws -> (profiles: [ProfileEntry], next: String?) {
+    ) async throws -> (profiles: [ProfileEntry], next: String?) {
         guard (1...10_000).contains(limit) else { throw RegistryError.malformedRequest("limit must be within 1...10000") }
         let galleryId = try self.indexLock.withReadLock { () throws(RegistryError) in try self.gallery(named: name).id }
         let prefix = Keys.galleryPrefix(galleryId)
-        return try self.readStore { txn in
+        return try await self.readStore { txn in
             var page: [ProfileEntry] = []
             var more = false
             // Keys are the gallery's prefix and the identifier's bytes: the 0x00 after `after` makes
@@ -275,8 +290,13 @@ extension Engine {
 
     /// Writes a compacted, consistent copy of the store into the new directory `path` while the
     /// registry keeps serving (LMDB's hot copy), and `manifest.json` beside it (``BackupManifest``).
-    /// Returns the copy's size in bytes.
-    public func backup(to path: String) throws -> Int {
+    /// Returns the copy's size in bytes. Runs on the read pool.
+    public func backup(to path: String) async throws -> Int {
+        try await self.reads.run { try self.copy(to: path) }
+    }
+
+    /// ``backup(to:)``'s work, on a thread that may block.
+    private func copy(to path: String) throws -> Int {
         // A new directory only, and the copy readable by the daemon's user alone: it is the whole
         // biometric store.
         guard mkdir(path, 0o700) == 0 else {
@@ -314,7 +334,7 @@ extension Engine {
     /// name template ids, identifiers and registries, never template data.
     /// - Returns: the number of templates checked and a description of each problem found.
     public func verify() async throws -> (checked: Int, problems: [String]) {
-        if self.isReadOnly { return try self.store.environment.read { txn in try self.verify(txn) } }
+        if self.isReadOnly { return try await self.readStore { txn in try self.verify(txn) } }
         return try await self.write(exclusive: true, useReserve: true) { txn, _ in try self.verify(txn) }
     }
 

@@ -202,8 +202,11 @@ extension Engine {
 
     /// The newest audit entries matching `query`, oldest first.
     public func auditEntries(_ query: AuditQuery) async throws -> [AuditEntry] {
+        guard (1...100_000).contains(query.limit) else { throw RegistryError.malformedRequest("limit must be within 1...100000") }
+        // Entries waiting for their lazy flush first, so the answer includes every operation
+        // finished before the query; then the scan, which may read many pages.
         try await self.flushAudit()
-        return try self.auditEntriesFlushed(query)
+        return try await self.readStore { txn in try self.storedAuditEntries(txn, query) }
     }
 
     /// Writes the audit entries waiting for their lazy flush: they ride along with an empty write.
@@ -211,32 +214,28 @@ extension Engine {
         try await self.write(useReserve: true) { _, _ in () }
     }
 
-    /// The newest audit entries matching `query`, oldest first, as stored now (without flushing the
-    /// waiting ones; a blocking read of the store, for a thread that may block).
-    public func auditEntriesFlushed(_ query: AuditQuery) throws -> [AuditEntry] {
-        guard (1...100_000).contains(query.limit) else { throw RegistryError.malformedRequest("limit must be within 1...100000") }
-        return try self.readStore { txn in
-            var matches: [AuditEntry] = []
-            try txn.forEach(self.store.audit) { _, value in
-                let header = try AuditBlock.header(value)
-                if let since = query.since, header.newest < since { return .continue }
-                if let until = query.until, header.oldest >= until { return .continue }
-                for encoded in try AuditBlock.entries(value) {
-                    let time = AuditBlock.time(of: encoded)
-                    if let since = query.since, time < since { continue }
-                    if let until = query.until, time >= until { continue }
-                    let entry = try AuditEntry(decoding: encoded)
-                    if let identifier = query.identifier, !entry.identifiers.contains(where: { $0.sameIdentifier(as: identifier) }) {
-                        continue
-                    }
-                    if let outcome = query.outcome, entry.outcome != outcome { continue }
-                    matches.append(entry)
-                    // The newest `limit` are kept: older ones dropped in bulk, not one by one.
-                    if matches.count >= 2 * query.limit { matches.removeFirst(matches.count - query.limit) }
+    /// The newest audit entries matching `query`, oldest first, as stored in `txn`.
+    private func storedAuditEntries(_ txn: borrowing Transaction, _ query: AuditQuery) throws -> [AuditEntry] {
+        var matches: [AuditEntry] = []
+        try txn.forEach(self.store.audit) { _, value in
+            let header = try AuditBlock.header(value)
+            if let since = query.since, header.newest < since { return .continue }
+            if let until = query.until, header.oldest >= until { return .continue }
+            for encoded in try AuditBlock.entries(value) {
+                let time = AuditBlock.time(of: encoded)
+                if let since = query.since, time < since { continue }
+                if let until = query.until, time >= until { continue }
+                let entry = try AuditEntry(decoding: encoded)
+                if let identifier = query.identifier, !entry.identifiers.contains(where: { $0.sameIdentifier(as: identifier) }) {
+                    continue
                 }
-                return .continue
+                if let outcome = query.outcome, entry.outcome != outcome { continue }
+                matches.append(entry)
+                // The newest `limit` are kept: older ones dropped in bulk, not one by one.
+                if matches.count >= 2 * query.limit { matches.removeFirst(matches.count - query.limit) }
             }
-            return Array(matches.suffix(query.limit))
+            return .continue
         }
+        return Array(matches.suffix(query.limit))
     }
 }

@@ -1,3 +1,4 @@
+import CoreMetrics
 import LMDB
 import Locks
 import RegistryModel
@@ -51,6 +52,22 @@ extension Engine {
         return gallery
     }
 
+    /// Runs `body` under the index read lock: waiting for it when `waiting`, else only if it is free
+    /// (nil when the writer holds it or waits for it).
+    @inline(__always)
+    func withIndexRead<T>(waiting: Bool, _ body: () throws(RegistryError) -> T) throws(RegistryError) -> T? {
+        waiting ? try self.indexLock.withReadLock(body) : try self.indexLock.withReadLockIfFree(body)
+    }
+
+    /// Runs `body` in the waiting room (``waitingRoom``), or fails `completion` with `SHUTTING_DOWN`
+    /// once the engine is closing.
+    func waitForIndex<Value>(
+        _ body: @escaping @Sendable () -> Void, else completion: @escaping @Sendable (Result<Value, any Error>) -> Void
+    ) {
+        self.metrics.indexLockWaits.increment()
+        if !self.waitingRoom.submit(body) { completion(.failure(RegistryError(.shuttingDown, "the registry is shutting down"))) }
+    }
+
     // MARK: Register
 
     /// Registers a face under an identifier (README, engine behaviour): for each template, in its registry, (1) a
@@ -84,9 +101,23 @@ extension Engine {
         force: Bool = false,
         completion: @escaping @Sendable (Result<Registration, any Error>) -> Void
     ) {
-        let prepared: (galleryId: UInt32, templates: PreparedFace, quality: QualityAssessment?, liveness: LivenessVerdict?)
+        self.register(gallery: name, identifier: identifier, face: face, force: force, waiting: false, completion: completion)
+    }
+
+    /// ``register(gallery:identifier:face:force:completion:)``; when not `waiting`, a registration that
+    /// finds the index lock taken goes on in the waiting room rather than wait here.
+    private func register(
+        gallery name: String, identifier: String, face: Face, force: Bool, waiting: Bool,
+        completion: @escaping @Sendable (Result<Registration, any Error>) -> Void
+    ) {
+        let prepared: PreparedRegistration
         do {
-            prepared = try self.prepareRegistration(gallery: name, identifier: identifier, face: face)
+            guard let ready = try self.prepareRegistration(gallery: name, identifier: identifier, face: face, waiting: waiting) else {
+                return self.waitForIndex(
+                    { self.register(gallery: name, identifier: identifier, face: face, force: force, waiting: true, completion: completion) },
+                    else: completion)
+            }
+            prepared = ready
         } catch {
             completion(.failure(error))
             return
@@ -124,15 +155,22 @@ extension Engine {
             }, completion: completion)
     }
 
-    /// A registration's checks before it is queued: the gallery and templates, the liveness gate and
-    /// the capture quality each registry requires.
+    /// What a registration's checks before it is queued found: the gallery, the prepared templates,
+    /// the capture quality and the liveness verdict.
+    private typealias PreparedRegistration = (galleryId: UInt32, templates: PreparedFace, quality: QualityAssessment?, liveness: LivenessVerdict?)
+
+    /// A registration's checks before it is queued, under one hold of the index read lock: the gallery
+    /// and templates, the liveness gate and the capture quality each registry requires. Nil, having
+    /// checked nothing, when not `waiting` and the lock is taken.
     private func prepareRegistration(
-        gallery name: String, identifier: String, face: Face
-    ) throws -> (galleryId: UInt32, templates: PreparedFace, quality: QualityAssessment?, liveness: LivenessVerdict?) {
-        let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: identifier, face: face)
+        gallery name: String, identifier: String, face: Face, waiting: Bool
+    ) throws(RegistryError) -> PreparedRegistration? {
+        try Names.validateGallery(name)
+        try Names.validateIdentifier(identifier)
         let quality = face.capture.flatMap(CaptureQuality.assess)
-        let liveness = try self.indexLock.withReadLock { () throws(RegistryError) -> LivenessVerdict? in
-            let gallery = try self.currentGallery(name, id: galleryId)
+        return try self.withIndexRead(waiting: waiting) { () throws(RegistryError) -> PreparedRegistration in
+            let gallery = try self.gallery(named: name)
+            let templates = try self.prepare(face, for: gallery)
             let verdict = try Self.livenessGate(
                 face, required: gallery.liveness.register, strict: gallery.liveness.strict, profile: gallery.profile(of: identifier))
             for registry in gallery.registries where templates.has(registry.algorithm.version) {
@@ -141,9 +179,8 @@ extension Engine {
                     registry.algorithm, minimum: minimum, assessment: quality,
                     missing: face.capture.map(CaptureQuality.missingInputs) ?? [])
             }
-            return verdict
+            return (gallery.id, templates, quality, verdict)
         }
-        return (galleryId, templates, quality, liveness)
     }
 
     /// The finding that decides a refusal: the first similar face in priority order, else the first mismatch.
@@ -427,9 +464,27 @@ extension Engine {
         autoEnrol: Bool = true,
         completion: Done
     ) {
+        self.authenticate(gallery: name, identifier: identifier, face: face, autoEnrol: autoEnrol, waiting: false, completion: completion)
+    }
+
+    /// ``authenticate(gallery:identifier:face:autoEnrol:completion:)``; when not `waiting`, an
+    /// authentication that finds the index lock taken goes on in the waiting room rather than wait here.
+    private func authenticate<Done: Completion<Authentication>>(
+        gallery name: String, identifier: String, face: Face, autoEnrol: Bool, waiting: Bool, completion: Done
+    ) {
         let decision: AuthenticationDecision
         do {
-            decision = try self.decideAuthentication(gallery: name, identifier: identifier, face: face, autoEnrol: autoEnrol)
+            guard
+                let decided = try self.decideAuthentication(
+                    gallery: name, identifier: identifier, face: face, autoEnrol: autoEnrol, waiting: waiting)
+            else {
+                return self.waitForIndex(
+                    {
+                        self.authenticate(
+                            gallery: name, identifier: identifier, face: face, autoEnrol: autoEnrol, waiting: true, completion: completion)
+                    }, else: completion.complete)
+            }
+            decision = decided
         } catch {
             return completion.complete(.failure(error))
         }
@@ -450,13 +505,14 @@ extension Engine {
 
     /// The face prepared and compared with the identifier's templates, and the auto-enrolment planned:
     /// authenticate's work under one hold of the index read lock (once per request: authentications
-    /// are most of the traffic), so that it reads the gallery once.
+    /// are most of the traffic), so that it reads the gallery once. Nil, having decided nothing, when
+    /// not `waiting` and the lock is taken.
     private func decideAuthentication(
-        gallery name: String, identifier: String, face: Face, autoEnrol: Bool
-    ) throws(RegistryError) -> AuthenticationDecision {
+        gallery name: String, identifier: String, face: Face, autoEnrol: Bool, waiting: Bool
+    ) throws(RegistryError) -> AuthenticationDecision? {
         try Names.validateGallery(name)
         try Names.validateIdentifier(identifier)
-        return try self.indexLock.withReadLock { () throws(RegistryError) -> AuthenticationDecision in
+        return try self.withIndexRead(waiting: waiting) { () throws(RegistryError) -> AuthenticationDecision in
             let gallery = try self.gallery(named: name)
             let templates = try self.prepare(face, for: gallery)
             guard let ordinal = gallery.presentOrdinal(of: identifier) else {

@@ -49,6 +49,12 @@ public final class Engine: @unchecked Sendable {
     let metrics: EngineMetrics
     /// Keeps room on the file system for deletions (checked by the writer before each batch).
     let reserve: StorageReserve
+    /// Where the engine's reads of the store run (never on the caller's thread).
+    let reads = ReadPool(maximumThreads: max(2, UsableCPUs.count))
+    /// Where an authentication or registration that found the index lock taken (the writer publishing
+    /// a commit, or waiting to behind a scan) waits for it, instead of the caller's thread (an event
+    /// loop). Apart from ``reads`` so that long reads (backups, exports) never delay one.
+    let waitingRoom = ReadPool(maximumThreads: max(2, UsableCPUs.count))
 
     /// The writer queue (for requests that are not ``write(exclusive:_:)`` calls).
     var writerQueue: WriteQueue { self.writer }
@@ -143,11 +149,14 @@ public final class Engine: @unchecked Sendable {
         self.close()
     }
 
-    /// Finishes the writes already queued, stops the writer, writes the index snapshot for the next
+    /// Finishes the reads and writes already queued, stops the writer, writes the index snapshot for the next
     /// open (``snapshotReport`` says how that went) and closes the store. Later writes fail with
     /// `SHUTTING_DOWN`. Idempotent.
     public func close() {
         guard !self.closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        // Reads already submitted finish on the open store; later ones are refused.
+        self.reads.stop()
+        self.waitingRoom.stop()
         if let writer = self.writer {
             writer.stop()
             self.snapshotReport = self.saveSnapshot()
@@ -260,7 +269,10 @@ public final class Engine: @unchecked Sendable {
             self.metrics.batchSize.record(operations)
         }
         if !committed.changes.isEmpty {
+            let asked = ContinuousClock.now
             self.indexLock.withWriteLock { self.apply(committed.changes.changes) }
+            let held = (ContinuousClock.now - asked).components
+            self.metrics.indexPublishDuration.recordNanoseconds(held.seconds * 1_000_000_000 + held.attoseconds / 1_000_000_000)
         }
         for (request, result) in zip(batch, committed.results) {
             request.completion(

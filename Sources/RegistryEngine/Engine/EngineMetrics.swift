@@ -9,6 +9,13 @@ public struct EngineMetrics: Sendable {
     let commitDuration: CoreMetrics.Timer
     /// Operations a commit carried (group commit: more than one under concurrent writers).
     let batchSize: Recorder
+    /// One publication of a commit in the index: from the writer asking for the index write lock
+    /// (waiting for the scans in progress to leave it) to releasing it. What reads the index
+    /// meanwhile waits for it: identify on its task, authentications and registrations in the waiting room.
+    let indexPublishDuration: CoreMetrics.Timer
+    /// Authentications and registrations that found the index lock taken (a publication) and went on
+    /// in the engine's waiting room instead of the caller's thread (an event loop).
+    let indexLockWaits: Counter
     /// Audit entries dropped because their flush failed while too many were already waiting
     /// (``AuditBuffer/maximumHeldBytes``); zero unless the disk stayed full or failing for long.
     let auditEntriesDropped: Counter
@@ -26,6 +33,8 @@ public struct EngineMetrics: Sendable {
         self.queueDepth = Gauge(label: Self.queueDepthLabel, factory: factory)
         self.commitDuration = CoreMetrics.Timer(label: Self.commitDurationLabel, factory: factory)
         self.batchSize = Recorder(label: Self.batchSizeLabel, factory: factory)
+        self.indexPublishDuration = CoreMetrics.Timer(label: Self.indexPublishDurationLabel, factory: factory)
+        self.indexLockWaits = Counter(label: Self.indexLockWaitsLabel, factory: factory)
         self.auditEntriesDropped = Counter(label: Self.auditEntriesDroppedLabel, factory: factory)
         self.erasedPages = Counter(label: Self.erasedPagesLabel, factory: factory)
         self.erasureFailures = Counter(label: Self.erasureFailuresLabel, factory: factory)
@@ -37,6 +46,8 @@ public struct EngineMetrics: Sendable {
     public static let queueDepthLabel = "registryd_writer_queue_depth"
     public static let commitDurationLabel = "registryd_commit_duration_seconds"
     public static let batchSizeLabel = "registryd_commit_batch_operations"
+    public static let indexPublishDurationLabel = "registryd_index_publish_seconds"
+    public static let indexLockWaitsLabel = "registryd_index_lock_waits_total"
     public static let auditEntriesDroppedLabel = "registryd_audit_entries_dropped_total"
     public static let erasedPagesLabel = "registryd_erased_pages_total"
     public static let erasureFailuresLabel = "registryd_erasure_failures_total"

@@ -23,11 +23,7 @@ extension Registry_V1_AuditQueryRequest: AsyncRegistryOperation {
             identifier: self.identifier.isEmpty ? nil : self.identifier, since: self.sinceMicros == 0 ? nil : self.sinceMicros,
             until: self.untilMicros == 0 ? nil : self.untilMicros, outcome: outcome,
             limit: self.limit == 0 ? 100 : Int(self.limit))
-        let engine = context.engine
-        // Entries waiting for their lazy flush first, so the answer includes every operation
-        // finished before the query; then the scan, which may read many pages.
-        try await engine.flushAudit()
-        let entries = try await context.blocking { try engine.auditEntriesFlushed(query) }
+        let entries = try await context.engine.auditEntries(query)
         return .with { $0.entries = entries.map(Registry_V1_AuditEntry.init) }
     }
 }

@@ -13,8 +13,7 @@ extension Registry_V1_BackupRequest: AsyncRegistryOperation {
 
     func perform(in context: OperationContext) async throws -> Registry_V1_BackupResult {
         guard !self.directory.isEmpty else { throw RegistryError.malformedRequest("backup needs a directory") }
-        let engine = context.engine
-        let bytes = try await context.blocking { [directory = self.directory] in try engine.backup(to: directory) }
+        let bytes = try await context.engine.backup(to: self.directory)
         context.logger.info("backup written", metadata: ["directory": "\(self.directory)", "bytes": "\(bytes)"])
         return .with { $0.bytes = UInt64(bytes) }
     }

@@ -14,20 +14,15 @@ extension Registry_V1_ExportRequest: AsyncRegistryOperation {
         let engine = context.engine
         let limit = self.limit == 0 ? 1000 : Int(self.limit)
         if self.livenessProfiles {
-            let page = try await context.blocking { [self] in
-                try engine.exportLivenessProfiles(
-                    gallery: RequestDispatcher.gallery(self.gallery), after: self.afterIdentifier.isEmpty ? nil : self.afterIdentifier,
-                    limit: limit)
-            }
+            let page = try await engine.exportLivenessProfiles(
+                gallery: RequestDispatcher.gallery(self.gallery), after: self.afterIdentifier.isEmpty ? nil : self.afterIdentifier,
+                limit: limit)
             return .with {
                 $0.livenessProfiles = page.profiles.map(Registry_V1_LivenessProfileEntry.init)
                 if let next = page.next { $0.nextAfterIdentifier = next }
             }
         }
-        let page = try await context.blocking { [self] in
-            try engine.exportTemplates(
-                gallery: RequestDispatcher.gallery(self.gallery), after: self.afterTemplateID, limit: limit)
-        }
+        let page = try await engine.exportTemplates(gallery: RequestDispatcher.gallery(self.gallery), after: self.afterTemplateID, limit: limit)
         return .with {
             $0.templates = page.templates.map(Registry_V1_StoredTemplate.init)
             $0.nextAfterTemplateID = page.next ?? 0

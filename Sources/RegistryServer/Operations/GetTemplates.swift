@@ -13,10 +13,8 @@ extension Registry_V1_GetTemplatesRequest: AsyncRegistryOperation {
     var auditedIdentifiers: [String] { [self.identifier] }
 
     func perform(in context: OperationContext) async throws -> Registry_V1_GetTemplatesResult {
-        let engine = context.engine
-        let templates = try await context.blocking { [self] in
-            try engine.templates(gallery: RequestDispatcher.gallery(self.gallery), identifier: self.identifier, includeData: self.includeData)
-        }
+        let templates = try await context.engine.templates(
+            gallery: RequestDispatcher.gallery(self.gallery), identifier: self.identifier, includeData: self.includeData)
         return .with { $0.templates = templates.map(Registry_V1_StoredTemplate.init) }
     }
 }

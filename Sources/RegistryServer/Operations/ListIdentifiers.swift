@@ -11,12 +11,9 @@ extension Registry_V1_ListIdentifiersRequest: AsyncRegistryOperation {
     var scope: OperationScope { .gallery(self.gallery) }
 
     func perform(in context: OperationContext) async throws -> Registry_V1_ListIdentifiersResult {
-        let engine = context.engine
-        let page = try await context.blocking { [self] in
-            try engine.identifiers(
-                gallery: RequestDispatcher.gallery(self.gallery), after: self.after.isEmpty ? nil : self.after,
-                limit: self.limit == 0 ? 100 : Int(self.limit))
-        }
+        let page = try await context.engine.identifiers(
+            gallery: RequestDispatcher.gallery(self.gallery), after: self.after.isEmpty ? nil : self.after,
+            limit: self.limit == 0 ? 100 : Int(self.limit))
         return .with {
             $0.identifiers = page.identifiers
             if let next = page.next { $0.next = next }

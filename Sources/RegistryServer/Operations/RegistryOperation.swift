@@ -1,6 +1,5 @@
 import Logging
 import NIOCore
-import NIOPosix
 import RegistryEngine
 import RegistryModel
 import RegistryProtocol
@@ -91,8 +90,7 @@ extension RegistryOperation {
 }
 
 /// An operation written as async code (identify, administration): ``start(in:completion:)`` runs
-/// ``perform(in:)`` as a task, off the event loop. Its blocking work goes through
-/// ``OperationContext/blocking(_:)``.
+/// ``perform(in:)`` as a task, off the event loop. It may await the engine, never block.
 protocol AsyncRegistryOperation: RegistryOperation {
     func perform(in context: OperationContext) async throws -> Result
 }
@@ -109,19 +107,13 @@ extension AsyncRegistryOperation {
     }
 }
 
-/// What operations run with: the engine, the log, the daemon's counters and metrics, and a place for blocking work.
+/// What operations run with: the engine, the log, the daemon's counters and metrics. Nothing here
+/// blocks: the engine runs its reads of the store on its own threads behind async calls.
 struct OperationContext: Sendable {
     let engine: Engine
     let logger: Logger
     let counters: ServerCounters
     let metrics: ServerMetrics
-
-    /// Runs blocking work (LMDB page reads, backups, files) on NIO's blocking-work thread pool, never
-    /// on the cooperative pool the requests' tasks share: with two cores, two blocked cooperative
-    /// threads would stop every other request, and shutdown with them.
-    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await NIOThreadPool.singleton.runIfActive(body)
-    }
 }
 
 /// Something done with a request's operation, generic over its kind: handed to

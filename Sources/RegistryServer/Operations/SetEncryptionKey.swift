@@ -1,4 +1,5 @@
 import Logging
+import NIOPosix
 import RegistryEngine
 import RegistryModel
 import RegistryProtocol
@@ -12,7 +13,8 @@ extension Registry_V1_SetEncryptionKeyRequest: AsyncRegistryOperation {
     var scope: OperationScope { .store }
 
     func perform(in context: OperationContext) async throws -> Registry_V1_SetEncryptionKeyResult {
-        let key = try await context.blocking { [keyFile = self.keyFile] in try ServerConfiguration.readKey(path: keyFile) }
+        // The daemon's own file, not the store: read on NIO's blocking pool (the engine reads only its store).
+        let key = try await NIOThreadPool.singleton.runIfActive { [keyFile = self.keyFile] in try ServerConfiguration.readKey(path: keyFile) }
         let count = try await context.engine.setEncryptionKey(key)
         context.logger.notice("templates encrypted with a new key", metadata: ["templates": "\(count)"])
         return .with { $0.templates = UInt64(count) }
