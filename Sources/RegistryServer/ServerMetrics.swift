@@ -464,7 +464,8 @@ extension ServerMetrics {
             EngineMetrics.commitDurationLabel: "Durable commits: the batch's write transaction and its fsync.",
             EngineMetrics.batchSizeLabel: "Operations carried by one commit.",
             EngineMetrics.indexPublishDurationLabel: "Publications of a commit in the index: waiting for the scans in progress, then applying it.",
-            EngineMetrics.indexLockWaitsLabel: "Authentications and registrations that found the index lock taken and waited off the event loop.",
+            EngineMetrics.indexLockWaitsLabel:
+                "Authentications and registrations that found the index lock taken and were carried on by the writer after its publication.",
             EngineMetrics.auditEntriesDroppedLabel: "Audit entries dropped: their flush failed while 64 MiB of entries already waited.",
             EngineMetrics.erasedPagesLabel: "Pages of data.mdb that held removed data and were wiped with zeros.",
             EngineMetrics.erasureFailuresLabel: "Erasure passes that could not read or write data.mdb.",

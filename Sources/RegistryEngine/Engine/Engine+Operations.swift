@@ -59,15 +59,6 @@ extension Engine {
         waiting ? try self.indexLock.withReadLock(body) : try self.indexLock.withReadLockIfFree(body)
     }
 
-    /// Runs `body` in the waiting room (``waitingRoom``), or fails `completion` with `SHUTTING_DOWN`
-    /// once the engine is closing.
-    func waitForIndex<Value>(
-        _ body: @escaping @Sendable () -> Void, else completion: @escaping @Sendable (Result<Value, any Error>) -> Void
-    ) {
-        self.metrics.indexLockWaits.increment()
-        if !self.waitingRoom.submit(body) { completion(.failure(RegistryError(.shuttingDown, "the registry is shutting down"))) }
-    }
-
     // MARK: Register
 
     /// Registers a face under an identifier (README, engine behaviour): for each template, in its registry, (1) a
@@ -105,7 +96,7 @@ extension Engine {
     }
 
     /// ``register(gallery:identifier:face:force:completion:)``; when not `waiting`, a registration that
-    /// finds the index lock taken goes on in the waiting room rather than wait here.
+    /// finds the index lock taken goes on after the writer's publication rather than wait here.
     private func register(
         gallery name: String, identifier: String, face: Face, force: Bool, waiting: Bool,
         completion: @escaping @Sendable (Result<Registration, any Error>) -> Void
@@ -113,9 +104,9 @@ extension Engine {
         let prepared: PreparedRegistration
         do {
             guard let ready = try self.prepareRegistration(gallery: name, identifier: identifier, face: face, waiting: waiting) else {
-                return self.waitForIndex(
-                    { self.register(gallery: name, identifier: identifier, face: face, force: force, waiting: true, completion: completion) },
-                    else: completion)
+                return self.afterPublication {
+                    self.register(gallery: name, identifier: identifier, face: face, force: force, waiting: true, completion: completion)
+                }
             }
             prepared = ready
         } catch {
@@ -468,7 +459,7 @@ extension Engine {
     }
 
     /// ``authenticate(gallery:identifier:face:autoEnrol:completion:)``; when not `waiting`, an
-    /// authentication that finds the index lock taken goes on in the waiting room rather than wait here.
+    /// authentication that finds the index lock taken goes on after the writer's publication rather than wait here.
     private func authenticate<Done: Completion<Authentication>>(
         gallery name: String, identifier: String, face: Face, autoEnrol: Bool, waiting: Bool, completion: Done
     ) {
@@ -478,11 +469,9 @@ extension Engine {
                 let decided = try self.decideAuthentication(
                     gallery: name, identifier: identifier, face: face, autoEnrol: autoEnrol, waiting: waiting)
             else {
-                return self.waitForIndex(
-                    {
-                        self.authenticate(
-                            gallery: name, identifier: identifier, face: face, autoEnrol: autoEnrol, waiting: true, completion: completion)
-                    }, else: completion.complete)
+                return self.afterPublication {
+                    self.authenticate(gallery: name, identifier: identifier, face: face, autoEnrol: autoEnrol, waiting: true, completion: completion)
+                }
             }
             decision = decided
         } catch {

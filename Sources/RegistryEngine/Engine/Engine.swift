@@ -51,10 +51,11 @@ public final class Engine: @unchecked Sendable {
     let reserve: StorageReserve
     /// Where the engine's reads of the store run (never on the caller's thread).
     let reads = ReadPool(maximumThreads: max(2, UsableCPUs.count))
-    /// Where an authentication or registration that found the index lock taken (the writer publishing
-    /// a commit, or waiting to behind a scan) waits for it, instead of the caller's thread (an event
-    /// loop). Apart from ``reads`` so that long reads (backups, exports) never delay one.
-    let waitingRoom = ReadPool(maximumThreads: max(2, UsableCPUs.count))
+    /// Whether the writer is publishing a commit in the index (from asking for the write lock to
+    /// releasing it), and what found the index lock taken meanwhile: authentications and
+    /// registrations that the writer carries on right after (``afterPublication(_:)``), so that the
+    /// caller's thread (an event loop) never waits for the lock.
+    let publication = Mutex<(underWay: Bool, waiting: [@Sendable () -> Void])>((false, []))
 
     /// The writer queue (for requests that are not ``write(exclusive:_:)`` calls).
     var writerQueue: WriteQueue { self.writer }
@@ -156,7 +157,6 @@ public final class Engine: @unchecked Sendable {
         guard !self.closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         // Reads already submitted finish on the open store; later ones are refused.
         self.reads.stop()
-        self.waitingRoom.stop()
         if let writer = self.writer {
             writer.stop()
             self.snapshotReport = self.saveSnapshot()
@@ -269,10 +269,7 @@ public final class Engine: @unchecked Sendable {
             self.metrics.batchSize.record(operations)
         }
         if !committed.changes.isEmpty {
-            let asked = ContinuousClock.now
-            self.indexLock.withWriteLock { self.apply(committed.changes.changes) }
-            let held = (ContinuousClock.now - asked).components
-            self.metrics.indexPublishDuration.recordNanoseconds(held.seconds * 1_000_000_000 + held.attoseconds / 1_000_000_000)
+            self.publish { self.apply(committed.changes.changes) }
         }
         for (request, result) in zip(batch, committed.results) {
             request.completion(
@@ -282,6 +279,38 @@ public final class Engine: @unchecked Sendable {
         }
         // After the replies: erasure never delays one.
         self.eraseAfterBatch(sync: batch.allSatisfy(\.isLazy))
+    }
+
+    // MARK: Publishing commits in the index
+
+    /// Runs `body` once the index lock is free, without waiting for it here: right after the
+    /// publication under way, on the writer thread, when there is one; else (it ended since the lock
+    /// was found taken) at once. The caller's thread then waits only if a new publication began in
+    /// the instants between the two looks.
+    func afterPublication(_ body: @escaping @Sendable () -> Void) {
+        self.metrics.indexLockWaits.increment()
+        let deferred = self.publication.withLock { publication in
+            guard publication.underWay else { return false }
+            publication.waiting.append(body)
+            return true
+        }
+        if !deferred { body() }
+    }
+
+    /// The writer's publication of a commit in the index: `change` under the write lock, then what
+    /// found the lock taken meanwhile (``afterPublication(_:)``), on this thread.
+    func publish(_ change: () -> Void) {
+        self.publication.withLock { $0.underWay = true }
+        let asked = ContinuousClock.now
+        self.indexLock.withWriteLock(change)
+        let held = (ContinuousClock.now - asked).components
+        self.metrics.indexPublishDuration.recordNanoseconds(held.seconds * 1_000_000_000 + held.attoseconds / 1_000_000_000)
+        let waiting = self.publication.withLock { publication in
+            publication.underWay = false
+            defer { publication.waiting = [] }
+            return publication.waiting
+        }
+        for body in waiting { body() }
     }
 
     /// Runs a batch's operations in one write transaction and commits it; runs it again, with the

@@ -11,10 +11,11 @@ public struct EngineMetrics: Sendable {
     let batchSize: Recorder
     /// One publication of a commit in the index: from the writer asking for the index write lock
     /// (waiting for the scans in progress to leave it) to releasing it. What reads the index
-    /// meanwhile waits for it: identify on its task, authentications and registrations in the waiting room.
+    /// meanwhile waits for it: identify on its task; authentications and registrations are carried on
+    /// by the writer right after it (``Engine/afterPublication(_:)``).
     let indexPublishDuration: CoreMetrics.Timer
     /// Authentications and registrations that found the index lock taken (a publication) and went on
-    /// in the engine's waiting room instead of the caller's thread (an event loop).
+    /// on the writer thread right after the publication, instead of waiting on the caller's thread (an event loop).
     let indexLockWaits: Counter
     /// Audit entries dropped because their flush failed while too many were already waiting
     /// (``AuditBuffer/maximumHeldBytes``); zero unless the disk stayed full or failing for long.

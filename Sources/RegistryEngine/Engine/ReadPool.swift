@@ -3,8 +3,7 @@ import Locks
 import RegistryModel
 
 /// The engine's own threads for work that may block: reads of the store (a page of identifiers or
-/// templates, an export page, the audit trail, a backup's copy), and decisions that would otherwise
-/// wait on the caller's thread while the writer publishes a commit.
+/// templates, an export page, the audit trail, a backup's copy).
 ///
 /// Every read of the store the engine offers runs here, behind an async API, so no caller can run
 /// one on a thread that must not block (an event loop; the cooperative pool, two threads on two
