@@ -89,11 +89,22 @@ func (e *RegistryError) Known() bool {
 	return ok && e.Code != registrypb.ErrorCode_ERROR_CODE_UNSPECIFIED
 }
 
-// Retryable reports whether the same request may succeed later unchanged: SHUTTING_DOWN (retry
-// after the daemon restarts) and TOO_MANY_CONNECTIONS (reconnect with back-off). The request was not
-// carried out.
+// Retryable reports whether the same request, unchanged, may succeed later (PROTOCOL.md §5):
+// SHUTTING_DOWN (not carried out; retry on a new connection once the daemon is back),
+// TOO_MANY_CONNECTIONS (no request was read; reconnect with back-off) and STORAGE_FULL (nothing was
+// stored; the write succeeds once space is freed). In each case the request was not carried out, so
+// sending it again cannot do it twice. Every other code gets the same answer for the same request
+// (or, INTERNAL, needs an operator when it repeats).
 func (e *RegistryError) Retryable() bool {
-	return e.Code == CodeShuttingDown || e.Code == CodeTooManyConnections
+	return retryableCode(e.Code)
+}
+
+func retryableCode(code registrypb.ErrorCode) bool {
+	switch code {
+	case CodeShuttingDown, CodeTooManyConnections, CodeStorageFull:
+		return true
+	}
+	return false
 }
 
 // ClosesConnection reports whether the daemon closes the connection after this error

@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -410,5 +411,23 @@ func TestLandmarkTemplateOrder(t *testing.T) {
 	}
 	if got := strings.Join(names, ","); got != "LEFT_EYE,NOSE_TIP,aaa,zzz" {
 		t.Errorf("landmark order %s", got)
+	}
+}
+
+// PROTOCOL.md §5: exactly SHUTTING_DOWN, TOO_MANY_CONNECTIONS and STORAGE_FULL are retryable.
+func TestRetryableCodes(t *testing.T) {
+	for value, name := range pb.ErrorCode_name {
+		code := pb.ErrorCode(value)
+		want := code == CodeShuttingDown || code == CodeTooManyConnections || code == CodeStorageFull
+		err := error(&RegistryError{Code: code})
+		if got := (&RegistryError{Code: code}).Retryable(); got != want {
+			t.Errorf("%s: Retryable() = %v, want %v", name, got, want)
+		}
+		if got := IsRetryable(fmt.Errorf("wrapped: %w", err)); got != want {
+			t.Errorf("%s: IsRetryable = %v, want %v", name, got, want)
+		}
+	}
+	if (&RegistryError{Code: 99}).Retryable() || IsRetryable(ErrConnectionClosed) {
+		t.Errorf("an unknown code or a transport error reads as retryable")
 	}
 }

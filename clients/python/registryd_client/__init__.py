@@ -25,6 +25,7 @@ from .client import (
     resolve_socket_path,
 )
 from .errors import (
+    RETRYABLE_CODES,
     ConnectionClosed,
     ConnectionFailed,
     FaceMismatch,
@@ -78,6 +79,7 @@ __all__ = [
     "TemplateProblem",
     "RegistrydClientError",
     "RegistryError",
+    "RETRYABLE_CODES",
     "RegistrationRefused",
     "SimilarFaceRegistered",
     "FaceMismatch",

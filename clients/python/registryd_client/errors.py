@@ -32,6 +32,7 @@ __all__ = [
     "Finding",
     "TemplateProblem",
     "RegistryError",
+    "RETRYABLE_CODES",
     "RegistrationRefused",
     "SimilarFaceRegistered",
     "FaceMismatch",
@@ -188,6 +189,13 @@ def _enum_name(enum: Any, value: int, prefix: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # The daemon's errors
 
+#: The error codes after which the same request, unchanged, may succeed later (PROTOCOL.md §5): the
+#: request was not carried out (``SHUTTING_DOWN``, ``TOO_MANY_CONNECTIONS``) or stored nothing and
+#: waits for space (``STORAGE_FULL``). :attr:`RegistryError.retryable` and a ``Retry`` policy use it.
+RETRYABLE_CODES = frozenset(
+    {pb.ERROR_CODE_SHUTTING_DOWN, pb.ERROR_CODE_TOO_MANY_CONNECTIONS, pb.ERROR_CODE_STORAGE_FULL}
+)
+
 
 class RegistryError(RegistrydClientError):
     """The daemon refused or failed the request (``Response.error``).
@@ -204,6 +212,7 @@ class RegistryError(RegistrydClientError):
         quality_too_low: ``QUALITY_TOO_LOW``: the ``registry_pb2.QualityTooLow`` details.
         liveness: ``LIVENESS_FAILED``: the ``registry_pb2.LivenessVerdict``.
         error: the ``registry_pb2.Error`` message as received.
+        retryable: whether the same request, unchanged, may succeed later (:data:`RETRYABLE_CODES`).
 
     A request that failed stored nothing. The connection stays usable except after
     ``FRAME_TOO_LARGE``, ``UNSUPPORTED_VERSION`` and ``TOO_MANY_CONNECTIONS``.
@@ -235,6 +244,15 @@ class RegistryError(RegistrydClientError):
         )
         self.liveness: Optional[pb.LivenessVerdict] = detail.liveness if detail.HasField("liveness") else None
         super().__init__(f"{self.code_name}: {message}")
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the same request, unchanged, may succeed later (PROTOCOL.md §5): ``SHUTTING_DOWN``
+        (retry on a new connection once the daemon is back), ``TOO_MANY_CONNECTIONS`` (reconnect
+        with back-off) and ``STORAGE_FULL`` (the write succeeds once space is freed). The request
+        was not carried out, so sending it again cannot do it twice. Any other code gets the same
+        answer for the same request (``INTERNAL``: an operator must look when it repeats)."""
+        return self.code in RETRYABLE_CODES
 
     def __repr__(self) -> str:
         # Code, message and id only: the details have their own attributes.

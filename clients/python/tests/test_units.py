@@ -10,6 +10,7 @@ import unittest
 from harness import random_values, renderings, scaled
 
 from registryd_client import (
+    RETRYABLE_CODES,
     Face,
     FaceMismatch,
     Finding,
@@ -157,6 +158,15 @@ class ErrorTests(unittest.TestCase):
         raised = RegistryError.from_proto(pb.Error(code=99, message="new"))  # type: ignore[arg-type]
         self.assertIsInstance(raised, InternalError)
         self.assertEqual((raised.code, raised.code_name), (99, "UNKNOWN_99"))
+
+    def test_exactly_three_codes_are_retryable(self) -> None:
+        retryable = {"SHUTTING_DOWN", "TOO_MANY_CONNECTIONS", "STORAGE_FULL"}
+        for name, code in pb.ErrorCode.items():
+            raised = RegistryError.from_proto(pb.Error(code=code, message="m"))
+            self.assertEqual(raised.retryable, raised.code_name in retryable, name)
+        self.assertEqual({pb.ErrorCode.Name(code)[len("ERROR_CODE_"):] for code in RETRYABLE_CODES}, retryable)
+        self.assertFalse(RegistryError.from_proto(pb.Error(code=99)).retryable)  # type: ignore[arg-type]
+        self.assertTrue(pickle.loads(pickle.dumps(RegistryError.from_proto(pb.Error(code=pb.ERROR_CODE_STORAGE_FULL)))).retryable)
 
     def test_errors_survive_pickling(self) -> None:
         error = pb.Error(
