@@ -1,19 +1,15 @@
 package registry
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -58,35 +54,36 @@ func WithMaxRequestBytes(n int) Option { return func(o *options) { o.maxRequestB
 // DefaultMaxResponseBytes); a larger one is a protocol error that closes the connection.
 func WithMaxResponseBytes(n int) Option { return func(o *options) { o.maxResponseBytes = n } }
 
-// Client is one connection to registryd. It is safe for concurrent use: requests from any number of
-// goroutines are pipelined on the connection and each caller gets its own response.
+// Client is a connection to registryd, replaced when it ends. It is safe for concurrent use:
+// requests from any number of goroutines are pipelined on the current connection and each caller
+// gets its own response.
+//
+// When the daemon closes the connection (its idle timeout, a restart, or after an error that closes
+// it), the next call dials a new one, with a new Hello unless WithoutHello was given. A request is
+// only ever sent again on a new connection when it provably never reached the daemon (the connection
+// had ended before it was written, or the write failed before any of it went out); a request
+// written without a response before the connection closed fails with ErrConnectionClosed.
 type Client struct {
-	conn    net.Conn
 	path    string
 	options options
 	nextID  atomic.Uint64
 
-	// writeToken is held (a value in the channel) by the goroutine writing a frame; taking it can be
-	// abandoned with the caller's context, unlike a mutex.
-	writeToken chan struct{}
+	mu       sync.Mutex
+	conn     *connection   // the current connection (nil before the first)
+	draining []*connection // retired connections still answering their pending calls
+	dialing  *dialAttempt  // non-nil while a goroutine opens a new connection
+	closed   bool          // Close was called
 
-	mu      sync.Mutex
-	pending []*pendingCall // written and not yet answered, in request order
-	failure error          // set once: the reason the connection is unusable
-	peak    int            // the most calls ever pending at once (tests)
-
-	readerDone chan struct{}
-	server     atomic.Pointer[registrypb.HelloResult]
+	opened atomic.Uint64 // connections opened
+	peak   atomic.Int64  // the most calls ever pending at once on one connection (tests)
+	server atomic.Pointer[registrypb.HelloResult]
 }
 
-type pendingCall struct {
-	id   uint64
-	done chan outcome // buffered: the reader never blocks on a caller that gave up
-}
-
-type outcome struct {
-	response *registrypb.Response
-	err      error
+// dialAttempt is one goroutine opening a connection; the others wait for it.
+type dialAttempt struct {
+	done       chan struct{}
+	err        error
+	ctxStopped bool // the dialer's own context ended: its failure says nothing to the others
 }
 
 // Dial connects to registryd's Unix socket and, unless WithoutHello is given, exchanges Hello: the
@@ -106,25 +103,9 @@ func Dial(ctx context.Context, socketPath string, opts ...Option) (*Client, erro
 	for _, opt := range opts {
 		opt(&o)
 	}
-	path := SocketPath(socketPath)
-	var dialer net.Dialer
-	conn, err := dialer.DialContext(ctx, "unix", path)
-	if err != nil {
-		return nil, &TransportError{Op: "dial", Path: path, Err: dialCause(err)}
-	}
-	c := &Client{
-		conn:       conn,
-		path:       path,
-		options:    o,
-		writeToken: make(chan struct{}, 1),
-		readerDone: make(chan struct{}),
-	}
-	go c.readLoop()
-	if o.hello {
-		if _, err := c.Hello(ctx, o.clientName); err != nil {
-			c.Close()
-			return nil, err
-		}
+	c := &Client{path: SocketPath(socketPath), options: o}
+	if _, err := c.acquire(ctx); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -141,24 +122,47 @@ func dialCause(err error) error {
 	return err
 }
 
-// SocketPath returns the path of the socket the client is connected to.
+// SocketPath returns the path of the socket the client connects to.
 func (c *Client) SocketPath() string { return c.path }
 
-// Server returns the daemon's Hello result (protocol version and server_version), or nil when no
-// Hello was exchanged.
+// Server returns the daemon's Hello result (protocol version and server_version) on the current
+// connection, or nil when no Hello was exchanged on it.
 func (c *Client) Server() *registrypb.HelloResult { return c.server.Load() }
 
-// Hello exchanges protocol versions (Dial does it unless WithoutHello was given). If sent, it must
-// be the connection's first request. A daemon answering with another major version gets a
-// *VersionError and the connection is closed.
+// ConnectionsOpened returns how many connections the client has opened: 1 after Dial, one more each
+// time it replaced a connection that had ended.
+func (c *Client) ConnectionsOpened() uint64 { return c.opened.Load() }
+
+// Hello exchanges protocol versions (Dial, and each reconnection, do it unless WithoutHello was
+// given). If sent, it must be the connection's first request. A daemon answering with another major
+// version gets a *VersionError and the connection is closed.
 func (c *Client) Hello(ctx context.Context, clientName string) (*registrypb.HelloResult, error) {
-	result, err := call(ctx, c, "hello", &registrypb.Request{Operation: &registrypb.Request_Hello{Hello: &registrypb.Hello{
+	response, conn, err := c.exchange(ctx, helloRequest(clientName))
+	if err != nil {
+		return nil, err
+	}
+	result, err := c.helloResult(conn, response)
+	if err != nil {
+		return nil, err
+	}
+	c.server.Store(result)
+	return result, nil
+}
+
+func helloRequest(clientName string) *registrypb.Request {
+	return &registrypb.Request{Operation: &registrypb.Request_Hello{Hello: &registrypb.Hello{
 		ProtocolMajor: ProtocolMajor,
 		ProtocolMinor: ProtocolMinor,
 		ClientName:    clientName,
-	}}}, (*registrypb.Response).GetHello)
-	if err != nil {
-		return nil, err
+	}}}
+}
+
+// helloResult checks the answer to a Hello sent on conn: a daemon of another major version fails
+// the connection with a *VersionError.
+func (c *Client) helloResult(conn *connection, response *registrypb.Response) (*registrypb.HelloResult, error) {
+	result := response.GetHello()
+	if result == nil {
+		return nil, c.protocolError("a %s result to a hello request", resultName(response))
 	}
 	if result.GetProtocolMajor() != ProtocolMajor {
 		versionError := &VersionError{
@@ -167,23 +171,145 @@ func (c *Client) Hello(ctx context.Context, clientName string) (*registrypb.Hell
 			ServerMinor:   result.GetProtocolMinor(),
 			ServerVersion: result.GetServerVersion(),
 		}
-		c.fail(versionError)
+		conn.fail(versionError)
 		return nil, versionError
 	}
-	c.server.Store(result)
 	return result, nil
 }
 
 // Close closes the connection. Calls in flight fail with ErrClientClosed (requests already written
-// may still be carried out by the daemon). Close is idempotent and always returns nil.
+// may still be carried out by the daemon), and so do later calls: a closed client does not
+// reconnect. Close is idempotent and always returns nil.
 func (c *Client) Close() error {
-	c.fail(&TransportError{Op: "close", Path: c.path, Err: ErrClientClosed})
-	<-c.readerDone
+	c.mu.Lock()
+	c.closed = true
+	conns := append(c.draining, c.conn)
+	c.draining = nil
+	c.mu.Unlock()
+	for _, conn := range conns {
+		if conn != nil {
+			conn.close(c.closedError())
+		}
+	}
 	return nil
 }
 
+func (c *Client) closedError() error {
+	return &TransportError{Op: "close", Path: c.path, Err: ErrClientClosed}
+}
+
+// acquire returns the current connection, or opens a new one when there is none or it has ended or
+// been retired: one goroutine dials (and says Hello), the others wait for it.
+func (c *Client) acquire(ctx context.Context) (*connection, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, c.closedError()
+		}
+		if conn := c.conn; conn != nil && conn.usable() {
+			c.mu.Unlock()
+			return conn, nil
+		}
+		if d := c.dialing; d != nil {
+			c.mu.Unlock()
+			select {
+			case <-d.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if d.err != nil && !d.ctxStopped {
+				return nil, d.err
+			}
+			continue
+		}
+		d := &dialAttempt{done: make(chan struct{})}
+		c.dialing = d
+		c.mu.Unlock()
+
+		conn, err := c.open(ctx)
+
+		c.mu.Lock()
+		c.dialing = nil
+		var discard *connection
+		if err == nil && c.closed {
+			err = c.closedError()
+			discard, conn = conn, nil
+		}
+		if err == nil {
+			// A retired connection keeps answering what it was sent: Close must still reach it.
+			kept := c.draining[:0]
+			for _, old := range c.draining {
+				if !old.finished() {
+					kept = append(kept, old)
+				}
+			}
+			c.draining = kept
+			if old := c.conn; old != nil && !old.finished() {
+				c.draining = append(c.draining, old)
+			}
+			c.conn = conn
+		}
+		d.err, d.ctxStopped = err, ctx.Err() != nil
+		close(d.done)
+		c.mu.Unlock()
+		if discard != nil {
+			discard.close(err)
+		}
+		return conn, err
+	}
+}
+
+// open dials a new connection and, unless WithoutHello, exchanges Hello on it.
+func (c *Client) open(ctx context.Context) (*connection, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var dialer net.Dialer
+	netConn, err := dialer.DialContext(ctx, "unix", c.path)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &TransportError{Op: "dial", Path: c.path, Err: dialCause(err)}
+	}
+	conn := newConnection(netConn, c.path, &c.options, c.opened.Add(1), c.notePending)
+	if !c.options.hello {
+		c.server.Store(nil)
+		return conn, nil
+	}
+	request := helloRequest(c.options.clientName)
+	request.Id = c.newID()
+	frame, err := encodeFrame(request, c.options.maxRequestBytes)
+	if err == nil {
+		var response *registrypb.Response
+		if response, _, err = conn.roundTrip(ctx, frame, request.Id); err == nil {
+			if e := response.GetError(); e != nil {
+				err = newRegistryError(response.GetId(), e)
+			} else {
+				var result *registrypb.HelloResult
+				if result, err = c.helloResult(conn, response); err == nil {
+					c.server.Store(result)
+					return conn, nil
+				}
+			}
+		}
+	}
+	conn.close(err)
+	return nil, err
+}
+
+func (c *Client) notePending(n int) {
+	for {
+		peak := c.peak.Load()
+		if int64(n) <= peak || c.peak.CompareAndSwap(peak, int64(n)) {
+			return
+		}
+	}
+}
+
 // Send sends one request and waits for its response. It sets req.Id (the client chooses the ids:
-// unique per connection, never 0); the caller sets the operation. It returns the response when its
+// unique per client, never 0); the caller sets the operation. It returns the response when its
 // result is not an error, a *RegistryError when the daemon answered with one, and otherwise a
 // transport, context or version error.
 //
@@ -192,20 +318,54 @@ func (c *Client) Close() error {
 // the daemon may still carry the request out (a write may be stored: check with GetTemplates or
 // ListIdentifiers if it matters).
 func (c *Client) Send(ctx context.Context, req *registrypb.Request) (*registrypb.Response, error) {
+	response, _, err := c.exchange(ctx, req)
+	return response, err
+}
+
+// exchange sends one request and returns its response (not an error response) and the connection
+// that answered it.
+func (c *Client) exchange(ctx context.Context, req *registrypb.Request) (*registrypb.Response, *connection, error) {
 	if req == nil {
 		req = &registrypb.Request{}
 	}
-	response, err := c.roundTrip(ctx, req)
+	response, conn, _, err := c.attempt(ctx, req)
 	if err != nil {
-		return nil, err
+		return nil, conn, err
 	}
 	if e := response.GetError(); e != nil {
-		return nil, newRegistryError(response.GetId(), e)
+		return nil, conn, newRegistryError(response.GetId(), e)
 	}
 	if response.GetResult() == nil {
-		return nil, c.protocolError("a response to request %d without a result this client knows", req.GetId())
+		return nil, conn, c.protocolError("a response to request %d without a result this client knows", req.GetId())
 	}
-	return response, nil
+	return response, conn, nil
+}
+
+// attempt sends the request once: on the current connection, or on a new one when the current one
+// has ended. When the request provably never reached the daemon on a connection that was open before
+// this call (e.g. it ended while idle, and the call came before its reader had seen it), it is sent
+// on a new connection instead; a connection opened for this call that fails the same way is
+// reported. sent is false when the request never reached the daemon.
+func (c *Client) attempt(ctx context.Context, req *registrypb.Request) (response *registrypb.Response, conn *connection, sent bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, false, err
+	}
+	req.Id = c.newID()
+	frame, err := encodeFrame(req, c.options.maxRequestBytes)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	openedBefore := c.opened.Load()
+	for resends := 0; ; resends++ {
+		conn, err := c.acquire(ctx)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		response, sent, err := conn.roundTrip(ctx, frame, req.Id)
+		if err == nil || sent || ctx.Err() != nil || resends == 2 || (conn.seq > openedBefore && !errors.Is(err, errRetired)) {
+			return response, conn, sent, err
+		}
+	}
 }
 
 // call sends one operation and returns its result message, checking the result's case.
@@ -241,80 +401,6 @@ func (c *Client) newID() uint64 {
 	}
 }
 
-func (c *Client) roundTrip(ctx context.Context, req *registrypb.Request) (*registrypb.Response, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	req.Id = c.newID()
-	frame, err := encodeFrame(req, c.options.maxRequestBytes)
-	if err != nil {
-		return nil, err
-	}
-
-	select {
-	case c.writeToken <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	pending := &pendingCall{id: req.Id, done: make(chan outcome, 1)}
-	c.mu.Lock()
-	if c.failure != nil {
-		err := c.failure
-		c.mu.Unlock()
-		<-c.writeToken
-		return nil, err
-	}
-	c.pending = append(c.pending, pending)
-	if len(c.pending) > c.peak {
-		c.peak = len(c.pending)
-	}
-	c.mu.Unlock()
-	written, err := c.write(ctx, frame)
-	if err != nil {
-		if written == 0 && ctx.Err() != nil {
-			// Nothing went out: the stream is intact. The call is the last pending one (the write
-			// token is held), and no response can have come for it.
-			c.mu.Lock()
-			if n := len(c.pending); n > 0 && c.pending[n-1] == pending {
-				c.pending[n-1] = nil
-				c.pending = c.pending[:n-1]
-			}
-			c.mu.Unlock()
-			<-c.writeToken
-			return nil, ctx.Err()
-		}
-		<-c.writeToken
-		if written == 0 && peerClosed(err) {
-			// The daemon closed the connection, possibly after a last word still to be read (e.g.
-			// TOO_MANY_CONNECTIONS, or the response to an earlier request): the reader delivers it,
-			// then fails the remaining calls, this one included, when it reaches the end.
-			select {
-			case o := <-pending.done:
-				return o.response, o.err
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(time.Second):
-			}
-		}
-		// A partial frame would corrupt the stream: the connection is done for.
-		c.fail(&TransportError{Op: "write", Path: c.path, Err: writeCause(err)})
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		o := <-pending.done
-		return o.response, o.err
-	}
-	<-c.writeToken
-
-	select {
-	case o := <-pending.done:
-		return o.response, o.err
-	case <-ctx.Done():
-		// The response will be read and dropped in turn; the connection stays in step.
-		return nil, ctx.Err()
-	}
-}
-
 // encodeFrame returns the request's frame: the body's length (4 bytes, big-endian), then the body.
 func encodeFrame(req *registrypb.Request, maxBytes int) ([]byte, error) {
 	size := proto.Size(req)
@@ -328,130 +414,4 @@ func encodeFrame(req *registrypb.Request, maxBytes int) ([]byte, error) {
 	}
 	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
 	return frame, nil
-}
-
-// write writes one whole frame, giving up when ctx ends (the daemon applies back-pressure by not
-// reading, so a write can block).
-func (c *Client) write(ctx context.Context, frame []byte) (int, error) {
-	deadline, hasDeadline := ctx.Deadline()
-	if ctx.Done() == nil {
-		return c.conn.Write(frame)
-	}
-	if hasDeadline {
-		c.conn.SetWriteDeadline(deadline)
-	}
-	stop := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		select {
-		case <-ctx.Done():
-			c.conn.SetWriteDeadline(time.Unix(1, 0))
-		case <-stop:
-		}
-	}()
-	n, err := c.conn.Write(frame)
-	close(stop)
-	<-stopped
-	c.conn.SetWriteDeadline(time.Time{})
-	return n, err
-}
-
-func peerClosed(err error) bool {
-	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
-}
-
-func writeCause(err error) error {
-	if peerClosed(err) || errors.Is(err, net.ErrClosed) {
-		return fmt.Errorf("%w (%v)", ErrConnectionClosed, dialCause(err))
-	}
-	return dialCause(err)
-}
-
-// fail makes the connection unusable with err (the first reason wins), closes it, and fails every
-// pending call with that reason.
-func (c *Client) fail(err error) {
-	c.mu.Lock()
-	if c.failure == nil {
-		c.failure = err
-	}
-	failure := c.failure
-	pending := c.pending
-	c.pending = nil
-	c.mu.Unlock()
-	c.conn.Close()
-	for _, p := range pending {
-		p.done <- outcome{err: failure}
-	}
-}
-
-// readLoop reads responses and hands each to the oldest pending call: the daemon answers in request
-// order on a connection.
-func (c *Client) readLoop() {
-	defer close(c.readerDone)
-	reader := bufio.NewReaderSize(c.conn, 64<<10)
-	var header [4]byte
-	for {
-		if _, err := io.ReadFull(reader, header[:]); err != nil {
-			c.fail(c.readError(err))
-			return
-		}
-		length := binary.BigEndian.Uint32(header[:])
-		if uint64(length) > uint64(c.options.maxResponseBytes) {
-			c.fail(c.protocolError("a response of %d bytes exceeds the limit of %d (WithMaxResponseBytes)", length, c.options.maxResponseBytes))
-			return
-		}
-		body := make([]byte, length)
-		if _, err := io.ReadFull(reader, body); err != nil {
-			c.fail(c.readError(err))
-			return
-		}
-		response := &registrypb.Response{}
-		if err := proto.Unmarshal(body, response); err != nil {
-			c.fail(c.protocolError("an undecodable response frame of %d bytes", length))
-			return
-		}
-		if err := c.deliver(response); err != nil {
-			c.fail(err)
-			return
-		}
-	}
-}
-
-func (c *Client) readError(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
-		return &TransportError{Op: "read", Path: c.path, Err: ErrConnectionClosed}
-	}
-	return &TransportError{Op: "read", Path: c.path, Err: dialCause(err)}
-}
-
-func (c *Client) deliver(response *registrypb.Response) error {
-	c.mu.Lock()
-	if len(c.pending) == 0 {
-		c.mu.Unlock()
-		// A connection-level error before any request, e.g. TOO_MANY_CONNECTIONS: it is the reason
-		// every call on this connection fails.
-		if e := response.GetError(); e != nil && response.GetId() == 0 {
-			return newRegistryError(0, e)
-		}
-		return c.protocolError("a response to request %d that was not sent", response.GetId())
-	}
-	head := c.pending[0]
-	// Id 0 answers what the daemon could not attribute to a request (FRAME_TOO_LARGE): the oldest.
-	if response.GetId() != head.id && response.GetId() != 0 {
-		c.mu.Unlock()
-		return c.protocolError("a response to request %d while request %d was the oldest unanswered", response.GetId(), head.id)
-	}
-	c.pending[0] = nil
-	c.pending = c.pending[1:]
-	c.mu.Unlock()
-	if e := response.GetError(); e != nil {
-		if registryError := newRegistryError(response.GetId(), e); registryError.ClosesConnection() {
-			// The daemon closes the connection after this answer: it is the reason every later
-			// call fails (set before the caller hears of it, and before the reader meets EOF).
-			c.fail(registryError)
-		}
-	}
-	head.done <- outcome{response: response}
-	return nil
 }

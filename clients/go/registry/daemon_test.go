@@ -25,6 +25,9 @@ import (
 )
 
 type daemon struct {
+	binary  string
+	dir     string
+	args    []string
 	socket  string
 	logPath string
 	cmd     *exec.Cmd
@@ -32,9 +35,9 @@ type daemon struct {
 	stopped bool
 }
 
-// startDaemon starts REGISTRYD_BINARY with --socket <tmp>/registryd.sock --data <tmp>/data and waits
-// until it accepts connections; the test's cleanup stops it.
-func startDaemon(t *testing.T) *daemon {
+// startDaemon starts REGISTRYD_BINARY with --socket <tmp>/registryd.sock --data <tmp>/data and the
+// extra arguments, and waits until it accepts connections; the test's cleanup stops it.
+func startDaemon(t *testing.T, extraArgs ...string) *daemon {
 	t.Helper()
 	binary := os.Getenv("REGISTRYD_BINARY")
 	if binary == "" {
@@ -48,22 +51,8 @@ func startDaemon(t *testing.T) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{socket: filepath.Join(dir, "registryd.sock"), logPath: filepath.Join(dir, "registryd.log"), exited: make(chan struct{})}
-	logFile, err := os.Create(d.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.cmd = exec.Command(binary, "--socket", d.socket, "--data", filepath.Join(dir, "data"))
-	d.cmd.Dir = dir
-	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
-	if err := d.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", binary, err)
-	}
-	go func() {
-		d.cmd.Wait()
-		logFile.Close()
-		close(d.exited)
-	}()
+	d := &daemon{binary: binary, dir: dir, socket: filepath.Join(dir, "registryd.sock"), logPath: filepath.Join(dir, "registryd.log")}
+	d.args = append([]string{"--socket", d.socket, "--data", filepath.Join(dir, "data")}, extraArgs...)
 	t.Cleanup(func() {
 		d.stop(t)
 		if t.Failed() {
@@ -71,6 +60,31 @@ func startDaemon(t *testing.T) *daemon {
 		}
 		os.RemoveAll(dir)
 	})
+	d.start(t)
+	return d
+}
+
+// start starts the daemon (again, after stop: on the same socket and store) and waits until it
+// accepts connections.
+func (d *daemon) start(t *testing.T) {
+	t.Helper()
+	logFile, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.cmd = exec.Command(d.binary, d.args...)
+	d.cmd.Dir = d.dir
+	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
+	if err := d.cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", d.binary, err)
+	}
+	exited := make(chan struct{})
+	d.exited, d.stopped = exited, false
+	go func(cmd *exec.Cmd) {
+		cmd.Wait()
+		logFile.Close()
+		close(exited)
+	}(d.cmd)
 
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -84,7 +98,7 @@ func startDaemon(t *testing.T) *daemon {
 		cancel()
 		if err == nil {
 			client.Close()
-			return d
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("registryd did not accept connections on %s within 60 s: %v", d.socket, err)
@@ -96,7 +110,7 @@ func startDaemon(t *testing.T) *daemon {
 // stop sends SIGTERM and requires a clean exit within the drain deadline.
 func (d *daemon) stop(t *testing.T) {
 	t.Helper()
-	if d.stopped {
+	if d.stopped || d.cmd == nil || d.cmd.Process == nil {
 		return
 	}
 	d.stopped = true
@@ -204,8 +218,12 @@ func TestHelloAndProtocolVersion(t *testing.T) {
 	if registryError.RequestID == 0 {
 		t.Errorf("UNSUPPORTED_VERSION should carry the Hello's id")
 	}
-	if _, err := other.Stats(testContext(t)); !registry.HasCode(err, registry.CodeUnsupportedVersion) {
+	// The daemon closed that connection: the next call opens a new one.
+	if _, err := other.Stats(testContext(t)); err != nil {
 		t.Errorf("a call after UNSUPPORTED_VERSION: %v", err)
+	}
+	if opened := other.ConnectionsOpened(); opened != 2 {
+		t.Errorf("%d connections opened, want 2 (the one refused, then a new one)", opened)
 	}
 
 	// Send: a request without an operation is MALFORMED_REQUEST with its own id.
@@ -595,8 +613,9 @@ func TestErrorStringsCarryNoTemplateValues(t *testing.T) {
 	collect(small.Register(ctx, &pb.RegisterRequest{Identifier: "carol", Face: arcface(stranger)})) // ErrRequestTooLarge
 	d.stop(t)
 	collect(client.Register(ctx, &pb.RegisterRequest{Identifier: "carol", Face: arcface(stranger)})) // the daemon is gone
-	if !errors.Is(errs[len(errs)-1], registry.ErrConnectionClosed) {
-		t.Errorf("a call after the daemon stopped: %v, want ErrConnectionClosed", errs[len(errs)-1])
+	var transportError *registry.TransportError
+	if !errors.As(errs[len(errs)-1], &transportError) || transportError.Op != "dial" {
+		t.Errorf("a call after the daemon stopped: %v, want a dial error", errs[len(errs)-1])
 	}
 
 	var renderings []string
@@ -629,8 +648,9 @@ func TestErrorStringsCarryNoTemplateValues(t *testing.T) {
 	}
 }
 
-// A daemon stopping with SIGTERM closes the connection: calls then fail with ErrConnectionClosed.
-func TestDaemonStopClosesTheConnection(t *testing.T) {
+// A daemon stopping with SIGTERM closes the connection: a call then tries a new one and cannot reach
+// the daemon; once it is back, the same client works again on a new connection.
+func TestDaemonRestart(t *testing.T) {
 	d := startDaemon(t)
 	client := d.dial(t)
 	if _, err := client.Stats(testContext(t)); err != nil {
@@ -639,10 +659,61 @@ func TestDaemonStopClosesTheConnection(t *testing.T) {
 	d.stop(t)
 	_, err := client.Stats(testContext(t))
 	var transportError *registry.TransportError
-	if !errors.Is(err, registry.ErrConnectionClosed) || !errors.As(err, &transportError) {
-		t.Fatalf("Stats after the daemon stopped: %v", err)
+	if !errors.As(err, &transportError) || transportError.Op != "dial" || !(errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED)) {
+		t.Fatalf("Stats after the daemon stopped: %v, want a dial error (ENOENT or ECONNREFUSED)", err)
 	}
 	if _, err := registry.Dial(testContext(t), d.socket); err == nil {
 		t.Fatalf("Dial succeeded after the daemon stopped")
+	}
+
+	d.start(t)
+	stats, err := client.Stats(testContext(t))
+	if err != nil {
+		t.Fatalf("Stats after the daemon restarted: %v", err)
+	}
+	if client.Server().GetServerVersion() != stats.GetServerVersion() {
+		t.Errorf("no Hello on the new connection: Server() is %v", client.Server())
+	}
+	if opened := client.ConnectionsOpened(); opened != 2 {
+		t.Errorf("%d connections opened, want 2 (the failed dial opened none)", opened)
+	}
+}
+
+// The daemon closes a connection idle for --idle-timeout seconds: the next call opens exactly one new
+// connection (also when many goroutines call at once), says Hello on it, and succeeds.
+func TestIdleTimeoutReconnects(t *testing.T) {
+	d := startDaemon(t, "--idle-timeout", "1")
+	client := d.dial(t)
+	if _, err := client.Stats(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	for round := 1; round <= 2; round++ {
+		time.Sleep(2500 * time.Millisecond) // past the idle timeout: the daemon has closed the connection
+		const callers = 20
+		var wg sync.WaitGroup
+		errs := make(chan error, callers)
+		for i := 0; i < callers; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := client.ListGalleries(testContext(t)); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("a call after %d idle timeouts: %v", round, err)
+		}
+		if opened := client.ConnectionsOpened(); opened != uint64(1+round) {
+			t.Fatalf("after %d idle timeouts, %d connections opened, want %d", round, opened, 1+round)
+		}
+		if client.Server() == nil {
+			t.Fatalf("no Hello on the new connection")
+		}
+	}
+	if !strings.Contains(d.log(), "idle") {
+		t.Errorf("registryd's log does not mention closing the idle connection")
 	}
 }

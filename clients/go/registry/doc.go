@@ -1,9 +1,11 @@
 // Package registry is a client of registryd, the face template registry daemon: it speaks the
 // length-prefixed protobuf protocol of PROTOCOL.md over the daemon's Unix socket.
 //
-// One [Client] is one connection. Its methods may be called from any number of goroutines at once:
-// the requests are pipelined on the connection (each gets its own request id, responses come back in
-// request order and are matched to their callers by a reader goroutine). Every method takes a
+// A [Client] holds one connection at a time. Its methods may be called from any number of goroutines
+// at once: the requests are pipelined on the connection (each gets its own request id, responses come
+// back in request order and are matched to their callers by a reader goroutine). When the daemon
+// closes the connection (its idle timeout, a restart), the next call opens a new one; a request is
+// sent again on a new connection only when it provably never reached the daemon. Every method takes a
 // [context.Context]; its deadline or cancellation ends the wait (see [Client.Send] for what that means
 // for a request already written).
 //

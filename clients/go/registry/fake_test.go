@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -275,8 +277,12 @@ func TestResponseOutOfOrderIsAProtocolError(t *testing.T) {
 	if !errors.Is(err, ErrProtocol) || !errors.As(err, &transportError) || transportError.Op != "protocol" {
 		t.Fatalf("Stats: %v, want a protocol TransportError", err)
 	}
+	// The connection is closed; the next call opens a new one (where the fake errs again).
 	if _, err := client.Stats(testContext(t)); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("a call after the protocol error: %v", err)
+	}
+	if opened := client.ConnectionsOpened(); opened != 2 {
+		t.Fatalf("%d connections opened, want 2", opened)
 	}
 }
 
@@ -297,21 +303,306 @@ func TestWrongResultCaseIsAProtocolError(t *testing.T) {
 	}
 }
 
-func TestConnectionClosedFailsPendingAndLaterCalls(t *testing.T) {
+// A request written in full before the daemon closed the connection is never sent again: the daemon
+// may have carried it out (PROTOCOL.md §3, the drain deadline). The call fails with
+// ErrConnectionClosed; the next call opens a new connection.
+func TestWrittenRequestIsNotResent(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[uint64]int{}
 	path := fakeDaemon(t, func(conn net.Conn) {
-		readRequest(conn)
+		request, err := readRequest(conn)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		seen[request.GetId()]++
+		mu.Unlock()
+		// then close without answering
 	})
 	client, err := Dial(testContext(t), path, WithoutHello())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	if _, err := client.Stats(testContext(t)); !errors.Is(err, ErrConnectionClosed) {
+	first := &pb.Request{Operation: &pb.Request_Stats{Stats: &pb.StatsRequest{}}}
+	if _, err := client.Send(testContext(t), first); !errors.Is(err, ErrConnectionClosed) {
 		t.Fatalf("Stats on a connection the daemon closed: %v", err)
 	}
-	if _, err := client.Stats(testContext(t)); !errors.Is(err, ErrConnectionClosed) {
+	second := &pb.Request{Operation: &pb.Request_Stats{Stats: &pb.StatsRequest{}}}
+	if _, err := client.Send(testContext(t), second); !errors.Is(err, ErrConnectionClosed) {
 		t.Fatalf("a later call: %v", err)
 	}
+	time.Sleep(100 * time.Millisecond) // time for a resend to arrive, were there one
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[first.GetId()] != 1 || seen[second.GetId()] != 1 {
+		t.Fatalf("the fake daemon saw %v, want requests %d and %d once each", seen, first.GetId(), second.GetId())
+	}
+	if opened := client.ConnectionsOpened(); opened != 2 {
+		t.Fatalf("%d connections opened, want 2 (one per call)", opened)
+	}
+}
+
+// The daemon closes a connection while nothing is in flight (its idle timeout): the next call says
+// Hello on a new connection and succeeds, whether or not the client's reader had seen the end yet
+// (if not, the write fails before any byte goes out, and the request goes to a new connection).
+func TestConnectionClosedWhileIdleIsReplaced(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[uint64]int{}
+	hellos := 0
+	closed := make(chan struct{}, 1)
+	path := fakeDaemon(t, func(conn net.Conn) {
+		hello, err := readRequest(conn)
+		if err != nil || hello.GetHello() == nil {
+			return
+		}
+		writeResponse(conn, &pb.Response{Id: hello.GetId(), Result: &pb.Response_Hello{Hello: &pb.HelloResult{ProtocolMajor: 1, ProtocolMinor: 1, ServerVersion: "fake"}}})
+		request, err := readRequest(conn)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		hellos++
+		seen[request.GetId()]++
+		mu.Unlock()
+		writeResponse(conn, statsResponse(request.GetId(), "fake"))
+		conn.Close()
+		closed <- struct{}{}
+	})
+	client, err := Dial(testContext(t), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	const calls = 40
+	for i := 1; i <= calls; i++ {
+		if _, err := client.Stats(testContext(t)); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		<-closed // closed by the daemon, nothing in flight
+		if i%2 == 0 {
+			time.Sleep(5 * time.Millisecond) // the reader has seen the end by now, most likely
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if opened := client.ConnectionsOpened(); opened != calls || hellos != calls || len(seen) != calls {
+		t.Fatalf("%d connections opened, %d hellos, %d distinct requests; want %d each", opened, hellos, len(seen), calls)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("request %d arrived %d times", id, n)
+		}
+	}
+}
+
+// Many goroutines call while the daemon closes each connection after one answer: every call either
+// succeeds with its own response or fails with ErrConnectionClosed (written, then closed unanswered),
+// and no request reaches the daemon twice.
+func TestReconnectingUnderConcurrentCallsNeverResends(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[uint64]int{}
+	path := fakeDaemon(t, func(conn net.Conn) {
+		request, err := readRequest(conn)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		seen[request.GetId()]++
+		mu.Unlock()
+		writeResponse(conn, &pb.Response{Id: request.GetId(), Result: &pb.Response_Stats{Stats: &pb.StatsResult{RequestsServed: request.GetId()}}})
+	})
+	client, err := Dial(testContext(t), path, WithoutHello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	const goroutines, calls = 8, 25
+	var wg sync.WaitGroup
+	var succeeded, closedErrors sync.Map
+	errs := make(chan error, goroutines*calls)
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < calls; i++ {
+				request := &pb.Request{Operation: &pb.Request_Stats{Stats: &pb.StatsRequest{}}}
+				response, err := client.Send(testContext(t), request)
+				switch {
+				case err == nil && response.GetStats().GetRequestsServed() == request.GetId():
+					succeeded.Store(request.GetId(), true)
+				case err == nil:
+					errs <- fmt.Errorf("request %d got the response to %d", request.GetId(), response.GetStats().GetRequestsServed())
+				case errors.Is(err, ErrConnectionClosed):
+					closedErrors.Store(request.GetId(), true)
+				default:
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	count := 0
+	succeeded.Range(func(id, _ any) bool {
+		count++
+		if seen[id.(uint64)] != 1 {
+			t.Errorf("answered request %d arrived %d times", id, seen[id.(uint64)])
+		}
+		return true
+	})
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("request %d arrived %d times", id, n)
+		}
+	}
+	failed := 0
+	closedErrors.Range(func(_, _ any) bool { failed++; return true })
+	t.Logf("%d calls: %d answered, %d failed with ErrConnectionClosed; %d connections", goroutines*calls, count, failed, client.ConnectionsOpened())
+	if count == 0 {
+		t.Errorf("no call succeeded")
+	}
+}
+
+// A connection whose daemon answered SHUTTING_DOWN reads no more requests: the next call goes to a
+// new connection instead of waiting there until the daemon closes it.
+func TestShuttingDownRetiresTheConnection(t *testing.T) {
+	var connections, onFirst atomic.Int32
+	path := fakeDaemon(t, func(conn net.Conn) {
+		if connections.Add(1) == 1 {
+			request, err := readRequest(conn)
+			if err != nil {
+				return
+			}
+			onFirst.Add(1)
+			writeResponse(conn, &pb.Response{Id: request.GetId(), Result: &pb.Response_Error{Error: &pb.Error{Code: CodeShuttingDown, Message: "stopping"}}})
+			for {
+				if _, err := readRequest(conn); err != nil {
+					return
+				}
+				onFirst.Add(1)
+			}
+		}
+		echoStats(conn)
+	})
+	client, err := Dial(testContext(t), path, WithoutHello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if _, err := client.Stats(testContext(t)); !HasCode(err, CodeShuttingDown) || !IsRetryable(err) {
+		t.Fatalf("Stats: %v, want SHUTTING_DOWN", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if stats, err := client.Stats(ctx); err != nil || stats.GetServerVersion() != "fake" {
+		t.Fatalf("the call after SHUTTING_DOWN: %v, %v", stats, err)
+	}
+	if opened, first := client.ConnectionsOpened(), onFirst.Load(); opened != 2 || first != 1 {
+		t.Fatalf("%d connections opened, %d requests on the first; want 2 and 1", opened, first)
+	}
+}
+
+// The daemon closed the connection while it was idle, and the call writes before the client's reader
+// has seen the end (held back here: none runs on the old connection): the write fails before any
+// byte goes out, so the request goes to a new connection, and reaches the daemon once.
+func TestUnsentRequestGoesToANewConnection(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[uint64]int{}
+	path := fakeDaemon(t, func(conn net.Conn) {
+		for {
+			request, err := readRequest(conn)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			seen[request.GetId()]++
+			mu.Unlock()
+			writeResponse(conn, statsResponse(request.GetId(), "fake"))
+		}
+	})
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(fds[1]) // the daemon's side, closed
+	file := os.NewFile(uintptr(fds[0]), "idle")
+	idle, err := net.FileConn(file)
+	file.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &Client{path: path, options: options{hello: false, maxRequestBytes: DefaultMaxRequestBytes, maxResponseBytes: DefaultMaxResponseBytes}}
+	client.opened.Store(1)
+	old := &connection{conn: idle, path: path, options: &client.options, seq: 1, notePending: client.notePending, writeToken: make(chan struct{}, 1), readerDone: make(chan struct{})}
+	client.conn = old
+	defer client.Close()
+	defer func() { go old.readLoop() }() // lets Close finish with it
+
+	request := &pb.Request{Operation: &pb.Request_Stats{Stats: &pb.StatsRequest{}}}
+	response, err := client.Send(testContext(t), request)
+	if err != nil || response.GetStats().GetServerVersion() != "fake" {
+		t.Fatalf("Send: %v, %v", response, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen[request.GetId()] != 1 || len(seen) != 1 || client.ConnectionsOpened() != 2 {
+		t.Fatalf("the daemon saw %v (want request %d once); %d connections opened, want 2", seen, request.GetId(), client.ConnectionsOpened())
+	}
+}
+
+// roundTrip's "sent": false only when the request provably never reached the daemon.
+func TestRoundTripSaysWhetherTheRequestWentOut(t *testing.T) {
+	pair := func() (net.Conn, net.Conn) {
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var conns [2]net.Conn
+		for i, fd := range fds {
+			file := os.NewFile(uintptr(fd), "pair")
+			if conns[i], err = net.FileConn(file); err != nil {
+				t.Fatal(err)
+			}
+			file.Close()
+		}
+		return conns[0], conns[1]
+	}
+	o := &options{maxResponseBytes: DefaultMaxResponseBytes}
+	frame, err := encodeFrame(&pb.Request{Id: 1, Operation: &pb.Request_Stats{Stats: &pb.StatsRequest{}}}, DefaultMaxRequestBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The peer closed before the write, and the reader has not seen it yet (none runs here): the
+	// write fails before any byte goes out.
+	mine, peer := pair()
+	peer.Close()
+	c := &connection{conn: mine, path: "pair", options: o, notePending: func(int) {}, writeToken: make(chan struct{}, 1), readerDone: make(chan struct{})}
+	if _, sent, err := c.roundTrip(testContext(t), frame, 1); sent || !errors.Is(err, ErrConnectionClosed) {
+		t.Errorf("a write to a closed peer: sent %v, %v; want not sent, ErrConnectionClosed", sent, err)
+	}
+	// Known closed before the call: not sent either.
+	if _, sent, err := c.roundTrip(testContext(t), frame, 2); sent || !errors.Is(err, ErrConnectionClosed) {
+		t.Errorf("a call on a failed connection: sent %v, %v", sent, err)
+	}
+
+	// Written in full, then the peer closes without answering: sent.
+	mine, peer = pair()
+	c = newConnection(mine, "pair", o, 1, func(int) {})
+	go func() {
+		readRequest(peer)
+		peer.Close()
+	}()
+	if _, sent, err := c.roundTrip(testContext(t), frame, 3); !sent || !errors.Is(err, ErrConnectionClosed) {
+		t.Errorf("a request read, then the connection closed: sent %v, %v; want sent, ErrConnectionClosed", sent, err)
+	}
+	c.close(ErrClientClosed)
 }
 
 func TestCloseFailsCallsInFlight(t *testing.T) {
