@@ -84,7 +84,9 @@ extension Engine {
 
     /// ``register(gallery:identifier:face:force:)`` without a task: `completion` runs once, with the
     /// registration or its refusal, on the writer thread after the commit or on this thread when the
-    /// request is refused before it is queued. Must not block: it delays the writer's next batch.
+    /// request is refused before it is queued (on the writer thread too when the checks before it had
+    /// to wait for a publication: this thread never waits for the index lock). Must not block: it
+    /// delays the writer's next batch.
     public func register(
         gallery name: String = GalleryConfiguration.defaultName,
         identifier: String,
@@ -446,8 +448,10 @@ extension Engine {
 
     /// ``authenticate(gallery:identifier:face:autoEnrol:)`` without a task: `completion` runs once.
     /// It runs at once, on this thread and before this returns, unless auto-enrolment stores a
-    /// template (most authentications write nothing): then on the writer thread after the commit.
-    /// The decision is made once; the write carries on from it rather than deciding again.
+    /// template (most authentications write nothing): then on the writer thread after the commit;
+    /// or unless the index lock is taken by a publication: then on the writer thread right after it
+    /// (this thread never waits for the lock). The decision is made once; the write carries on from
+    /// it rather than deciding again.
     public func authenticate<Done: Completion<Authentication>>(
         gallery name: String = GalleryConfiguration.defaultName,
         identifier: String,
