@@ -1,4 +1,5 @@
 import CoreMetrics
+import Glibc
 import Metrics
 import Prometheus
 import RegistryEngine
@@ -49,6 +50,34 @@ public final class ServerMetrics: Sendable {
     private let uptime: CoreMetrics.Gauge
     private let storeBytes: CoreMetrics.Gauge
 
+    /// When this process started, in seconds since the epoch: its start in clock ticks after boot
+    /// (`/proc/self/stat`, field 22) plus the boot time (`/proc/stat`, `btime`); now, if either is unreadable.
+    static func processStartTime() -> Double {
+        func read(_ path: String) -> String? {
+            guard let file = fopen(path, "r") else { return nil }
+            defer { fclose(file) }
+            var bytes: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = fread(&buffer, 1, buffer.count, file)
+                if count <= 0 { break }
+                bytes += buffer[..<count]
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let fallback = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        // The command name (field 2) is in parentheses and may hold spaces: count fields after it.
+        guard let stat = read("/proc/self/stat"), let close = stat.lastIndex(of: ")"),
+            let ticks = stat[stat.index(after: close)...].split(separator: " ").dropFirst(19).first.flatMap({ Double($0) }),
+            let boot = read("/proc/stat")?.split(separator: "\n").first(where: { $0.hasPrefix("btime ") })?.split(separator: " ").last
+                .flatMap({ Double($0) })
+        else { return fallback }
+        let hertz = Double(sysconf(Int32(_SC_CLK_TCK)))
+        return hertz > 0 ? boot + ticks / hertz : fallback
+    }
+
     /// Gallery labels kept apart; requests in galleries beyond them are counted together.
     static let maximumGalleryLabels = 64
 
@@ -64,6 +93,11 @@ public final class ServerMetrics: Sendable {
         self.connectionsRefused = CoreMetrics.Counter(label: "registryd_connections_refused_total", factory: factory)
         self.openConnections = CoreMetrics.Gauge(label: "registryd_connections_open", factory: factory)
         self.uptime = CoreMetrics.Gauge(label: "registryd_uptime_seconds", factory: factory)
+        // Constant series: whether the daemon answered (registryctl writes 0 when it cannot reach it),
+        // which release answers, and since when this process runs (as every Prometheus client exports it).
+        CoreMetrics.Gauge(label: UpMetric.name, factory: factory).record(1)
+        CoreMetrics.Gauge(label: "registryd_build_info", dimensions: [("version", RegistryVersion.current)], factory: factory).record(1)
+        CoreMetrics.Gauge(label: "process_start_time_seconds", factory: factory).record(Self.processStartTime())
         self.storeBytes = CoreMetrics.Gauge(label: "registryd_store_bytes", factory: factory)
         let authentications = OperationMetrics(
             name: Authenticate.name, decidesMatches: Authenticate.decidesMatches, factory: factory)
@@ -457,6 +491,9 @@ extension ServerMetrics {
             "registryd_connections_accepted_total": "Client connections accepted.",
             "registryd_connections_refused_total": "Connections refused because the daemon served its maximum.",
             "registryd_uptime_seconds": "Seconds since the daemon started.",
+            UpMetric.name: UpMetric.help,
+            "registryd_build_info": "1, labelled with the daemon's release.",
+            "process_start_time_seconds": "Start time of the process since the epoch, in seconds.",
             "registryd_store_bytes": "Bytes of the store's data file in use.",
             "registryd_prefilter_rows_considered_total": "Rows the int8 prefilter bounded.",
             "registryd_prefilter_rows_rescored_total": "Rows the float32 kernel scored after the prefilter.",

@@ -34,13 +34,33 @@ struct MetricsCommand: AsyncParsableCommand {
 
     func run() async throws {
         let runner = Runner(self.options)
-        try await runner.run { client in
-            let metrics = try await client.stats().metrics
-            guard let output = self.output, output != "-" else { return Result(metrics: metrics) }
-            let sink = try OutputSink(path: output, mode: 0o644)
-            try sink.write(metrics)
-            try sink.commit()
-            return Result(metrics: metrics, file: output)
+        do {
+            try await runner.run { client in
+                let metrics = try await client.stats().metrics
+                guard let output = self.output, output != "-" else { return Result(metrics: metrics) }
+                try Self.write(metrics, to: output)
+                return Result(metrics: metrics, file: output)
+            }
+        } catch let failure as ExitCode where failure != .success {
+            // The daemon could not be read: the file says so rather than keep the last counters,
+            // which node_exporter would go on exporting as if they were current.
+            if let output = self.output, output != "-" { try? Self.write(Self.down, to: output) }
+            throw failure
         }
+    }
+
+    /// The file written when the daemon could not be read: `registryd_up 0`.
+    static let down = """
+        # HELP \(UpMetric.name) \(UpMetric.help)
+        # TYPE \(UpMetric.name) gauge
+        \(UpMetric.name) 0
+
+        """
+
+    /// Writes `text` to a temporary file beside `path` and renames it into place, readable by all.
+    private static func write(_ text: String, to path: String) throws {
+        let sink = try OutputSink(path: path, mode: 0o644)
+        try sink.write(text)
+        try sink.commit()
     }
 }

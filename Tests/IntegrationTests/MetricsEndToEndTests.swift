@@ -65,6 +65,42 @@ import Testing
         #expect(failed == 3, "\(message)")
     }
 
+    /// node_exporter goes on exporting whatever file is there: when the daemon cannot be read, the
+    /// file must say so (`registryd_up 0`), not keep the last counters; once it answers, the counters
+    /// come back.
+    @Test func aStoppedDaemonLeavesAFileSayingItIsDownNotStaleCounters() async throws {
+        let daemon = try await Self.busyDaemon()
+        let file = daemon.directory + "/registryd.prom"
+        let (status, output) = try self.registryctl(["metrics", "--output", file], daemon)
+        #expect(status == 0, "\(output)")
+        let live = readFileText(file)
+        #expect(Self.value(of: "registryd_up", in: live) == 1)
+        #expect(Self.value(of: #"registryd_build_info{version="\#(RegistryVersion.current)"}"#, in: live) == 1)
+        let startTime = Self.value(of: "process_start_time_seconds", in: live) ?? 0
+        #expect(abs(startTime - Double(time(nil))) < 600, "process_start_time_seconds: \(startTime)")
+
+        #expect(daemon.stop() == 0)
+        let (down, message) = try self.registryctl(["metrics", "--output", file], daemon)
+        #expect(down == 4, "\(message)")
+        let written = readFileText(file)
+        #expect(Self.value(of: "registryd_up", in: written) == 0)
+        #expect(written.split(separator: "\n").contains("# TYPE registryd_up gauge"))
+        #expect(!written.contains("registryd_requests_total"), "the last counters were kept")
+
+        try daemon.start()
+        let (back, again) = try self.registryctl(["metrics", "--output", file], daemon)
+        #expect(back == 0, "\(again)")
+        #expect(Self.value(of: "registryd_up", in: readFileText(file)) == 1)
+    }
+
+    /// The value of the sample `series` (name and labels as written) in Prometheus text, if present.
+    static func value(of series: String, in text: String) -> Double? {
+        text.split(separator: "\n").lazy.compactMap { line -> Double? in
+            guard line.hasPrefix(series + " ") else { return nil }
+            return Double(line.dropFirst(series.count + 1))
+        }.first
+    }
+
     @Test func statsShowsRequestsByOperationAndTheWriter() async throws {
         let daemon = try await Self.busyDaemon()
         let (status, output) = try self.registryctl(["stats"], daemon)
