@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -38,6 +39,9 @@ type options struct {
 	hello            bool
 	maxRequestBytes  int
 	maxResponseBytes int
+	retry            RetryPolicy
+	// sleep replaces the retry policy's waits (tests): it waits d or until ctx ends (false).
+	sleep func(ctx context.Context, d time.Duration) bool
 }
 
 // WithClientName sets the client name sent in Hello, for the daemon's log (e.g. "door-kiosk/2.1").
@@ -74,6 +78,8 @@ type Client struct {
 	dialing  *dialAttempt  // non-nil while a goroutine opens a new connection
 	closed   bool          // Close was called
 
+	retrier *retrier // nil: no retry
+
 	opened atomic.Uint64 // connections opened
 	peak   atomic.Int64  // the most calls ever pending at once on one connection (tests)
 	server atomic.Pointer[registrypb.HelloResult]
@@ -92,7 +98,8 @@ type dialAttempt struct {
 //
 // socketPath "" means SocketPath(""): $REGISTRYD_SOCKET, else DefaultSocketPath (else
 // SystemSocketPath when only that exists). ctx bounds the connection and the Hello, not the
-// client's later life.
+// client's later life. With WithRetry, Dial retries what the policy retries (e.g. while the daemon
+// restarts), within ctx.
 func Dial(ctx context.Context, socketPath string, opts ...Option) (*Client, error) {
 	o := options{
 		clientName:       DefaultClientName,
@@ -104,10 +111,23 @@ func Dial(ctx context.Context, socketPath string, opts ...Option) (*Client, erro
 		opt(&o)
 	}
 	c := &Client{path: SocketPath(socketPath), options: o}
-	if _, err := c.acquire(ctx); err != nil {
-		return nil, err
+	if o.retry.MaxAttempts > 1 {
+		c.retrier = newRetrier(o.retry, o.sleep)
 	}
-	return c, nil
+	for attempt := 1; ; attempt++ {
+		_, err := c.acquire(ctx)
+		if err == nil {
+			return c, nil
+		}
+		if !c.again(ctx, attempt, err, false) {
+			return nil, err
+		}
+	}
+}
+
+// again reports whether a failed attempt is to be made again under the retry policy, after its wait.
+func (c *Client) again(ctx context.Context, attempt int, err error, sent bool) bool {
+	return c.retrier != nil && c.retrier.again(ctx, attempt, err, sent)
 }
 
 // dialCause strips net.OpError's repetition of the path: "connect: no such file or directory".
@@ -317,28 +337,35 @@ func (c *Client) notePending(n int) {
 // ctx.Err() at once, the response is discarded when it arrives, and the connection stays usable; but
 // the daemon may still carry the request out (a write may be stored: check with GetTemplates or
 // ListIdentifiers if it matters).
+//
+// With WithRetry, a retryable failure is tried again, with a new request id, until the policy's
+// attempts are spent or ctx ends; the error is then the last attempt's.
 func (c *Client) Send(ctx context.Context, req *registrypb.Request) (*registrypb.Response, error) {
 	response, _, err := c.exchange(ctx, req)
 	return response, err
 }
 
-// exchange sends one request and returns its response (not an error response) and the connection
-// that answered it.
+// exchange sends one request, retrying under the policy, and returns its response (not an error
+// response) and the connection that answered it.
 func (c *Client) exchange(ctx context.Context, req *registrypb.Request) (*registrypb.Response, *connection, error) {
 	if req == nil {
 		req = &registrypb.Request{}
 	}
-	response, conn, _, err := c.attempt(ctx, req)
-	if err != nil {
-		return nil, conn, err
+	for attempt := 1; ; attempt++ {
+		response, conn, sent, err := c.attempt(ctx, req)
+		if err == nil {
+			if e := response.GetError(); e != nil {
+				err = newRegistryError(response.GetId(), e)
+			} else if response.GetResult() == nil {
+				return nil, conn, c.protocolError("a response to request %d without a result this client knows", req.GetId())
+			} else {
+				return response, conn, nil
+			}
+		}
+		if !c.again(ctx, attempt, err, sent) {
+			return nil, conn, err
+		}
 	}
-	if e := response.GetError(); e != nil {
-		return nil, conn, newRegistryError(response.GetId(), e)
-	}
-	if response.GetResult() == nil {
-		return nil, conn, c.protocolError("a response to request %d without a result this client knows", req.GetId())
-	}
-	return response, conn, nil
 }
 
 // attempt sends the request once: on the current connection, or on a new one when the current one

@@ -717,3 +717,72 @@ func TestIdleTimeoutReconnects(t *testing.T) {
 		t.Errorf("registryd's log does not mention closing the idle connection")
 	}
 }
+
+// With a retry policy, a call made while the daemon is down waits for it (the dial errors ENOENT and
+// ECONNREFUSED are retried) and succeeds once it is back.
+func TestRetryWhileTheDaemonRestarts(t *testing.T) {
+	d := startDaemon(t)
+	client := d.dial(t, registry.WithRetry(registry.RetryPolicy{MaxAttempts: 1000, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}))
+	if _, err := client.Stats(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	d.stop(t)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := client.ListGalleries(testContext(t))
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("the call ended while the daemon was down: %v", err)
+	default:
+	}
+	d.start(t)
+	if err := <-done; err != nil {
+		t.Fatalf("the call across the restart: %v", err)
+	}
+	t.Logf("the call took %v across the restart", time.Since(start))
+	if opened := client.ConnectionsOpened(); opened != 2 {
+		t.Errorf("%d connections opened, want 2", opened)
+	}
+}
+
+// A real STORAGE_FULL: a daemon keeping more free space than the file system has refuses every
+// registration. The policy sends it MaxAttempts times (the daemon counts them), then reports it.
+func TestStorageFullIsRetried(t *testing.T) {
+	d := startDaemon(t, "--storage-reserve", "1000000000000000") // 1 PB
+	client := d.dial(t, registry.WithRetry(registry.RetryPolicy{MaxAttempts: 3, MinBackoff: 10 * time.Millisecond}))
+	before, err := client.Stats(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = client.Register(testContext(t), &pb.RegisterRequest{Identifier: "alice", Face: arcface(newFaces(t).vector())})
+	elapsed := time.Since(start)
+	registryError, ok := registry.AsRegistryError(err)
+	if !ok || registryError.Code != registry.CodeStorageFull || !registryError.Retryable() {
+		t.Fatalf("Register: %v, want STORAGE_FULL", err)
+	}
+	after, err := client.Stats(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Requests served between the two stats: three registrations and the second stats itself.
+	if served := after.GetRequestsServed() - before.GetRequestsServed(); served != 4 {
+		t.Fatalf("the daemon served %d requests between the stats, want 4 (3 attempts + stats)", served)
+	}
+	if elapsed < 15*time.Millisecond { // waits of at least 5 and 10 ms
+		t.Errorf("three attempts in %v: the waits were skipped", elapsed)
+	}
+	// Without the policy: once.
+	plain := d.dial(t)
+	if _, err := plain.Register(testContext(t), &pb.RegisterRequest{Identifier: "bob", Face: arcface(newFaces(t).vector())}); !registry.HasCode(err, registry.CodeStorageFull) {
+		t.Fatalf("Register without a policy: %v", err)
+	}
+	last, err := client.Stats(testContext(t))
+	if err != nil || last.GetRequestsServed()-after.GetRequestsServed() != 3 { // hello, register, stats
+		t.Fatalf("without a policy: %d requests served, want 3 (hello, one registration, stats); %v", last.GetRequestsServed()-after.GetRequestsServed(), err)
+	}
+}

@@ -319,7 +319,9 @@ func TestWrittenRequestIsNotResent(t *testing.T) {
 		mu.Unlock()
 		// then close without answering
 	})
-	client, err := Dial(testContext(t), path, WithoutHello())
+	// Even with a retry policy: ErrConnectionClosed after the write is never retried.
+	var recorded waits
+	client, err := Dial(testContext(t), path, WithoutHello(), WithRetry(RetryPolicy{MaxAttempts: 5, MinBackoff: time.Millisecond}), recorded.option())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,8 +340,8 @@ func TestWrittenRequestIsNotResent(t *testing.T) {
 	if len(seen) != 2 || seen[first.GetId()] != 1 || seen[second.GetId()] != 1 {
 		t.Fatalf("the fake daemon saw %v, want requests %d and %d once each", seen, first.GetId(), second.GetId())
 	}
-	if opened := client.ConnectionsOpened(); opened != 2 {
-		t.Fatalf("%d connections opened, want 2 (one per call)", opened)
+	if opened, waited := client.ConnectionsOpened(), recorded.get(); opened != 2 || len(waited) != 0 {
+		t.Fatalf("%d connections opened, %d retry waits; want 2 (one per call), none", opened, len(waited))
 	}
 }
 
@@ -720,5 +722,255 @@ func TestRetryableCodes(t *testing.T) {
 	}
 	if (&RegistryError{Code: 99}).Retryable() || IsRetryable(ErrConnectionClosed) {
 		t.Errorf("an unknown code or a transport error reads as retryable")
+	}
+}
+
+// waits records the retry policy's waits instead of sleeping them.
+type waits struct {
+	mu        sync.Mutex
+	durations []time.Duration
+}
+
+func (w *waits) option() Option {
+	return func(o *options) {
+		o.sleep = func(ctx context.Context, d time.Duration) bool {
+			w.mu.Lock()
+			w.durations = append(w.durations, d)
+			w.mu.Unlock()
+			return ctx.Err() == nil
+		}
+	}
+}
+
+func (w *waits) get() []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]time.Duration(nil), w.durations...)
+}
+
+// checkBackoff checks that wait n lies in [c/2, c] for c = min·2^(n-1), at most max.
+func checkBackoff(t *testing.T, got []time.Duration, want int, min, max time.Duration) {
+	t.Helper()
+	if len(got) != want {
+		t.Fatalf("%d waits %v, want %d", len(got), got, want)
+	}
+	ceiling := min
+	for i, wait := range got {
+		if wait < ceiling/2 || wait > ceiling {
+			t.Errorf("wait %d is %v, want %v to %v", i+1, wait, ceiling/2, ceiling)
+		}
+		if ceiling *= 2; ceiling > max {
+			ceiling = max
+		}
+	}
+}
+
+// refusing answers every request with code, counting the requests (hellos apart).
+func refusing(code pb.ErrorCode, count *atomic.Int32) func(net.Conn) {
+	return func(conn net.Conn) {
+		for {
+			request, err := readRequest(conn)
+			if err != nil {
+				return
+			}
+			if hello := request.GetHello(); hello != nil {
+				writeResponse(conn, &pb.Response{Id: request.GetId(), Result: &pb.Response_Hello{Hello: &pb.HelloResult{ProtocolMajor: 1, ProtocolMinor: 1}}})
+				continue
+			}
+			count.Add(1)
+			if writeResponse(conn, &pb.Response{Id: request.GetId(), Result: &pb.Response_Error{Error: &pb.Error{Code: code, Message: "refused"}}}) != nil {
+				return
+			}
+		}
+	}
+}
+
+// A request refused with a retryable code is tried MaxAttempts times in all, with growing waits,
+// then the refusal is returned; a request refused with another code is not tried again.
+func TestRetryPolicyRetriesRetryableCodesOnly(t *testing.T) {
+	policy := RetryPolicy{MaxAttempts: 5, MinBackoff: 10 * time.Millisecond, MaxBackoff: 30 * time.Millisecond}
+	for _, test := range []struct {
+		code     pb.ErrorCode
+		attempts int32
+	}{
+		{CodeStorageFull, 5},
+		{CodeShuttingDown, 5},
+		{CodeInternal, 1},
+		{CodeSimilarFaceRegistered, 1},
+		{CodeMalformedRequest, 1},
+	} {
+		t.Run(CodeName(test.code), func(t *testing.T) {
+			var requests atomic.Int32
+			path := fakeDaemon(t, refusing(test.code, &requests))
+			var recorded waits
+			client, err := Dial(testContext(t), path, WithRetry(policy), recorded.option())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			_, err = client.Register(testContext(t), &pb.RegisterRequest{Identifier: "alice", Face: VectorFace(AlgorithmArcFace, make([]float32, 128))})
+			if !HasCode(err, test.code) {
+				t.Fatalf("Register: %v, want %s", err, CodeName(test.code))
+			}
+			if got := requests.Load(); got != test.attempts {
+				t.Fatalf("the daemon saw %d requests, want %d", got, test.attempts)
+			}
+			checkBackoff(t, recorded.get(), int(test.attempts-1), policy.MinBackoff, policy.MaxBackoff)
+			if test.code == CodeShuttingDown && client.ConnectionsOpened() != uint64(test.attempts) {
+				t.Errorf("%d connections for %d SHUTTING_DOWN answers: each retry should use a new one", client.ConnectionsOpened(), test.attempts)
+			}
+		})
+	}
+}
+
+// Without WithRetry, nothing is retried.
+func TestNoRetryByDefault(t *testing.T) {
+	var requests atomic.Int32
+	path := fakeDaemon(t, refusing(CodeStorageFull, &requests))
+	client, err := Dial(testContext(t), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if _, err := client.Stats(testContext(t)); !HasCode(err, CodeStorageFull) || requests.Load() != 1 {
+		t.Fatalf("Stats: %v after %d requests, want STORAGE_FULL after 1", err, requests.Load())
+	}
+}
+
+// SHUTTING_DOWN, then the daemon is back: the retry goes to a new connection and succeeds.
+func TestRetryAfterShuttingDownSucceeds(t *testing.T) {
+	var connections, requests atomic.Int32
+	path := fakeDaemon(t, func(conn net.Conn) {
+		first := connections.Add(1) == 1
+		for {
+			request, err := readRequest(conn)
+			if err != nil {
+				return
+			}
+			requests.Add(1)
+			if first {
+				writeResponse(conn, &pb.Response{Id: request.GetId(), Result: &pb.Response_Error{Error: &pb.Error{Code: CodeShuttingDown}}})
+				io.Copy(io.Discard, conn) // reads nothing more, as the daemon does
+				return
+			}
+			writeResponse(conn, statsResponse(request.GetId(), "back"))
+		}
+	})
+	var recorded waits
+	client, err := Dial(testContext(t), path, WithoutHello(), WithRetry(RetryPolicy{MaxAttempts: 3, MinBackoff: time.Millisecond}), recorded.option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	stats, err := client.Stats(testContext(t))
+	if err != nil || stats.GetServerVersion() != "back" {
+		t.Fatalf("Stats: %v, %v", stats, err)
+	}
+	if requests.Load() != 2 || client.ConnectionsOpened() != 2 || len(recorded.get()) != 1 {
+		t.Fatalf("%d requests, %d connections, %d waits; want 2, 2, 1", requests.Load(), client.ConnectionsOpened(), len(recorded.get()))
+	}
+}
+
+// TOO_MANY_CONNECTIONS twice, then room: Dial with a retry policy gets through on the third
+// connection; without one it fails at once.
+func TestDialRetriesTooManyConnections(t *testing.T) {
+	var connections atomic.Int32
+	path := fakeDaemon(t, func(conn net.Conn) {
+		if connections.Add(1)%3 != 0 {
+			writeResponse(conn, &pb.Response{Id: 0, Result: &pb.Response_Error{Error: &pb.Error{Code: CodeTooManyConnections}}})
+			return
+		}
+		hello, err := readRequest(conn)
+		if err != nil {
+			return
+		}
+		writeResponse(conn, &pb.Response{Id: hello.GetId(), Result: &pb.Response_Hello{Hello: &pb.HelloResult{ProtocolMajor: 1, ProtocolMinor: 1, ServerVersion: "roomy"}}})
+		echoStats(conn)
+	})
+	var recorded waits
+	client, err := Dial(testContext(t), path, WithRetry(RetryPolicy{MaxAttempts: 3, MinBackoff: time.Millisecond}), recorded.option())
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	defer client.Close()
+	if client.Server().GetServerVersion() != "roomy" || client.ConnectionsOpened() != 3 || len(recorded.get()) != 2 {
+		t.Fatalf("server %v, %d connections, %d waits; want roomy, 3, 2", client.Server(), client.ConnectionsOpened(), len(recorded.get()))
+	}
+	if _, err := Dial(testContext(t), path); !HasCode(err, CodeTooManyConnections) {
+		t.Fatalf("Dial without retry: %v, want TOO_MANY_CONNECTIONS", err)
+	}
+}
+
+// No socket: a dial error the policy retries (the daemon may be restarting), MaxAttempts times; a
+// socket that appears in time is reached.
+func TestRetryPolicyRetriesDialFailures(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "later.sock")
+	var recorded waits
+	_, err := Dial(testContext(t), path, WithRetry(RetryPolicy{MaxAttempts: 4, MinBackoff: time.Millisecond}), recorded.option())
+	var transportError *TransportError
+	if !errors.As(err, &transportError) || transportError.Op != "dial" || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Dial: %v, want a dial error", err)
+	}
+	checkBackoff(t, recorded.get(), 3, time.Millisecond, DefaultMaxBackoff)
+
+	listening := make(chan net.Listener, 1)
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		listener, err := net.Listen("unix", path)
+		if err != nil {
+			t.Error(err)
+			close(listening)
+			return
+		}
+		listening <- listener
+		if conn, err := listener.Accept(); err == nil {
+			defer conn.Close()
+			echoStats(conn)
+		}
+	}()
+	client, err := Dial(testContext(t), path, WithoutHello(), WithRetry(RetryPolicy{MaxAttempts: 100, MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}))
+	if err != nil {
+		t.Fatalf("Dial while the socket appears: %v", err)
+	}
+	if _, err := client.Stats(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	client.Close()
+	if listener, ok := <-listening; ok {
+		listener.Close()
+	}
+}
+
+// The context bounds the retries: no wait runs past its deadline or its cancellation, and the call
+// returns the last attempt's error.
+func TestRetryPolicyHonoursTheContext(t *testing.T) {
+	var requests atomic.Int32
+	path := fakeDaemon(t, refusing(CodeStorageFull, &requests))
+	client, err := Dial(testContext(t), path, WithoutHello(), WithRetry(RetryPolicy{MaxAttempts: 10, MinBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+
+	// A wait of 5 to 10 s would pass the deadline: no wait at all.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	if _, err := client.Stats(ctx); !HasCode(err, CodeStorageFull) {
+		t.Fatalf("Stats with a deadline: %v, want STORAGE_FULL", err)
+	}
+	if elapsed := time.Since(start); elapsed > time.Second || requests.Load() != 1 {
+		t.Fatalf("%v and %d requests before giving up; want at once, 1", elapsed, requests.Load())
+	}
+
+	// No deadline: the wait ends when the context is cancelled.
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start = time.Now()
+	if _, err := client.Stats(ctx); !HasCode(err, CodeStorageFull) {
+		t.Fatalf("Stats cancelled while waiting: %v, want STORAGE_FULL", err)
+	}
+	if elapsed := time.Since(start); elapsed > 3*time.Second || requests.Load() != 2 {
+		t.Fatalf("%v and %d requests in all; want about 200 ms, 2", elapsed, requests.Load())
 	}
 }
