@@ -56,6 +56,7 @@ from .errors import (
     UnsupportedVersion,
 )
 from .faces import Face, Landmark, Template, normalised
+from .retry import Backoff, ExponentialBackoff, Retry
 from .operations import PROTOCOL_MAJOR, PROTOCOL_MINOR
 
 __all__ = [
@@ -65,6 +66,9 @@ __all__ = [
     "Client",
     "RequestFuture",
     "resolve_socket_path",
+    "Retry",
+    "Backoff",
+    "ExponentialBackoff",
     "DEFAULT_SOCKET_PATH",
     "DEFAULT_TIMEOUT",
     "SOCKET_ENVIRONMENT_VARIABLE",

@@ -17,7 +17,8 @@ import os
 import socket
 import struct
 import threading
-from typing import Any, Deque, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union, cast
+import time
+from typing import Any, Deque, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from google.protobuf.message import DecodeError, Message
 
@@ -34,6 +35,7 @@ from .errors import (
     RequestTimeout,
 )
 from .faces import FaceLike, Template
+from .retry import Retry
 
 __all__ = [
     "Client",
@@ -147,12 +149,25 @@ class RequestFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         return f"<RequestFuture id={self.request_id} {self.operation} {state}>"
 
 
+class _NotSent(Exception):
+    """Raised by :meth:`_Connection.submit` when the request provably never reached the daemon: the
+    connection had ended (or been retired) before it was written, or the write failed before a byte
+    of it went out. ``error`` is what the caller is told if the request is not sent elsewhere."""
+
+    def __init__(self, error: RegistrydClientError, *, retired: bool = False) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.retired = retired
+
+
 class _Connection:
     """One socket to the daemon, its reader thread, and the requests waiting for responses on it,
     oldest first."""
 
-    def __init__(self, path: str, timeout: Optional[float], max_response_bytes: int) -> None:
+    def __init__(self, path: str, timeout: Optional[float], max_response_bytes: int, number: int = 1) -> None:
         self.path = path
+        #: The client's count of connections when this one opened (1 for the first).
+        self.number = number
         self._max_response_bytes = max_response_bytes
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -165,7 +180,7 @@ class _Connection:
             raise ConnectionFailed(path, "timed out") from None
         except OSError as error:
             sock.close()
-            raise ConnectionFailed(path, error.strerror or str(error)) from None
+            raise ConnectionFailed(path, error.strerror or str(error), errno=error.errno) from None
         self._sock = sock
         # _write_lock keeps the order of `_pending` the order of the frames on the wire;
         # _state_lock guards `_pending` and `_closed_reason` between writers and the reader.
@@ -173,6 +188,9 @@ class _Connection:
         self._state_lock = threading.Lock()
         self._pending: Deque[RequestFuture] = collections.deque()
         self._closed_reason: Optional[str] = None
+        # The daemon answered SHUTTING_DOWN here: it reads no more requests on this connection. The
+        # requests pending get their answers; new ones go to a new connection.
+        self._retired = False
         # A connection-level error that came before any request (TOO_MANY_CONNECTIONS is sent as
         # soon as the daemon accepts): raised by the submit that finds the connection closed.
         self._refusal: Optional[pb.Error] = None
@@ -181,9 +199,16 @@ class _Connection:
 
     @property
     def is_open(self) -> bool:
-        return self._closed_reason is None
+        """Whether a new request may be written here."""
+        return self._closed_reason is None and not self._retired
+
+    @property
+    def reader_alive(self) -> bool:
+        return self._reader.is_alive()
 
     def submit(self, request: pb.Request, operation: str) -> RequestFuture:
+        """Writes the request; its future completes with the response. Raises :class:`_NotSent`
+        when the request provably never reached the daemon."""
         body = request.SerializeToString()
         frame = _HEADER.pack(len(body)) + body
         future = RequestFuture(request.id, operation)
@@ -191,12 +216,27 @@ class _Connection:
             with self._state_lock:
                 if self._closed_reason is not None:
                     if self._refusal is not None:
-                        raise RegistryError.from_proto(self._refusal)
-                    raise ConnectionClosed(f"the connection to registryd is closed: {self._closed_reason}")
+                        raise _NotSent(RegistryError.from_proto(self._refusal))
+                    raise _NotSent(
+                        ConnectionClosed(f"the connection to registryd is closed: {self._closed_reason}")
+                    )
+                if self._retired:
+                    raise _NotSent(
+                        ConnectionClosed(
+                            "registryd answered SHUTTING_DOWN on this connection "
+                            "and reads no more requests on it"
+                        ),
+                        retired=True,
+                    )
                 self._pending.append(future)
+            written = 0
             try:
-                # One sendall per frame: the daemon wants a frame whole within its frame deadline.
-                self._sock.sendall(frame)
+                # The frame in one go: the daemon wants a frame whole within its frame deadline. The
+                # first send says whether any of it went out.
+                written = self._sock.send(frame)
+                if written < len(frame):
+                    self._sock.sendall(memoryview(frame)[written:])
+                return future
             except socket.timeout:
                 # Part of the frame may be out: the stream cannot carry another request.
                 self._shut("writing a request timed out")
@@ -208,7 +248,19 @@ class _Connection:
                 # refusal such as TOO_MANY_CONNECTIONS, or responses to earlier requests. Stop
                 # writing and let the reader deliver those; it fails the rest (this one included)
                 # with ConnectionClosed when it reaches the end of the stream.
-                self._stop_writing(f"writing failed: {error.strerror or error}")
+                reason = f"writing failed: {error.strerror or error}"
+                self._stop_writing(reason)
+                if written > 0:
+                    return future  # part of it went out: it is never sent again
+        # Nothing went out. Unless the reader delivers an answer meant for this request (a refusal of
+        # the connection, id 0), it never reached the daemon.
+        try:
+            outcome = future.exception(timeout=1.0)
+        except concurrent.futures.TimeoutError:
+            self._shut(reason)
+            outcome = future.exception(timeout=0)
+        if isinstance(outcome, ConnectionClosed):
+            raise _NotSent(outcome)
         return future
 
     def close(self, reason: str = "closed by the client") -> None:
@@ -326,6 +378,9 @@ class _Connection:
                 )
             else:
                 self._pending.popleft()
+                if case == "error" and response.error.code == pb.ERROR_CODE_SHUTTING_DOWN:
+                    # Set before the caller hears of it: its retry goes to a new connection.
+                    self._retired = True
         if oldest is None:
             self._shut(f"registryd refused the connection: {pb.ErrorCode.Name(response.error.code)}")
             return
@@ -383,12 +438,17 @@ class Client:
             (:class:`ProtocolVersionMismatch` otherwise). Without it the daemon assumes 1.x.
         connect: connect now (errors surface here); otherwise on the first call.
         max_response_bytes: the largest response frame accepted.
+        retry: a :class:`Retry` policy for the blocking calls and for connecting (e.g.
+            ``Retry(attempts=5, backoff=ExponentialBackoff(0.1, 2.0))``); None (the default): a call
+            fails at its first error.
 
     The client is thread-safe: calls from several threads are pipelined on the one connection.
-    :meth:`submit` sends without waiting, for pipelining from one thread. When the daemon closes an
-    idle connection (after its idle timeout, 300 s by default) the next call opens a new one; a
-    request in flight when a connection ends fails with :class:`ConnectionClosed` and is not sent
-    again. Every method raises :class:`RegistryError` (a subclass per error code) when the daemon
+    :meth:`submit` sends without waiting, for pipelining from one thread. When the daemon closes a
+    connection (its idle timeout, 300 s by default; a restart; an error that closes it) the next
+    call opens a new one. A request goes to a new connection only when it provably never reached the
+    daemon (the connection had ended before it was written, or the write failed before a byte went
+    out); a request written when its connection ends fails with :class:`ConnectionClosed` and is not
+    sent again. Every method raises :class:`RegistryError` (a subclass per error code) when the daemon
     refuses the request and :class:`TransportError` when it does not answer.
     """
 
@@ -401,6 +461,7 @@ class Client:
         hello: bool = True,
         connect: bool = True,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        retry: Optional[Retry] = None,
     ) -> None:
         if timeout is not None and timeout <= 0:
             raise ValueError("timeout must be positive, or None to wait forever")
@@ -410,10 +471,15 @@ class Client:
         )
         self.timeout = timeout
         self.max_response_bytes = max_response_bytes
+        #: The retry policy (None: no retry).
+        self.retry = retry
         self._send_hello = hello
         self._lock = threading.Lock()
         self._ids = itertools.count()
         self._connection: Optional[_Connection] = None
+        # Connections replaced while their reader still ran (e.g. retired after SHUTTING_DOWN with
+        # requests pending): closed once it ends, or by close().
+        self._draining: List[_Connection] = []
         self._closed = False
         #: The daemon's hello answer on the current connection (None before it, or without hello).
         self.server: Optional[pb.HelloResult] = None
@@ -425,10 +491,20 @@ class Client:
     # -- connection ----------------------------------------------------------------------------
 
     def connect(self) -> None:
-        """Opens the connection (and says hello) unless one is open. Also reopens a closed client."""
-        with self._lock:
-            self._closed = False
-            self._ensure_connection()
+        """Opens the connection (and says hello) unless one is open. Also reopens a closed client.
+        With a retry policy, connecting is retried as the policy says (e.g. while the daemon
+        restarts)."""
+        attempt = 1
+        while True:
+            try:
+                with self._lock:
+                    self._closed = False
+                    self._ensure_connection()
+                return
+            except RegistrydClientError as error:
+                if not self._again(attempt, error, sent=False, deadline=None):
+                    raise
+            attempt += 1
 
     def close(self) -> None:
         """Closes the connection; requests still waiting fail with :class:`ConnectionClosed`. Further
@@ -436,6 +512,9 @@ class Client:
         with self._lock:
             self._closed = True
             connection, self._connection = self._connection, None
+            draining, self._draining = self._draining, []
+        for old in draining:
+            old.close()
         if connection is not None:
             connection.close()
 
@@ -459,9 +538,16 @@ class Client:
         if connection is not None and connection.is_open:
             return connection
         if connection is not None:
-            connection.close()  # the daemon closed it (idle timeout, restart): reap its reader
+            # The daemon closed it (idle timeout, restart) or retired it. A reader still running
+            # delivers what is still owed to requests pending there; the others are reaped.
             self._connection = None
-        connection = _Connection(self.socket_path, self.timeout, self.max_response_bytes)
+            self._draining.append(connection)
+        for old in [old for old in self._draining if not old.reader_alive]:
+            self._draining.remove(old)
+            old.close()
+        connection = _Connection(
+            self.socket_path, self.timeout, self.max_response_bytes, number=self.connections_opened + 1
+        )
         self.connections_opened += 1
         self.server = None
         if self._send_hello:
@@ -469,6 +555,9 @@ class Client:
                 request, name = _as_request(ops.hello(self.client_name))
                 request.id = self._next_id()
                 hello = cast(pb.HelloResult, connection.submit(request, name).result(self.timeout))
+            except _NotSent as not_sent:
+                connection.close()
+                raise not_sent.error from None
             except BaseException:
                 connection.close()
                 raise
@@ -494,15 +583,30 @@ class Client:
         ``registry_pb2`` request message such as ``AuditQueryRequest``) or a whole ``Request``; the
         client assigns the id. Raises :class:`ConnectionFailed` when no connection can be opened,
         :class:`ConnectionClosed` after :meth:`close`, and :class:`RequestTimeout` when the frame
-        cannot be written in time; when the daemon has closed the connection, the future fails.
+        cannot be written in time; when the daemon has closed the connection, the future fails. The
+        retry policy does not apply here: see :meth:`send`.
         """
         request, name = _as_request(operation)
-        with self._lock:
-            if self._closed:
-                raise ConnectionClosed("the client is closed")
-            connection = self._ensure_connection()
-            request.id = self._next_id()
-        return connection.submit(request, name)
+        return self._submit(request, name)
+
+    def _submit(self, request: pb.Request, name: str) -> RequestFuture:
+        opened_before = self.connections_opened
+        resends = 0
+        while True:
+            with self._lock:
+                if self._closed:
+                    raise ConnectionClosed("the client is closed")
+                connection = self._ensure_connection()
+                request.id = self._next_id()
+            try:
+                return connection.submit(request, name)
+            except _NotSent as not_sent:
+                # The request never reached the daemon. If the connection was open before this call
+                # (the daemon closed it while idle, and the reader had not seen it yet) or was
+                # retired, it goes to a new one; a new connection failing the same way is reported.
+                if resends == 2 or (connection.number > opened_before and not not_sent.retired):
+                    raise not_sent.error from None
+            resends += 1
 
     def submit_all(self, operations: Iterable[Message]) -> Sequence[RequestFuture]:
         """Submits each operation in turn (all in flight at once); the futures in the same order."""
@@ -510,9 +614,43 @@ class Client:
 
     def send(self, operation: Message, *, timeout: Optional[float] = _USE_CLIENT_TIMEOUT) -> Any:
         """Sends one request and returns its result message (e.g. ``registry_pb2.AuditQueryResult``
-        for an ``AuditQueryRequest``). ``timeout`` overrides the client's for this call."""
-        future = self.submit(operation)
-        return future.result(self.timeout if timeout is _USE_CLIENT_TIMEOUT else timeout)
+        for an ``AuditQueryRequest``). ``timeout`` overrides the client's for this call.
+
+        With a retry policy, a retryable failure is tried again (with a new request id) until the
+        policy's attempts are spent; ``timeout`` then bounds the call as a whole: each attempt waits
+        for what is left of it, no wait between attempts runs past it, and the last attempt's error
+        is raised."""
+        call_timeout: Optional[float] = self.timeout if timeout is _USE_CLIENT_TIMEOUT else timeout
+        if self.retry is None:
+            return self.submit(operation).result(call_timeout)
+        request, name = _as_request(operation)
+        deadline = None if call_timeout is None else time.monotonic() + call_timeout
+        attempt = 1
+        while True:
+            sent = False
+            try:
+                future = self._submit(request, name)
+                sent = True
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                return future.result(remaining)
+            except RegistrydClientError as error:
+                if not self._again(attempt, error, sent=sent, deadline=deadline):
+                    raise
+            attempt += 1
+
+    def _again(
+        self, attempt: int, error: RegistrydClientError, *, sent: bool, deadline: Optional[float]
+    ) -> bool:
+        """Whether the policy tries the failed ``attempt`` (1 for the first) again; if so, after its
+        wait. ``sent``: whether the request may have reached the daemon."""
+        retry = self.retry
+        if retry is None or attempt >= retry.attempts or self._closed or not retry.retryable(error, sent):
+            return False
+        wait = retry.backoff.compute(attempt)
+        if deadline is not None and time.monotonic() + wait > deadline:
+            return False
+        retry.sleep(wait)
+        return True
 
     # -- operations ----------------------------------------------------------------------------
 

@@ -67,12 +67,15 @@ class TransportError(RegistrydClientError):
 
 
 class ConnectionFailed(TransportError):
-    """No daemon accepted a connection on the socket."""
+    """No daemon accepted a connection on the socket. ``errno`` is the system's error number when
+    there is one (``errno.ENOENT``: no socket; ``errno.ECONNREFUSED``: nothing listening;
+    ``errno.EACCES``: no permission), None for a timeout."""
 
-    def __init__(self, socket_path: str, reason: str) -> None:
+    def __init__(self, socket_path: str, reason: str, *, errno: Optional[int] = None) -> None:
         super().__init__(f"cannot reach registryd at {socket_path}: {reason}")
         self.socket_path = socket_path
         self.reason = reason
+        self.errno = errno
 
 
 class ConnectionClosed(TransportError):

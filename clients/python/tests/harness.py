@@ -52,7 +52,7 @@ class Daemon:
         self.process: Optional[subprocess.Popen[bytes]] = None
 
     def start(self) -> Daemon:
-        with open(self.log_path, "wb") as log:
+        with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
                 [self.binary, "--socket", self.socket_path, "--data", self.data_directory, *self.extra_args],
                 stdin=subprocess.DEVNULL,
@@ -81,8 +81,9 @@ class Daemon:
                 return False
         return True
 
-    def stop(self) -> int:
-        """SIGTERM, then the exit status (the directory is removed when it is 0)."""
+    def stop(self, remove: bool = True) -> int:
+        """SIGTERM, then the exit status (the directory is removed when it is 0, unless ``remove``
+        is false: then :meth:`start` can start the daemon again on the same socket and store)."""
         assert self.process is not None
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
@@ -94,7 +95,7 @@ class Daemon:
             raise RuntimeError(
                 f"registryd did not exit within {STOP_TIMEOUT} s of SIGTERM:\n{self.log()}"
             ) from None
-        if status == 0:
+        if status == 0 and remove:
             shutil.rmtree(self.directory, ignore_errors=True)
         return status
 
@@ -191,11 +192,12 @@ def hello_response(request: pb.Request, major: int = 1) -> pb.Response:
 
 
 class FakeDaemon:
-    """A Unix socket served by ``script(connection)`` on a thread, one connection at a time, for the
-    client behaviours a real daemon cannot be made to show (a version mismatch, a wrong id, a response
-    that never comes, answering only after many requests arrived)."""
+    """A Unix socket served by ``script(connection)`` on a thread, one connection at a time (or, with
+    ``concurrent``, each on a thread of its own), for the client behaviours a real daemon cannot be
+    made to show (a version mismatch, a wrong id, a response that never comes, answering only after
+    many requests arrived, refusing with a code of choice)."""
 
-    def __init__(self, script: Callable[[socket.socket], None]) -> None:
+    def __init__(self, script: Callable[[socket.socket], None], concurrent: bool = False) -> None:
         self.directory = tempfile.mkdtemp(prefix="registryd-fake-")
         self.socket_path = os.path.join(self.directory, "fake.sock")
         self._script = script
@@ -203,6 +205,10 @@ class FakeDaemon:
         self._listener.bind(self.socket_path)
         self._listener.listen(8)
         self.errors: List[BaseException] = []
+        #: Connections accepted so far.
+        self.connections = 0
+        self._concurrent = concurrent
+        self._threads: List[threading.Thread] = []
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
@@ -212,16 +218,25 @@ class FakeDaemon:
                 connection, _ = self._listener.accept()
             except OSError:
                 return  # closed
-            with connection:
-                # A client that stops sending (e.g. one that does not pipeline, waiting for an answer
-                # the script holds back) gets its connection closed rather than hanging the test.
-                connection.settimeout(5)
-                try:
-                    self._script(connection)
-                except OSError:
-                    pass  # the client went away
-                except BaseException as error:  # reported by the test through .errors
-                    self.errors.append(error)
+            self.connections += 1
+            if self._concurrent:
+                thread = threading.Thread(target=self._run, args=(connection,), daemon=True)
+                self._threads.append(thread)
+                thread.start()
+            else:
+                self._run(connection)
+
+    def _run(self, connection: socket.socket) -> None:
+        with connection:
+            # A client that stops sending (e.g. one that does not pipeline, waiting for an answer
+            # the script holds back) gets its connection closed rather than hanging the test.
+            connection.settimeout(5)
+            try:
+                self._script(connection)
+            except OSError:
+                pass  # the client went away
+            except BaseException as error:  # reported by the test through .errors
+                self.errors.append(error)
 
     def close(self) -> None:
         try:
@@ -230,4 +245,6 @@ class FakeDaemon:
             pass
         self._listener.close()
         self._thread.join(timeout=5)
+        for thread in self._threads:
+            thread.join(timeout=10)
         shutil.rmtree(self.directory, ignore_errors=True)

@@ -30,12 +30,15 @@ from registryd_client import (
     Client,
     ConnectionClosed,
     ConnectionFailed,
+    ExponentialBackoff,
     Face,
     FaceMismatch,
     IdentifierNotRegistered,
     InvalidTemplate,
     RegistryError,
+    Retry,
     SimilarFaceRegistered,
+    StorageFull,
     Template,
     TemplateProblem,
     UnknownGallery,
@@ -458,8 +461,71 @@ class IdleTimeoutTests(unittest.TestCase):
                 time.sleep(2.5)
                 client.stats()
                 self.assertEqual(client.connections_opened, 2)
+                # Again, with ten threads calling at once: exactly one new connection for them all.
+                time.sleep(2.5)
+                errors: List[BaseException] = []
+
+                def call() -> None:
+                    try:
+                        client.list_galleries()
+                    except BaseException as error:
+                        errors.append(error)
+
+                threads = [threading.Thread(target=call) for _ in range(10)]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join(30)
+                self.assertEqual(errors, [])
+                self.assertEqual(client.connections_opened, 3)
+                self.assertIsNotNone(client.server)
         finally:
             self.assertEqual(idle.stop(), 0, idle.log())
+
+
+class RetryTests(unittest.TestCase):
+    """Daemons of their own: one restarted under a waiting call, one refusing every write."""
+
+    def test_a_call_waits_for_a_restarting_daemon(self) -> None:
+        restarting = harness.Daemon().start()
+        try:
+            retry = Retry(attempts=1000, backoff=ExponentialBackoff(base=0.005, cap=0.05))
+            with Client(restarting.socket_path, timeout=60, retry=retry) as client:
+                client.stats()
+                self.assertEqual(restarting.stop(remove=False), 0, restarting.log())
+                outcome: List[object] = []
+                caller = threading.Thread(target=lambda: outcome.append(client.list_galleries()))
+                started = time.monotonic()
+                caller.start()
+                time.sleep(0.3)
+                self.assertEqual(outcome, [], "the call ended while the daemon was down")
+                restarting.start()
+                caller.join(60)
+                self.assertEqual(len(outcome), 1, "the call did not succeed across the restart")
+                self.assertGreaterEqual(time.monotonic() - started, 0.3)
+                self.assertEqual(client.connections_opened, 2)
+        finally:
+            self.assertEqual(restarting.stop(), 0, restarting.log())
+
+    def test_storage_full_is_sent_as_often_as_the_policy_says(self) -> None:
+        """A daemon keeping more free space than the file system has refuses every registration with
+        STORAGE_FULL; its request counter shows three attempts."""
+        full = harness.Daemon("--storage-reserve", str(10**15)).start()
+        try:
+            retry = Retry(attempts=3, backoff=ExponentialBackoff(base=0.01, cap=0.05))
+            with Client(full.socket_path, timeout=20, retry=retry) as client:
+                before = client.stats().requests_served
+                with self.assertRaises(StorageFull) as caught:
+                    client.register(unique("alice"), arcface(random_values(random.Random())))
+                self.assertTrue(caught.exception.retryable)
+                after = client.stats().requests_served
+                self.assertEqual(after - before, 4)  # three registrations and the stats itself
+            with Client(full.socket_path, timeout=20) as plain:
+                with self.assertRaises(StorageFull):
+                    plain.register(unique("bob"), arcface(random_values(random.Random())))
+                self.assertEqual(plain.stats().requests_served - after, 3)  # hello, register, stats
+        finally:
+            self.assertEqual(full.stop(), 0, full.log())
 
 
 if __name__ == "__main__":

@@ -162,11 +162,17 @@ class ErrorTests(unittest.TestCase):
     def test_exactly_three_codes_are_retryable(self) -> None:
         retryable = {"SHUTTING_DOWN", "TOO_MANY_CONNECTIONS", "STORAGE_FULL"}
         for name, code in pb.ErrorCode.items():
-            raised = RegistryError.from_proto(pb.Error(code=code, message="m"))
+            raised = RegistryError.from_proto(pb.Error(code=code, message="m"))  # type: ignore[arg-type]
             self.assertEqual(raised.retryable, raised.code_name in retryable, name)
-        self.assertEqual({pb.ErrorCode.Name(code)[len("ERROR_CODE_"):] for code in RETRYABLE_CODES}, retryable)
+        self.assertEqual(
+            {pb.ErrorCode.Name(code)[len("ERROR_CODE_") :] for code in RETRYABLE_CODES}, retryable
+        )
         self.assertFalse(RegistryError.from_proto(pb.Error(code=99)).retryable)  # type: ignore[arg-type]
-        self.assertTrue(pickle.loads(pickle.dumps(RegistryError.from_proto(pb.Error(code=pb.ERROR_CODE_STORAGE_FULL)))).retryable)
+        self.assertTrue(
+            pickle.loads(
+                pickle.dumps(RegistryError.from_proto(pb.Error(code=pb.ERROR_CODE_STORAGE_FULL)))
+            ).retryable
+        )
 
     def test_errors_survive_pickling(self) -> None:
         error = pb.Error(
