@@ -74,7 +74,7 @@ type Client struct {
 
 	mu       sync.Mutex
 	conn     *connection   // the current connection (nil before the first)
-	draining []*connection // retired connections still answering their pending calls
+	draining []*connection // replaced connections whose reader still runs (e.g. retired after SHUTTING_DOWN, answering their pending calls)
 	dialing  *dialAttempt  // non-nil while a goroutine opens a new connection
 	closed   bool          // Close was called
 
