@@ -21,7 +21,7 @@ public final class RawConnection: @unchecked Sendable {
         // its properties are set still runs deinit, which would close the descriptor a second time,
         // perhaps after its number was reused by another connection of this process (a NIO
         // client's: its writes then failed with EBADF, or went to the wrong socket).
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard Self.connect(fd, path) else {
             close(fd)
             throw RawConnectionError(path: path)
@@ -41,7 +41,7 @@ public final class RawConnection: @unchecked Sendable {
     }
 
     public static func canConnect(_ path: String) -> Bool {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         defer { close(fd) }
         return Self.connect(fd, path)
     }
