@@ -156,7 +156,7 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "RegistryCtlTests",
-            dependencies: ["registryctl", "RegistryCtlInput", "RegistryModel", "RegistryProtocol", "TestSupport", argumentParser, protobuf],
+            dependencies: ["registryctl", "RegistryCtlInput", "RegistryModel", "RegistryProtocol", "SyntheticFaces", "TestSupport", argumentParser, protobuf],
             swiftSettings: strictSettings),
         // The server in-process: connection handlers on embedded channels, a connection over a real store.
         .testTarget(

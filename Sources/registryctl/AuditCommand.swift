@@ -9,8 +9,9 @@ struct AuditCommand: AsyncParsableCommand {
         commandName: "audit",
         abstract: "Show the audit trail: who did what to which identifiers, when, and the outcome.",
         discussion: """
-            Prints the newest entries that match, oldest first. --since and --until take a Unix time in \
-            seconds or an age such as 30m, 12h or 7d. Reading the trail needs the admin right.
+            Prints the newest entries that match, oldest first. --since and --until take an ISO-8601 \
+            time as this command prints it (2024-05-01T12:34:56Z, or a date: 2024-05-01), a Unix time \
+            in seconds, or an age such as 30m, 12h or 7d. Reading the trail needs the admin right.
             """)
 
     @OptionGroup var options: GlobalOptions
@@ -18,7 +19,7 @@ struct AuditCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Only entries concerning this identifier.", valueName: "identifier"))
     var identifier: String?
 
-    @Option(help: ArgumentHelp("Only entries at or after this time (Unix seconds, or an age: 30m, 12h, 7d).", valueName: "time"))
+    @Option(help: ArgumentHelp("Only entries at or after this time (ISO-8601, Unix seconds, or an age: 30m, 12h, 7d).", valueName: "time"))
     var since: String?
 
     @Option(help: ArgumentHelp("Only entries before this time (as --since).", valueName: "time"))
@@ -37,14 +38,17 @@ struct AuditCommand: AsyncParsableCommand {
         }
         for (name, value) in [("--since", self.since), ("--until", self.until)] {
             if let value, Self.micros(value, now: 0) == nil {
-                throw ValidationError("\(name) '\(value)' is neither Unix seconds nor an age like 30m, 12h, 7d")
+                throw ValidationError(
+                    "\(name) '\(value)' is neither an ISO-8601 time (2024-05-01T12:00:00Z), Unix seconds nor an age like 30m, 12h, 7d")
             }
         }
     }
 
-    /// Microseconds since the epoch for `text`: Unix seconds, or an age (`s`, `m`, `h`, `d`) before `now`.
+    /// Microseconds since the epoch for `text`: an ISO-8601 time (as the entries are printed), Unix
+    /// seconds, or an age (`s`, `m`, `h`, `d`) before `now`.
     static func micros(_ text: String, now: Int64) -> Int64? {
         if let seconds = Int64(text), seconds >= 0 { return seconds * 1_000_000 }
+        if let micros = Timestamp.micros(iso8601: text) { return micros }
         guard let unit = text.last, let amount = Int64(text.dropLast()), amount >= 0 else { return nil }
         let seconds: Int64
         switch unit {

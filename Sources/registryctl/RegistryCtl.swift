@@ -9,7 +9,9 @@ struct RegistryCtl: AsyncParsableCommand {
         abstract: "Administer registryd, the face template registry daemon.",
         discussion: """
             Connects to registryd over its Unix socket (--socket, else $REGISTRYD_SOCKET, else \
-            ./run/registryd.sock). Every command prints text for people, or one JSON document with \
+            ./run/registryd.sock when it exists, else the system service's \
+            /run/registryd/registryd.sock). --socket and --json may come before the command or after \
+            it. Every command prints text for people, or one JSON document with \
             --json (errors too: {"error": {"code": ..., "message": ..., ...}} on standard output). \
             Errors are printed on standard error as "registryctl: CODE: message".
 
@@ -57,7 +59,7 @@ struct RegistryCtl: AsyncParsableCommand {
     /// as a JSON error document on standard output.
     static func main() async {
         do {
-            var command = try await self.asyncParseAsRoot()
+            var command = try await self.asyncParseAsRoot(Self.placingGlobalOptions(Array(CommandLine.arguments.dropFirst())))
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -69,6 +71,33 @@ struct RegistryCtl: AsyncParsableCommand {
             }
             self.exit(withError: error)
         }
+    }
+}
+
+extension RegistryCtl {
+    /// `arguments` with the global options written before the command (`registryctl --socket S
+    /// register …`, as systemctl and git take theirs) moved after it, where each command declares them.
+    /// Anything else stays where it is: `--help` and `--version` before a command are the root's.
+    static func placingGlobalOptions(_ arguments: [String]) -> [String] {
+        var leading: [String] = []
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--json" || argument.hasPrefix("--socket=") {
+                leading.append(argument)
+                index += 1
+            } else if argument == "--socket", index + 1 < arguments.count {
+                leading += arguments[index...index + 1]
+                index += 2
+            } else {
+                break
+            }
+        }
+        guard !leading.isEmpty, index < arguments.count, !arguments[index].hasPrefix("-") else { return arguments }
+        var rest = Array(arguments[index...])
+        // Before an end-of-options marker, so they stay options.
+        rest.insert(contentsOf: leading, at: rest.firstIndex(of: "--") ?? rest.count)
+        return rest
     }
 }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import Glibc
 import RegistryModel
+import SyntheticFaces
 import TestSupport
 import Testing
 
@@ -733,6 +734,37 @@ struct GateReportTests {
         #expect(AuditCommand.micros("2d", now: now) == twoDaysAgo)
         #expect(AuditCommand.micros("yesterday", now: 0) == nil)
         #expect(AuditCommand.micros("-5", now: 0) == nil)
+    }
+
+    @Test func globalOptionsMayComeBeforeTheCommand() throws {
+        #expect(
+            RegistryCtl.placingGlobalOptions(["--socket", "/s", "--json", "register", "alice", "f.json"])
+                == ["register", "alice", "f.json", "--socket", "/s", "--json"])
+        #expect(
+            RegistryCtl.placingGlobalOptions(["--socket=/s", "gallery", "define", "g", "--", "-x"]) == [
+                "gallery", "define", "g", "--socket=/s", "--", "-x",
+            ])
+        #expect(RegistryCtl.placingGlobalOptions(["--help"]) == ["--help"])
+        #expect(RegistryCtl.placingGlobalOptions(["--socket", "/s"]) == ["--socket", "/s"])
+        let command = try #require(
+            try RegistryCtl.parseAsRoot(RegistryCtl.placingGlobalOptions(["--socket", "/s", "audit", "--limit", "5"])) as? AuditCommand)
+        #expect(command.options.socketPath == "/s" && command.limit == 5)
+    }
+
+    /// What `audit` prints is what `--since` takes back (an operator copies a time from one to the other).
+    @Test func printedTimesAreAcceptedBack() {
+        var random = SeededRandom(seed: 31)
+        for _ in 0..<500 {
+            let micros = Int64.random(in: -2_000_000_000_000_000...8_000_000_000_000_000, using: &random)
+            let printed = Timestamp.iso8601(micros: micros)
+            #expect(AuditCommand.micros(printed, now: 0) == micros, "\(printed)")
+        }
+        #expect(Timestamp.micros(iso8601: "2024-02-29") == 1_709_164_800_000_000)
+        #expect(Timestamp.micros(iso8601: "2023-11-14T22:13:20Z") == 1_700_000_000_000_000)
+        #expect(Timestamp.micros(iso8601: "2023-11-14T23:13:20.5+01:00") == 1_700_000_000_500_000)
+        for invalid in ["2023-02-29", "2024-13-01", "2024-05-01T24:00:00Z", "2024-05-01T12:00:00", "2024-05-01T12:00:00.Z", "2024-5-1"] {
+            #expect(Timestamp.micros(iso8601: invalid) == nil, "\(invalid)")
+        }
     }
 
     @Test func parsing() throws {
