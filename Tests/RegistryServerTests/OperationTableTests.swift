@@ -53,6 +53,16 @@ import Testing
         }
     }
 
+    /// The audit trail is for what touches people's data or changes the store: what any peer may ask
+    /// (and registryctl's name lookups and the metrics timer ask all the time) is not in it.
+    @Test func exactlyTheKindsThatNeedARightAreAudited() {
+        let unaudited: Set<String> = ["hello", "list_galleries", "list_algorithms", "stats"]
+        for (field, request) in Self.everyKind {
+            let audited = type(of: request.operation!.operation).isAudited
+            #expect(audited == !unaudited.contains(field), "\(field) is \(audited ? "" : "not ")audited")
+        }
+    }
+
     @Test func storeWideKindsNeedTheRightOnEveryGallery() {
         let storeWide: Set<String> = ["hello", "list_galleries", "list_algorithms", "stats", "backup", "verify", "audit", "set_encryption_key"]
         for (field, request) in Self.everyKind {

@@ -12,7 +12,6 @@ extension Registry_V1_Hello: AsyncRegistryOperation {
 
     /// The version check happens before any operation runs (the dispatcher refuses another major and
     /// closes the connection); here only the answer.
-    static var isAudited: Bool { false }
 
     func perform(in context: OperationContext) async throws -> Registry_V1_HelloResult {
         .with {

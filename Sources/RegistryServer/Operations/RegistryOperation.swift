@@ -20,7 +20,9 @@ protocol RegistryOperation: Sendable {
     static var name: String { get }
     /// The right a peer needs; nil: any connected peer may use it.
     static var right: OperationClass? { get }
-    /// Whether the audit trail records it (every kind but hello).
+    /// Whether the audit trail records it: every kind that needs a right. Those any peer may use
+    /// (hello, list_galleries, list_algorithms, stats) touch no one's data, and `registryctl`'s
+    /// algorithm names and the metrics timer's `stats` every 15 s would crowd a count-bounded trail.
     static var isAudited: Bool { get }
     /// Whether its outcomes are `match` and `no-match` (identify, authenticate), for the metrics.
     static var decidesMatches: Bool { get }
@@ -78,7 +80,7 @@ struct AuditedResult: Sendable {
 }
 
 extension RegistryOperation {
-    static var isAudited: Bool { true }
+    static var isAudited: Bool { Self.right != nil }
     static var decidesMatches: Bool { false }
     static func framedReply(id: UInt64, _ result: Result) -> ByteBuffer? { nil }
     static func metrics(in metrics: ServerMetrics) -> OperationMetrics {
