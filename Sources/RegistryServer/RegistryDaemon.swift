@@ -129,7 +129,8 @@ struct ReloadService: Service {
                 self.dispatcher.update(policy: policy)
                 self.logger.notice("SIGHUP: configuration reloaded", metadata: ["galleries": "\(galleries.count)"])
             } catch {
-                self.logger.error("SIGHUP: reload refused, nothing changed", metadata: ["error": "\(error)"])
+                self.logger.error(
+                    "SIGHUP: reload refused, nothing changed", metadata: ["error": "\((error as? RegistryError)?.message ?? "\(error)")"])
             }
         }
     }

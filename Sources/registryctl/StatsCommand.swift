@@ -66,11 +66,12 @@ struct StatsCommand: AsyncParsableCommand {
             }
             var lines = table.lines()
             if !self.operations.isEmpty {
-                var requests = Table(header: ["operation", "answered", "match", "no-match", "refused", "mean", "p50", "p99"])
+                // The outcomes as --json and the metrics name them (ok, match, no-match, refused).
+                var requests = Table(header: ["operation", "ok", "match", "no-match", "refused", "mean", "p50", "p99"])
                 for figures in self.operations {
                     requests.append(
                         [
-                            figures.operation, "\(figures.answered)", "\(figures.match)", "\(figures.noMatch)",
+                            figures.operation, "\(figures.ok)", "\(figures.match)", "\(figures.noMatch)",
                             "\(figures.refused)",
                         ] + [figures.meanSeconds, figures.p50Seconds, figures.p99Seconds].map { $0.map(Format.latency) ?? "-" })
                 }
@@ -113,8 +114,6 @@ struct OperationFigures: Encodable, Equatable {
     var p50Seconds: Double?
     var p99Seconds: Double?
 
-    var answered: UInt64 { self.ok + self.match + self.noMatch }
-
     init(_ figures: Registry_V1_StatsResult.OperationStats) {
         self.operation = figures.operation
         self.ok = figures.ok
@@ -123,11 +122,17 @@ struct OperationFigures: Encodable, Equatable {
         self.refused = figures.refused
         self.errors = figures.errors
         if figures.hasLatency {
-            self.meanSeconds = figures.latency.meanSeconds
-            self.p50Seconds = figures.latency.p50Seconds
-            self.p99Seconds = figures.latency.p99Seconds
+            // To the nanosecond: the quantiles are interpolated, and 0.0045000000000000005 s says
+            // nothing more than 0.0045 s.
+            self.meanSeconds = Self.nanoseconds(figures.latency.meanSeconds)
+            self.p50Seconds = Self.nanoseconds(figures.latency.p50Seconds)
+            self.p99Seconds = Self.nanoseconds(figures.latency.p99Seconds)
         }
     }
+}
+
+extension OperationFigures {
+    static func nanoseconds(_ seconds: Double) -> Double { (seconds * 1e9).rounded() / 1e9 }
 }
 
 /// The writer thread's queue and commits (`registryd_writer_queue_depth`,

@@ -17,8 +17,9 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
             Reads the JSON configuration file given by --config (every field optional; see
             config/registryd.json), then applies the flags on top. SIGTERM and SIGINT stop accepting
             connections and reading requests, answer every request already read (those not yet
-            started with SHUTTING_DOWN) within the drain deadline, and close the store; SIGHUP reloads the
-            galleries' registry order and thresholds from the configuration file.
+            started with SHUTTING_DOWN) within the drain deadline, and close the store. SIGHUP re-reads the
+            configuration file and applies its access policy and gallery definitions (registry order,
+            thresholds, capture gates), all of it or, when any part is refused, none.
             """,
         version: RegistryVersion.current)
 
@@ -121,7 +122,7 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
                 configuration = try ServerConfiguration.load(path: path)
             }
         } catch {
-            Self.printError(error.description)
+            Self.printError(Self.describe(error))
             throw ExitCode.failure
         }
         if let socket { configuration.socketPath = socket }
@@ -152,7 +153,7 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
                 print(try ConfigurationReport(configuration, file: self.file ?? self.config).text)
                 return
             } catch {
-                Self.printError(error.description)
+                Self.printError(Self.describe(error))
                 throw ExitCode.failure
             }
         }
@@ -198,9 +199,15 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
         } catch let exit as ExitCode {
             throw exit
         } catch {
-            Self.printError("\(error)")
+            Self.printError(Self.describe(error))
             throw ExitCode.failure
         }
+    }
+
+    /// An error for the operator: a registry error's message without its protocol code (the code is
+    /// for clients of the socket; "MALFORMED_REQUEST" about a key file only puzzles the reader).
+    static func describe(_ error: any Error) -> String {
+        (error as? RegistryError)?.message ?? "\(error)"
     }
 
     /// One message per line on standard error, each prefixed with the program's name.

@@ -777,7 +777,7 @@ struct TextOutputTests {
         let result = StatsCommand.Result(Self.stats)
         #expect(result.operations.map(\.operation) == ["identify", "stats"])
         let identify = result.operations[0]
-        #expect(identify.match == 7 && identify.noMatch == 3 && identify.refused == 2 && identify.ok == 0 && identify.answered == 10)
+        #expect(identify.match == 7 && identify.noMatch == 3 && identify.refused == 2 && identify.ok == 0)
         #expect(identify.errors == ["GALLERY_NOT_FOUND": 2])
         #expect(identify.meanSeconds == 0.002 && identify.p99Seconds == 0.002)
         // No latency sent: none shown.
@@ -789,15 +789,16 @@ struct TextOutputTests {
         #expect(none.queueDepth == 0 && none.commitP50Seconds == nil && none.commitP99Seconds == nil)
     }
 
-    /// The text and JSON `registryctl stats` prints for these figures, as before the typed fields.
+    /// The text and JSON `registryctl stats` prints for these figures (latencies to the nanosecond).
     @Test func textAndJSONAreAsBefore() {
         let result = StatsCommand.Result(Self.stats)
         let lines = result.text(.builtIn).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         #expect(lines.contains("writer queue           3 waiting"))
         #expect(lines.contains("commit latency         p50 3.50 ms, p99 9.90 ms"))
-        #expect(lines.contains("operation  answered  match  no-match  refused  mean     p50      p99"))
-        #expect(lines.contains("identify   10        7      3         2        2.00 ms  1.33 ms  2.00 ms"))
-        #expect(lines.contains("stats      1         0      0         0        -        -        -"))
+        // The outcome columns as --json names them (once "answered", the sum of the first three).
+        #expect(lines.contains("operation  ok  match  no-match  refused  mean     p50      p99"))
+        #expect(lines.contains("identify   0   7      3         2        2.00 ms  1.33 ms  2.00 ms"))
+        #expect(lines.contains("stats      1   0      0         0        -        -        -"))
         #expect(lines.contains("identify   GALLERY_NOT_FOUND  2"))
         let json = JSONOutput.document(result)
         #expect(
@@ -813,7 +814,7 @@ struct TextOutputTests {
                       "noMatch" : 3,
                       "ok" : 0,
                       "operation" : "identify",
-                      "p50Seconds" : 0.0013333333333333333,
+                      "p50Seconds" : 0.001333333,
                       "p99Seconds" : 0.002,
                       "refused" : 2
                     },
@@ -845,5 +846,24 @@ struct TextOutputTests {
         #expect(
             try parse(["metrics", "-o", "/var/lib/node_exporter/registryd.prom"], as: MetricsCommand.self).output
                 == "/var/lib/node_exporter/registryd.prom")
+    }
+}
+
+@Suite struct SocketPermissionTests {
+    /// A socket the user may not open: the error says which group may, and how to join it (the tests
+    /// run as root, which no permission stops, so the report is built from the error itself).
+    @Test func aRefusedSocketNamesItsGroup() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/registryd.sock"
+        #expect(creat(path, 0o660) >= 0)
+        #expect(chown(path, 0, 1) == 0)  // group 1: "daemon" on Debian
+        let group = String(cString: try #require(getgrgid(1)).pointee.gr_name)
+        let report = ErrorReport(RegistryClientError.unreachable(socketPath: path, reason: String(cString: strerror(EACCES))))
+        let lines = report.text(.builtIn)
+        #expect(lines.count == 3, "\(lines)")
+        #expect(lines.dropFirst().allSatisfy { $0.contains(group) }, "\(lines)")
+        // Any other reason gets no such advice.
+        #expect(ErrorReport(RegistryClientError.unreachable(socketPath: path, reason: String(cString: strerror(ENOENT)))).text(.builtIn).count == 1)
     }
 }
