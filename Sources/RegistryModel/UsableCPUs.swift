@@ -8,7 +8,7 @@ public enum UsableCPUs {
     public static let count: Int = {
         var cpus = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         // The affinity mask as the kernel reports it (Glibc's module does not export sched_getaffinity).
-        if let status = UsableCPUs.read("/proc/self/status"), let allowed = UsableCPUs.allowed(status: status) { cpus = min(cpus, allowed) }
+        if let status = KernelFile.text("/proc/self/status"), let allowed = UsableCPUs.allowed(status: status) { cpus = min(cpus, allowed) }
         if let quota = UsableCPUs.quota() { cpus = min(cpus, quota) }
         return max(1, cpus)
     }()
@@ -25,16 +25,16 @@ public enum UsableCPUs {
 
     /// The cgroup's quota in whole CPUs (rounded up), or nil when there is none.
     static func quota() -> Int? {
-        let groups = self.read("/proc/self/cgroup")?.split(separator: "\n") ?? []
+        let groups = KernelFile.text("/proc/self/cgroup")?.split(separator: "\n") ?? []
         // cgroup v2: "max 100000" or "150000 100000" in the process's own group.
         if let group = groups.first(where: { $0.hasPrefix("0::") }) {
             let path = "/sys/fs/cgroup" + group.dropFirst(3) + "/cpu.max"
-            if let fields = self.read(path)?.split(whereSeparator: \.isWhitespace), fields.count == 2 {
+            if let fields = KernelFile.text(path)?.split(whereSeparator: \.isWhitespace), fields.count == 2 {
                 return self.cpus(quota: Int(fields[0]), period: Int(fields[1]))
             }
         }
         // cgroup v1: the process's group in the cpu hierarchy ("4:cpu,cpuacct:/system.slice/…").
-        let number = { (path: String) in self.read(path)?.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } }
+        let number = { (path: String) in KernelFile.text(path)?.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } }
         let cpuGroup =
             groups.lazy.map { $0.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false) }
             .first { $0.count == 3 && $0[1].split(separator: ",").contains("cpu") }.map { String($0[2]) } ?? "/"
@@ -51,18 +51,5 @@ public enum UsableCPUs {
     static func cpus(quota: Int?, period: Int?) -> Int? {
         guard let quota, let period, quota > 0, period > 0 else { return nil }
         return (quota + period - 1) / period
-    }
-
-    static func read(_ path: String) -> String? {
-        guard let file = fopen(path, "r") else { return nil }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = fread(&buffer, 1, buffer.count, file)
-            if count <= 0 { break }
-            bytes += buffer[0..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

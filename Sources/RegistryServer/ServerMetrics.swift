@@ -53,25 +53,13 @@ public final class ServerMetrics: Sendable {
     /// When this process started, in seconds since the epoch: its start in clock ticks after boot
     /// (`/proc/self/stat`, field 22) plus the boot time (`/proc/stat`, `btime`); now, if either is unreadable.
     static func processStartTime() -> Double {
-        func read(_ path: String) -> String? {
-            guard let file = fopen(path, "r") else { return nil }
-            defer { fclose(file) }
-            var bytes: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = fread(&buffer, 1, buffer.count, file)
-                if count <= 0 { break }
-                bytes += buffer[..<count]
-            }
-            return String(decoding: bytes, as: UTF8.self)
-        }
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let fallback = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
         // The command name (field 2) is in parentheses and may hold spaces: count fields after it.
-        guard let stat = read("/proc/self/stat"), let close = stat.lastIndex(of: ")"),
+        guard let stat = KernelFile.text("/proc/self/stat"), let close = stat.lastIndex(of: ")"),
             let ticks = stat[stat.index(after: close)...].split(separator: " ").dropFirst(19).first.flatMap({ Double($0) }),
-            let boot = read("/proc/stat")?.split(separator: "\n").first(where: { $0.hasPrefix("btime ") })?.split(separator: " ").last
+            let boot = KernelFile.text("/proc/stat")?.split(separator: "\n").first(where: { $0.hasPrefix("btime ") })?.split(separator: " ").last
                 .flatMap({ Double($0) })
         else { return fallback }
         let hertz = Double(sysconf(Int32(_SC_CLK_TCK)))

@@ -29,15 +29,10 @@ extension Engine {
         return prepared
     }
 
-    /// Validates names and prepares the face under the index read lock (the gallery's registries
-    /// can change concurrently only through the writer, which takes the write lock).
-    private func prepareRequest(
-        gallery name: String,
-        identifier: String?,
-        face: Face
-    ) throws(RegistryError) -> (galleryId: UInt32, templates: PreparedFace) {
+    /// Validates the gallery's name and prepares the face under the index read lock (the gallery's
+    /// registries can change concurrently only through the writer, which takes the write lock).
+    private func prepareRequest(gallery name: String, face: Face) throws(RegistryError) -> (galleryId: UInt32, templates: PreparedFace) {
         try Names.validateGallery(name)
-        if let identifier { try Names.validateIdentifier(identifier) }
         return try self.indexLock.withReadLock { () throws(RegistryError) in
             let gallery = try self.gallery(named: name)
             return (gallery.id, try self.prepare(face, for: gallery))
@@ -374,7 +369,7 @@ extension Engine {
         limit: Int? = nil
     ) async throws -> Identification {
         if let limit, limit < 1 { throw RegistryError.malformedRequest("limit must be at least 1") }
-        let (galleryId, templates) = try self.prepareRequest(gallery: name, identifier: nil, face: face)
+        let (galleryId, templates) = try self.prepareRequest(gallery: name, face: face)
         var liveness: LivenessVerdict?
         // The plan is made under the same hold of the lock as the matches: one reading of the gallery.
         let (algorithm, matches, plan) = try self.indexLock.withReadLock {
