@@ -1,0 +1,126 @@
+import Glibc
+import RegistryCtlInput
+
+/// Timestamped backups side by side in one directory (`registryctl backup --into DIR --keep N`, what
+/// the backup timer runs): each is named by its UTC start time, and all but the newest few are
+/// removed after a successful backup.
+///
+/// Removing a backup wipes its files with zeros before unlinking them. A backup holds the templates
+/// of people erased since it was taken, so an erasure is complete on this machine only when the last
+/// backup older than it is gone; unlinking alone would leave their blocks on the disk as it does for
+/// any deleted file (the store wipes its own freed pages the same way). The limits of overwriting in
+/// place (copy-on-write file systems, an SSD's remapping) are the store's too: docs/security.md.
+enum BackupRetention {
+    /// The name of a backup started at `time`: `20261126T234000Z`, ISO 8601's basic format, which
+    /// sorts by time as text and has no `:` for `scp` or `tar` to misread.
+    static func name(at time: time_t) -> String {
+        var seconds = time
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func digits(_ value: Int32, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return digits(parts.tm_year + 1900, 4) + digits(parts.tm_mon + 1, 2) + digits(parts.tm_mday, 2) + "T"
+            + digits(parts.tm_hour, 2) + digits(parts.tm_min, 2) + digits(parts.tm_sec, 2) + "Z"
+    }
+
+    /// Whether `name` is one ``name(at:)`` makes. Nothing else in the directory is ever touched.
+    static func isBackupName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard bytes.count == 16, bytes[8] == UInt8(ascii: "T"), bytes[15] == UInt8(ascii: "Z") else { return false }
+        return (bytes[0..<8] + bytes[9..<15]).allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+    }
+
+    /// What pruning did.
+    struct Outcome: Equatable {
+        /// The backups removed, oldest first.
+        var removed: [String] = []
+        /// Why a backup that should have gone is still there, one line each.
+        var problems: [String] = []
+    }
+
+    /// Removes the backups in `directory` beyond the newest `keep`. Only directories with a backup's
+    /// name and a `manifest.json` count, so a copy that failed half-way is neither kept in place of a
+    /// good one nor removed.
+    static func prune(directory: String, keep: Int) -> Outcome {
+        var outcome = Outcome()
+        let backups: [String]
+        do {
+            backups = try self.entries(of: directory).filter {
+                self.isBackupName($0) && self.exists(directory + "/" + $0 + "/manifest.json")
+            }.sorted()
+        } catch {
+            outcome.problems.append(error.description)
+            return outcome
+        }
+        for name in backups.dropLast(keep) {
+            do {
+                try self.remove(backup: directory + "/" + name)
+                outcome.removed.append(name)
+            } catch {
+                outcome.problems.append(error.description)
+            }
+        }
+        return outcome
+    }
+
+    private static func exists(_ path: String) -> Bool {
+        var status = stat()
+        return lstat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
+    }
+
+    private static func entries(of directory: String) throws(OutputFileError) -> [String] {
+        guard let stream = opendir(directory) else {
+            throw OutputFileError(file: directory, message: "cannot read the directory: \(errnoDescription())")
+        }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Wipes and unlinks the regular files of one backup, then removes its directory. Symbolic links
+    /// are unlinked, never followed; anything else (a subdirectory) leaves the directory in place and
+    /// is reported.
+    private static func remove(backup path: String) throws(OutputFileError) {
+        let directory = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard directory >= 0 else { throw OutputFileError(file: path, message: "cannot open: \(errnoDescription())") }
+        defer { close(directory) }
+        for name in try self.entries(of: path) {
+            var status = stat()
+            guard fstatat(directory, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
+                throw OutputFileError(file: path + "/" + name, message: "cannot read: \(errnoDescription())")
+            }
+            if (status.st_mode & S_IFMT) == S_IFREG {
+                try self.wipe(path + "/" + name, in: directory, name: name, size: Int(status.st_size))
+            }
+            guard unlinkat(directory, name, 0) == 0 else {
+                throw OutputFileError(file: path + "/" + name, message: "cannot remove: \(errnoDescription())")
+            }
+        }
+        guard rmdir(path) == 0 else { throw OutputFileError(file: path, message: "cannot remove: \(errnoDescription())") }
+    }
+
+    private static func wipe(_ path: String, in directory: Int32, name: String, size: Int) throws(OutputFileError) {
+        let fd = openat(directory, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw OutputFileError(file: path, message: "cannot open to wipe: \(errnoDescription())") }
+        defer { close(fd) }
+        let zeros = [UInt8](repeating: 0, count: 1 << 20)
+        var offset = 0
+        while offset < size {
+            let count = min(zeros.count, size - offset)
+            let written = zeros.withUnsafeBytes { pwrite(fd, $0.baseAddress!, count, off_t(offset)) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { throw OutputFileError(file: path, message: "cannot wipe: \(errnoDescription())") }
+            offset += written
+        }
+        // The zeros must reach the disk before the name goes, or the blocks are freed still holding data.
+        guard fdatasync(fd) == 0 else { throw OutputFileError(file: path, message: "cannot wipe: \(errnoDescription())") }
+    }
+}
