@@ -12,18 +12,42 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
-import itertools
 import os
 import socket
-import struct
 import threading
 import time
-from typing import Any, Deque, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, cast
+from typing import Any, Deque, Iterable, Iterator, List, Optional, Sequence, Union
 
-from google.protobuf.message import DecodeError, Message
+from google.protobuf.message import Message
 
-from . import operations as ops
 from . import registry_pb2 as pb
+from ._methods import Operations, Pages
+from ._protocol import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_SOCKET_PATH,
+    DEFAULT_TIMEOUT,
+    HEADER,
+    SOCKET_ENVIRONMENT_VARIABLE,
+    SYSTEM_SOCKET_PATH,
+    NotSent,
+    RequestIds,
+    as_request,
+    check_hello,
+    check_order,
+    closed_before_answer,
+    closing_reason,
+    connection_failed,
+    decode_response,
+    encode_frame,
+    frame_length,
+    hello_request,
+    outcome,
+    refusal_error,
+    resolve_socket_path,
+    retires,
+    retry_wait,
+    send_elsewhere,
+)
 from ._version import __version__
 from .errors import (
     ConnectionClosed,
@@ -31,10 +55,8 @@ from .errors import (
     ProtocolError,
     ProtocolVersionMismatch,
     RegistrydClientError,
-    RegistryError,
     RequestTimeout,
 )
-from .faces import FaceLike, Template
 from .retry import Retry
 
 __all__ = [
@@ -46,76 +68,6 @@ __all__ = [
     "SOCKET_ENVIRONMENT_VARIABLE",
     "DEFAULT_TIMEOUT",
 ]
-
-#: A daemon started from the repository (``tools/registryd``) listens here, relative to its
-#: working directory; registryctl uses the same default.
-DEFAULT_SOCKET_PATH = "./run/registryd.sock"
-#: The system service's socket (systemd/registryd.socket).
-SYSTEM_SOCKET_PATH = "/run/registryd/registryd.sock"
-#: Names the socket when no path is given (as for registryctl).
-SOCKET_ENVIRONMENT_VARIABLE = "REGISTRYD_SOCKET"
-#: Seconds to connect, to write a request and to wait for its response.
-DEFAULT_TIMEOUT = 30.0
-#: The largest response accepted. Responses can be much larger than the daemon's 4 MiB request limit
-#: (export pages, get_templates with data); this matches the Swift client.
-DEFAULT_MAX_RESPONSE_BYTES = 256 << 20
-
-_HEADER = struct.Struct(">I")
-_MAX_ID = 2**64 - 1
-
-
-def resolve_socket_path(
-    socket_path: Union[str, "os.PathLike[str]", None] = None, environ: Optional[Mapping[str, str]] = None
-) -> str:
-    """The socket to connect to, as registryctl chooses it: ``socket_path`` when given, else
-    ``$REGISTRYD_SOCKET`` when set and not empty, else ``./run/registryd.sock`` (relative to the
-    working directory), except that the system service's ``/run/registryd/registryd.sock`` is used
-    when only that one exists."""
-    if socket_path is not None:
-        return os.fspath(socket_path)
-    environment = os.environ if environ is None else environ
-    from_environment = environment.get(SOCKET_ENVIRONMENT_VARIABLE, "")
-    if from_environment:
-        return from_environment
-    if not os.path.exists(DEFAULT_SOCKET_PATH) and os.path.exists(SYSTEM_SOCKET_PATH):
-        return SYSTEM_SOCKET_PATH
-    return DEFAULT_SOCKET_PATH
-
-
-# Each Request.operation case is answered by the Response.result case of the same name (and, except
-# for hello, the same field number), or by an error.
-_OPERATION_BY_MESSAGE: Dict[str, str] = {
-    field.message_type.full_name: field.name
-    for field in pb.Request.DESCRIPTOR.oneofs_by_name["operation"].fields
-    if field.message_type is not None
-}
-
-
-# The errors after which the daemon closes the connection (PROTOCOL.md §5).
-_CLOSING_CODES = frozenset(
-    {pb.ERROR_CODE_FRAME_TOO_LARGE, pb.ERROR_CODE_UNSUPPORTED_VERSION, pb.ERROR_CODE_TOO_MANY_CONNECTIONS}
-)
-
-
-def _as_request(operation: Message) -> Tuple[pb.Request, str]:
-    """A fresh Request (the caller's message is left alone) carrying ``operation``, and the case's
-    name. ``operation`` is an operation message (``pb.IdentifyRequest()``, ...) or a whole Request
-    with its operation set (its id is replaced)."""
-    if isinstance(operation, pb.Request):
-        name = operation.WhichOneof("operation")
-        if name is None:
-            raise ValueError("the Request has no operation set")
-        request = pb.Request()
-        request.CopyFrom(operation)
-        return request, name
-    name = (
-        _OPERATION_BY_MESSAGE.get(operation.DESCRIPTOR.full_name) if isinstance(operation, Message) else None
-    )
-    if name is None:
-        raise TypeError(f"{type(operation).__name__} is not a registryd request operation")
-    # The constructor sets the oneof case even for an empty message (ListGalleriesRequest()), which
-    # a CopyFrom into the field would not; `import` is a keyword, hence the dict.
-    return pb.Request(**cast(Dict[str, Any], {name: operation})), name
 
 
 class RequestFuture(concurrent.futures.Future):  # type: ignore[type-arg]
@@ -149,17 +101,6 @@ class RequestFuture(concurrent.futures.Future):  # type: ignore[type-arg]
         return f"<RequestFuture id={self.request_id} {self.operation} {state}>"
 
 
-class _NotSent(Exception):
-    """Raised by :meth:`_Connection.submit` when the request provably never reached the daemon: the
-    connection had ended (or been retired) before it was written, or the write failed before a byte
-    of it went out. ``error`` is what the caller is told if the request is not sent elsewhere."""
-
-    def __init__(self, error: RegistrydClientError, *, retired: bool = False) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.retired = retired
-
-
 class _Connection:
     """One socket to the daemon, its reader thread, and the requests waiting for responses on it,
     oldest first."""
@@ -180,7 +121,7 @@ class _Connection:
             raise ConnectionFailed(path, "timed out") from None
         except OSError as error:
             sock.close()
-            raise ConnectionFailed(path, error.strerror or str(error), errno=error.errno) from None
+            raise connection_failed(path, error) from None
         self._sock = sock
         # _write_lock keeps the order of `_pending` the order of the frames on the wire;
         # _state_lock guards `_pending` and `_closed_reason` between writers and the reader.
@@ -207,21 +148,20 @@ class _Connection:
         return self._reader.is_alive()
 
     def submit(self, request: pb.Request, operation: str) -> RequestFuture:
-        """Writes the request; its future completes with the response. Raises :class:`_NotSent`
+        """Writes the request; its future completes with the response. Raises :class:`NotSent`
         when the request provably never reached the daemon."""
-        body = request.SerializeToString()
-        frame = _HEADER.pack(len(body)) + body
+        frame = encode_frame(request)
         future = RequestFuture(request.id, operation)
         with self._write_lock:
             with self._state_lock:
                 if self._closed_reason is not None:
                     if self._refusal is not None:
-                        raise _NotSent(RegistryError.from_proto(self._refusal))
-                    raise _NotSent(
+                        raise NotSent(refusal_error(self._refusal))
+                    raise NotSent(
                         ConnectionClosed(f"the connection to registryd is closed: {self._closed_reason}")
                     )
                 if self._retired:
-                    raise _NotSent(
+                    raise NotSent(
                         ConnectionClosed(
                             "registryd answered SHUTTING_DOWN on this connection "
                             "and reads no more requests on it"
@@ -260,7 +200,7 @@ class _Connection:
             self._shut(reason)
             outcome = future.exception(timeout=0)
         if isinstance(outcome, ConnectionClosed):
-            raise _NotSent(outcome)
+            raise NotSent(outcome)
         return future
 
     def close(self, reason: str = "closed by the client") -> None:
@@ -295,13 +235,7 @@ class _Connection:
         if oldest_error is not None and waiting:
             self._complete(waiting.pop(0), error=oldest_error)
         for future in waiting:
-            self._complete(
-                future,
-                error=ConnectionClosed(
-                    f"the connection to registryd closed before request {future.request_id} "
-                    f"({future.operation}) was answered: {reason}"
-                ),
-            )
+            self._complete(future, error=closed_before_answer(future.request_id, future.operation, reason))
 
     # -- the reader thread -------------------------------------------------------------------
 
@@ -310,24 +244,14 @@ class _Connection:
         protocol_error: Optional[ProtocolError] = None
         try:
             while True:
-                header = self._receive_exactly(_HEADER.size, at_frame_start=True)
+                header = self._receive_exactly(HEADER.size, at_frame_start=True)
                 if header is None:
                     break
-                (length,) = _HEADER.unpack(header)
-                if length > self._max_response_bytes:
-                    raise ProtocolError(
-                        f"registryd sent a {length}-byte response, above the client's limit of "
-                        f"{self._max_response_bytes} bytes (max_response_bytes)"
-                    )
+                length = frame_length(header, self._max_response_bytes)
                 body = self._receive_exactly(length, at_frame_start=False) if length else b""
                 if body is None:
                     break
-                response = pb.Response()
-                try:
-                    response.ParseFromString(body)
-                except DecodeError:
-                    raise ProtocolError("registryd sent a frame that does not decode as a Response") from None
-                self._deliver(response)
+                self._deliver(decode_response(body))
         except ProtocolError as error:
             reason, protocol_error = str(error), error
         except ConnectionClosed as error:
@@ -359,52 +283,26 @@ class _Connection:
         return bytes(buffer)
 
     def _deliver(self, response: pb.Response) -> None:
-        case = response.WhichOneof("result")
         with self._state_lock:
             oldest = self._pending[0] if self._pending else None
+            check_order(response, oldest.request_id if oldest else None)
             if oldest is None:
-                # Only a refusal of the connection itself may come before any request.
-                if not (response.id == 0 and case == "error" and response.error.code in _CLOSING_CODES):
-                    raise ProtocolError(
-                        f"registryd sent a response (id {response.id}) with no request waiting"
-                    )
                 self._refusal = response.error
-            elif response.id not in (0, oldest.request_id):
-                # Id 0 answers what the daemon could not attribute to a request (a connection-level
-                # error such as FRAME_TOO_LARGE or TOO_MANY_CONNECTIONS): it belongs to the oldest.
-                raise ProtocolError(
-                    f"registryd answered request {response.id} while request {oldest.request_id} "
-                    "was the oldest unanswered"
-                )
             else:
                 self._pending.popleft()
-                if case == "error" and response.error.code == pb.ERROR_CODE_SHUTTING_DOWN:
+                if retires(response):
                     # Set before the caller hears of it: its retry goes to a new connection.
                     self._retired = True
         if oldest is None:
             self._shut(f"registryd refused the connection: {pb.ErrorCode.Name(response.error.code)}")
             return
-        if case == "error":
-            self._complete(oldest, error=RegistryError.from_proto(response.error, oldest.request_id))
-            if response.error.code in _CLOSING_CODES:
-                # The daemon closes the connection after these and answers nothing sent after them:
-                # fail those now, and let the next call open a new connection rather than race the EOF.
-                self._shut(f"registryd closed the connection after {pb.ErrorCode.Name(response.error.code)}")
-        elif case is None:
-            self._complete(
-                oldest,
-                error=ProtocolError(f"registryd answered request {oldest.request_id} with no known result"),
-            )
-        elif case != oldest.operation:
-            self._complete(
-                oldest,
-                error=ProtocolError(
-                    f"registryd answered request {oldest.request_id} ({oldest.operation}) "
-                    f"with a {case} result"
-                ),
-            )
-        else:
-            self._complete(oldest, result=getattr(response, case))
+        result, error = outcome(response, oldest.request_id, oldest.operation)
+        self._complete(oldest, result, error)
+        closing = closing_reason(response)
+        if closing is not None:
+            # The daemon answers nothing sent after it: fail those now, and let the next call open
+            # a new connection rather than race the EOF.
+            self._shut(closing)
 
     @staticmethod
     def _complete(future: RequestFuture, result: Any = None, error: Optional[BaseException] = None) -> None:
@@ -420,7 +318,7 @@ class _Connection:
 _USE_CLIENT_TIMEOUT: Any = object()
 
 
-class Client:
+class Client(Operations):
     """A connection to registryd with one blocking method per operation.
 
     ::
@@ -475,7 +373,7 @@ class Client:
         self.retry = retry
         self._send_hello = hello
         self._lock = threading.Lock()
-        self._ids = itertools.count()
+        self._ids = RequestIds()
         self._connection: Optional[_Connection] = None
         # Connections replaced while their reader still ran (e.g. retired after SHUTTING_DOWN with
         # requests pending): closed once it ends, or by close().
@@ -552,27 +450,17 @@ class Client:
         self.server = None
         if self._send_hello:
             try:
-                request, name = _as_request(ops.hello(self.client_name))
-                request.id = self._next_id()
-                hello = cast(pb.HelloResult, connection.submit(request, name).result(self.timeout))
-            except _NotSent as not_sent:
+                request, name = hello_request(self.client_name)
+                request.id = self._ids.next()
+                self.server = check_hello(connection.submit(request, name).result(self.timeout))
+            except NotSent as not_sent:
                 connection.close()
                 raise not_sent.error from None
-            except BaseException:
-                connection.close()
+            except BaseException as error:
+                connection.close(str(error))
                 raise
-            if hello.protocol_major != ops.PROTOCOL_MAJOR:
-                connection.close("protocol version mismatch")
-                raise ProtocolVersionMismatch(
-                    ops.PROTOCOL_MAJOR, hello.protocol_major, hello.protocol_minor, hello.server_version
-                )
-            self.server = hello
         self._connection = connection
         return connection
-
-    def _next_id(self) -> int:
-        # Never 0: the daemon uses 0 for what it cannot attribute to a request.
-        return next(self._ids) % _MAX_ID + 1
 
     # -- generic -------------------------------------------------------------------------------
 
@@ -586,7 +474,7 @@ class Client:
         cannot be written in time; when the daemon has closed the connection, the future fails. The
         retry policy does not apply here: see :meth:`send`.
         """
-        request, name = _as_request(operation)
+        request, name = as_request(operation)
         return self._submit(request, name)
 
     def _submit(self, request: pb.Request, name: str) -> RequestFuture:
@@ -597,14 +485,11 @@ class Client:
                 if self._closed:
                     raise ConnectionClosed("the client is closed")
                 connection = self._ensure_connection()
-                request.id = self._next_id()
+                request.id = self._ids.next()
             try:
                 return connection.submit(request, name)
-            except _NotSent as not_sent:
-                # The request never reached the daemon. If the connection was open before this call
-                # (the daemon closed it while idle, and the reader had not seen it yet) or was
-                # retired, it goes to a new one; a new connection failing the same way is reported.
-                if resends == 2 or (connection.number > opened_before and not not_sent.retired):
+            except NotSent as not_sent:
+                if not send_elsewhere(not_sent, connection.number, opened_before, resends):
                     raise not_sent.error from None
             resends += 1
 
@@ -623,7 +508,7 @@ class Client:
         call_timeout: Optional[float] = self.timeout if timeout is _USE_CLIENT_TIMEOUT else timeout
         if self.retry is None:
             return self.submit(operation).result(call_timeout)
-        request, name = _as_request(operation)
+        request, name = as_request(operation)
         deadline = None if call_timeout is None else time.monotonic() + call_timeout
         attempt = 1
         while True:
@@ -643,111 +528,39 @@ class Client:
     ) -> bool:
         """Whether the policy tries the failed ``attempt`` (1 for the first) again; if so, after its
         wait. ``sent``: whether the request may have reached the daemon."""
-        retry = self.retry
-        if retry is None or attempt >= retry.attempts or self._closed or not retry.retryable(error, sent):
+        wait = retry_wait(
+            self.retry, attempt, error, sent=sent, closed=self._closed, now=time.monotonic(), deadline=deadline
+        )
+        if wait is None:
             return False
-        wait = retry.backoff.compute(attempt)
-        if deadline is not None and time.monotonic() + wait > deadline:
-            return False
-        retry.sleep(wait)
+        assert self.retry is not None
+        self.retry.sleep(wait)
         return True
 
-    # -- operations ----------------------------------------------------------------------------
+    def hello(self, client_name: Optional[str] = None) -> pb.HelloResult:
+        """Exchanges protocol versions on the current connection (a new client does it on every
+        connection it opens unless ``hello=False``; if sent, it must be the connection's first
+        request) and returns the daemon's ``HelloResult``, also kept as :attr:`server`. A daemon of
+        another protocol major version: :class:`ProtocolVersionMismatch`, and the connection is
+        closed."""
+        request, name = hello_request(self.client_name if client_name is None else client_name)
+        future = self._submit(request, name)
+        try:
+            self.server = check_hello(future.result(self.timeout))
+        except ProtocolVersionMismatch:
+            with self._lock:
+                connection = self._connection
+            if connection is not None:
+                connection.close("protocol version mismatch")
+            raise
+        return self.server
 
-    def register(
-        self, identifier: str, face: FaceLike, *, gallery: str = "", force: bool = False
-    ) -> pb.RegisterResult:
-        """Stores the face's templates under ``identifier``. Raises :class:`SimilarFaceRegistered`
-        or :class:`FaceMismatch` (with ``decisive`` and ``findings``) when the checks refuse it."""
-        return cast(
-            pb.RegisterResult, self.send(ops.register(identifier, face, gallery=gallery, force=force))
-        )
+    # -- page iterators ----------------------------------------------------------------------------
 
-    def identify(
-        self, face: FaceLike, *, gallery: str = "", safe: bool = True, auto_enrol: bool = True, limit: int = 0
-    ) -> pb.IdentifyResult:
-        """The identifiers matching the face, best first (``matches``; empty when none)."""
-        return cast(
-            pb.IdentifyResult,
-            self.send(ops.identify(face, gallery=gallery, safe=safe, auto_enrol=auto_enrol, limit=limit)),
-        )
-
-    def authenticate(
-        self, identifier: str, face: FaceLike, *, gallery: str = "", auto_enrol: bool = True
-    ) -> pb.AuthenticateResult:
-        """Whether the face is ``identifier`` (``authenticated``, ``score``). Raises
-        :class:`IdentifierNotRegistered` when the gallery does not hold the identifier."""
-        return cast(
-            pb.AuthenticateResult,
-            self.send(ops.authenticate(identifier, face, gallery=gallery, auto_enrol=auto_enrol)),
-        )
-
-    def list_galleries(self) -> pb.ListGalleriesResult:
-        return cast(pb.ListGalleriesResult, self.send(ops.list_galleries()))
-
-    def list_algorithms(self) -> pb.ListAlgorithmsResult:
-        return cast(pb.ListAlgorithmsResult, self.send(ops.list_algorithms()))
-
-    def list_identifiers(
-        self, *, gallery: str = "", after: str = "", limit: int = 0
-    ) -> pb.ListIdentifiersResult:
-        return cast(
-            pb.ListIdentifiersResult,
-            self.send(ops.list_identifiers(gallery=gallery, after=after, limit=limit)),
-        )
-
-    def get_templates(
-        self, identifier: str, *, gallery: str = "", include_data: bool = False
-    ) -> pb.GetTemplatesResult:
-        return cast(
-            pb.GetTemplatesResult,
-            self.send(ops.get_templates(identifier, gallery=gallery, include_data=include_data)),
-        )
-
-    def delete_template(self, template_id: int, *, gallery: str = "") -> pb.DeleteTemplateResult:
-        return cast(pb.DeleteTemplateResult, self.send(ops.delete_template(template_id, gallery=gallery)))
-
-    def delete_identifier(self, identifier: str, *, gallery: str = "") -> pb.DeleteIdentifierResult:
-        """Erases the identifier's templates in every registry (``templates_deleted``; 0 is no error)."""
-        return cast(pb.DeleteIdentifierResult, self.send(ops.delete_identifier(identifier, gallery=gallery)))
-
-    def delete_gallery(self, gallery: str) -> pb.DeleteGalleryResult:
-        return cast(pb.DeleteGalleryResult, self.send(ops.delete_gallery(gallery)))
-
-    def define_gallery(
-        self,
-        gallery: str,
-        registries: Iterable[ops.RegistrySpecLike],
-        *,
-        liveness: Optional[pb.LivenessPolicy] = None,
-        liveness_k: Optional[float] = None,
-    ) -> pb.Gallery:
-        """Creates or reconfigures a gallery; returns it as now defined. ``registries`` in priority
-        order: algorithm ids or :func:`operations.registry_spec` results."""
-        return cast(
-            pb.Gallery,
-            self.send(ops.define_gallery(gallery, registries, liveness=liveness, liveness_k=liveness_k)),
-        )
-
-    def migration_status(self, *, gallery: str = "") -> pb.MigrationStatusResult:
-        return cast(pb.MigrationStatusResult, self.send(ops.migration_status(gallery=gallery)))
-
-    def stats(self) -> pb.StatsResult:
-        return cast(pb.StatsResult, self.send(ops.stats()))
-
-    def export(self, *, gallery: str = "", after_template_id: int = 0, limit: int = 0) -> pb.ExportResult:
-        return cast(
-            pb.ExportResult,
-            self.send(ops.export(gallery=gallery, after_template_id=after_template_id, limit=limit)),
-        )
-
-    def import_templates(
-        self, items: Sequence[Tuple[str, Union[Template, pb.Template]]], *, gallery: str = ""
-    ) -> pb.ImportResult:
-        return cast(pb.ImportResult, self.send(ops.import_templates(items, gallery=gallery)))
-
-    def backup(self, directory: str) -> pb.BackupResult:
-        return cast(pb.BackupResult, self.send(ops.backup(directory)))
-
-    def verify(self) -> pb.VerifyResult:
-        return cast(pb.VerifyResult, self.send(ops.verify()))
+    def _walk(self, pages: Pages[Any]) -> Iterator[Any]:
+        # Client.iter_identifiers, iter_export, iter_liveness_profiles (see _methods.Paged).
+        request: Optional[Message] = pages.first
+        while request is not None:
+            result = self.send(request)
+            yield from pages.items(result)
+            request = pages.following(request, result)

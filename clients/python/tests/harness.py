@@ -19,9 +19,10 @@ import subprocess
 import tempfile
 import threading
 import time
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from registryd_client import Face, registry_pb2 as pb
+from registryd_client.operations import ENROLMENT_POSES
 
 ARCFACE = 24
 DIMENSION = 128
@@ -153,6 +154,31 @@ def renderings(values: Sequence[float]) -> List[str]:
         for number in (value, as_float32):
             texts += [repr(number), f"{number:.6g}", f"{number:.2f}", f"{number:.1f}"]
     return texts
+
+
+def depth_frames(count: int = 5, distance: float = 0.45, flat: bool = False) -> List[pb.DepthFrame]:
+    """10 x 10 depth grids of a face-like surface (an ellipsoid with a nose ridge, moving a little
+    between frames 600 ms apart) at ``distance`` metres or, with ``flat``, of a photo: what the
+    daemon's own end-to-end test of the liveness gate sends (Tests/IntegrationTests)."""
+    frames = []
+    for index in range(count):
+        depths = []
+        for row in range(10):
+            for column in range(10):
+                x = (column - 4.5 + index * 0.15) / 5
+                y = (row - 4.5) / 5
+                bulge = 0.0 if flat else math.sqrt(max(0.0, 1 - x * x - y * y)) * 0.15
+                nose = 0.02 if not flat and abs(x) < 0.15 and abs(y) < 0.4 else 0.0
+                noise = 0.0 if flat else ((row * 7 + column * 13 + index * 5) % 11) * 0.0002 - 0.001
+                depths.append(distance - bulge - nose + noise)
+        frames.append(pb.DepthFrame(depths=depths, timestamp_millis=index * 600))
+    return frames
+
+
+def enrolment_poses() -> Dict[str, List[pb.DepthFrame]]:
+    """Five frames for each enrolment pose, closer and further at other distances."""
+    distances = {"closer": 0.35, "further": 0.6}
+    return {pose: depth_frames(5, distances.get(pose, 0.45)) for pose in ENROLMENT_POSES}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import tempfile
 import threading
 import time
 import unittest
-from typing import Callable, Dict, List
+from typing import Callable, List
 
 from harness import FakeDaemon, hello_response, read_request, write_response
 

@@ -25,7 +25,7 @@ from registryd_client import (
     operations as ops,
     registry_pb2 as pb,
 )
-from registryd_client.client import _as_request
+from registryd_client._protocol import as_request as _as_request
 
 
 class FaceTests(unittest.TestCase):
