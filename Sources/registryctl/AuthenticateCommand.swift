@@ -25,7 +25,7 @@ struct AuthenticateCommand: AsyncParsableCommand {
     @Argument(help: "The identifier the face claims to be.")
     var identifier: String
 
-    @Argument(help: ArgumentHelp("Template or face JSON files; together they form one face.", valueName: "file"))
+    @Argument(help: ArgumentHelp("Template or face JSON files; together they form one face.", valueName: "file"), completion: .file())
     var files: [String]
 
     @Flag(name: .customLong("no-auto-enrol"), help: "Do not auto-enrol the face in other registries.")

@@ -25,10 +25,10 @@ struct BackupCommand: AsyncParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Argument(help: "The new directory for the copy.")
+    @Argument(help: "The new directory for the copy.", completion: .directory)
     var directory: String?
 
-    @Option(help: ArgumentHelp("Write the copy into a new directory of this one, named by the time.", valueName: "dir"))
+    @Option(help: ArgumentHelp("Write the copy into a new directory of this one, named by the time.", valueName: "dir"), completion: .directory)
     var into: String?
 
     @Option(help: ArgumentHelp("With --into: keep this many backups in it, removing older ones.", valueName: "count"))

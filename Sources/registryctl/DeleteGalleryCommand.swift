@@ -10,7 +10,7 @@ struct DeleteGalleryCommand: AsyncParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Argument(help: "The gallery's name.")
+    @Argument(help: "The gallery's name.", completion: GalleryCompletion.kind)
     var name: String
 
     struct Result: CommandResult {

@@ -18,7 +18,7 @@ struct EncryptCommand: AsyncParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Option(help: ArgumentHelp("The key file, as a path the daemon can read.", valueName: "path"))
+    @Option(help: ArgumentHelp("The key file, as a path the daemon can read.", valueName: "path"), completion: .file())
     var keyFile: String
 
     struct Result: CommandResult {

@@ -29,7 +29,7 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(help: "The file format.")
     var format: TemplateFileFormat = .protobuf
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("The file to write (- for standard output).", valueName: "file"))
+    @Option(name: .shortAndLong, help: ArgumentHelp("The file to write (- for standard output).", valueName: "file"), completion: .file())
     var output: String
 
     func validate() throws {

@@ -32,7 +32,7 @@ struct GalleryDefineCommand: AsyncParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Argument(help: "The gallery's name: 1-64 ASCII letters, digits, '.', '_' or '-'.")
+    @Argument(help: "The gallery's name: 1-64 ASCII letters, digits, '.', '_' or '-'.", completion: GalleryCompletion.kind)
     var name: String
 
     @Option(

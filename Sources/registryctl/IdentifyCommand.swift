@@ -20,7 +20,7 @@ struct IdentifyCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
     @OptionGroup var gallery: GalleryOptions
 
-    @Argument(help: ArgumentHelp("Template or face JSON files; together they form one face.", valueName: "file"))
+    @Argument(help: ArgumentHelp("Template or face JSON files; together they form one face.", valueName: "file"), completion: .file())
     var files: [String]
 
     @Flag(help: "Try the registries in priority order and take the first with results, even one that does not hold every identifier.")

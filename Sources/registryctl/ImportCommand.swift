@@ -29,7 +29,7 @@ struct ImportCommand: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
     @OptionGroup var gallery: GalleryOptions
 
-    @Argument(help: ArgumentHelp("The file to read (- for standard input).", valueName: "file"))
+    @Argument(help: ArgumentHelp("The file to read (- for standard input).", valueName: "file"), completion: .file())
     var file: String
 
     @Option(help: "The file format (default: guessed from the first byte).")

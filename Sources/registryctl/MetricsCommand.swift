@@ -17,7 +17,9 @@ struct MetricsCommand: AsyncParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("Write to this file (e.g. …/registryd.prom) instead of standard output.", valueName: "file"))
+    @Option(
+        name: .shortAndLong, help: ArgumentHelp("Write to this file (e.g. …/registryd.prom) instead of standard output.", valueName: "file"),
+        completion: .file())
     var output: String?
 
     struct Result: CommandResult {

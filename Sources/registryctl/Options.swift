@@ -13,7 +13,8 @@ struct GlobalOptions: ParsableArguments {
         name: .long,
         help: ArgumentHelp(
             "The daemon's Unix socket (default: $REGISTRYD_SOCKET, else \(GlobalOptions.defaultSocketPath), else \(GlobalOptions.systemSocketPath)).",
-            valueName: "path"))
+            valueName: "path"),
+        completion: .file())
     var socket: String?
 
     @Flag(name: .long, help: "Print one JSON document (results and errors) on standard output.")
@@ -37,7 +38,9 @@ struct GlobalOptions: ParsableArguments {
 
 /// `--gallery G`, for the commands that work in one gallery.
 struct GalleryOptions: ParsableArguments {
-    @Option(name: .shortAndLong, help: ArgumentHelp("The gallery (default: \(GalleryConfiguration.defaultName)).", valueName: "name"))
+    @Option(
+        name: .shortAndLong, help: ArgumentHelp("The gallery (default: \(GalleryConfiguration.defaultName)).", valueName: "name"),
+        completion: GalleryCompletion.kind)
     var gallery: String?
 
     /// The gallery's name, `default` when not given.

@@ -24,7 +24,7 @@ struct ProfileEnrolCommand: AsyncParsableCommand {
     @Argument(help: "The identifier (registered in the gallery).")
     var identifier: String
 
-    @Argument(help: ArgumentHelp("The enrolment frames per pose (JSON).", valueName: "file"))
+    @Argument(help: ArgumentHelp("The enrolment frames per pose (JSON).", valueName: "file"), completion: .file())
     var file: String
 
     @Option(help: ArgumentHelp("k of the thresholds mean ± k·std (default: the gallery's).", valueName: "k"))

@@ -27,7 +27,7 @@ struct RegisterCommand: AsyncParsableCommand {
     @Argument(help: "The identifier to register the face under.")
     var identifier: String
 
-    @Argument(help: ArgumentHelp("Template or face JSON files; together they form one face.", valueName: "file"))
+    @Argument(help: ArgumentHelp("Template or face JSON files; together they form one face.", valueName: "file"), completion: .file())
     var files: [String]
 
     @Flag(help: "Store the face despite a similar face or a mismatch.")

@@ -55,6 +55,11 @@ struct RegistryCtl: AsyncParsableCommand {
             VerifyCommand.self,
         ])
 
+    /// --socket and --json before the command (`registryctl --socket S status`). Declared here too, so
+    /// that the parser takes them there and the completion scripts know them (they complete the socket
+    /// path, then go on to the command); each command's own `GlobalOptions` receives these values.
+    @OptionGroup var options: GlobalOptions
+
     /// ArgumentParser's `main`, except that a usage error on a `--json` command line is also printed
     /// as a JSON error document on standard output.
     static func main() async {

@@ -20,22 +20,34 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
             started with SHUTTING_DOWN) within the drain deadline, and close the store. SIGHUP re-reads the
             configuration file and applies its access policy and gallery definitions (registry order,
             thresholds, capture gates), all of it or, when any part is refused, none.
+
+            EXIT STATUS
+              0   a clean stop (SIGTERM, SIGINT); the configuration, store or backup
+                  checked is sound; the restore succeeded
+              1   the daemon could not start or stopped on an error; the
+                  configuration, store or backup checked has problems; the restore
+                  failed
+              64  usage error (bad arguments or options)
             """,
         version: RegistryVersion.current)
 
-    @Option(name: .long, help: "The JSON configuration file.")
+    @Option(name: .long, help: "The JSON configuration file.", completion: .file())
     var config: String?
 
-    @Option(name: .long, help: "The Unix socket path (default: run/registryd.sock).")
+    @Option(name: .long, help: "The Unix socket path (default: run/registryd.sock).", completion: .file())
     var socket: String?
 
-    @Option(name: .long, help: "The LMDB data directory (default: data).")
+    @Option(name: .long, help: "The LMDB data directory (default: data).", completion: .directory)
     var data: String?
 
-    @Option(name: .long, help: "The key of templates at rest (32 bytes or 64 hex characters; default: the store-key credential).")
+    @Option(
+        name: .long, help: "The key of templates at rest (32 bytes or 64 hex characters; default: the store-key credential).",
+        completion: .file())
     var keyFile: String?
 
-    @Option(name: .long, help: "trace, debug, info, notice, warning, error or critical (default: info).")
+    @Option(
+        name: .long, help: "trace, debug, info, notice, warning, error or critical (default: info).",
+        completion: .list(["trace", "debug", "info", "notice", "warning", "error", "critical"]))
     var logLevel: String?
 
     @Option(name: .long, help: "The largest frame accepted, in bytes (default: 4194304).")
@@ -86,7 +98,7 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
             """)
     var checkConfig = false
 
-    @Argument(help: "With --check-config: the configuration file to check.")
+    @Argument(help: "With --check-config: the configuration file to check.", completion: .file())
     var file: String?
 
     @Option(
@@ -96,7 +108,8 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
             Check the store or backup in DIR against itself (and a backup against its manifest), offline and read-only \
             (nothing in DIR changes; no daemon may be running on it), and exit: 0 when it is sound.
             """,
-            valueName: "DIR"))
+            valueName: "DIR"),
+        completion: .directory)
     var verifyStore: String?
 
     @Option(
@@ -107,7 +120,8 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
             stopped: checked against its manifest and verified before it replaces anything; the store that was there is \
             kept as DATA.before-restore-<time>.
             """,
-            valueName: "BACKUP"))
+            valueName: "BACKUP"),
+        completion: .directory)
     var restore: String?
 
     func validate() throws {
