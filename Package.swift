@@ -128,6 +128,8 @@ let package = Package(
         .executableTarget(
             name: "registry-landmark-eval", dependencies: ["RegistryClient", "RegistryModel", "SyntheticFaces", argumentParser],
             swiftSettings: strictSettings),
+        // tools/install: the manual pages of registryctl and registryd from their --experimental-dump-help.
+        .executableTarget(name: "registry-manual", dependencies: [argumentParser], swiftSettings: strictSettings),
         // Child process for the crash-durability test: registers, prints "acknowledged", waits to be killed.
         .executableTarget(name: "registry-crash-probe", dependencies: ["RegistryEngine", "RegistryModel"], swiftSettings: strictSettings),
         // Crash loop (tools/crash-loop): SIGKILL/SIGTERM registryd under pipelined registrations, restart, check.
