@@ -31,62 +31,72 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
             """,
         version: RegistryVersion.current)
 
-    @Option(name: .long, help: "The JSON configuration file.", completion: .file())
+    @Option(name: .long, help: ArgumentHelp("The JSON configuration file.", valueName: "file"), completion: .file())
     var config: String?
 
-    @Option(name: .long, help: "The Unix socket path (default: run/registryd.sock).", completion: .file())
+    @Option(name: .long, help: ArgumentHelp("The Unix socket path (default: run/registryd.sock).", valueName: "path"), completion: .file())
     var socket: String?
 
-    @Option(name: .long, help: "The LMDB data directory (default: data).", completion: .directory)
+    @Option(name: .long, help: ArgumentHelp("The LMDB data directory (default: data).", valueName: "dir"), completion: .directory)
     var data: String?
 
     @Option(
-        name: .long, help: "The key of templates at rest (32 bytes or 64 hex characters; default: the store-key credential).",
+        name: .long,
+        help: ArgumentHelp("The key of templates at rest (32 bytes or 64 hex characters; default: the store-key credential).", valueName: "file"),
         completion: .file())
     var keyFile: String?
 
     @Option(
-        name: .long, help: "trace, debug, info, notice, warning, error or critical (default: info).",
+        name: .long, help: ArgumentHelp("trace, debug, info, notice, warning, error or critical (default: info).", valueName: "level"),
         completion: .list(["trace", "debug", "info", "notice", "warning", "error", "critical"]))
     var logLevel: String?
 
-    @Option(name: .long, help: "The largest frame accepted, in bytes (default: 4194304).")
+    @Option(name: .long, help: ArgumentHelp("The largest frame accepted, in bytes (default: 4194304).", valueName: "bytes"))
     var maximumFrameBytes: Int?
 
-    @Option(name: .long, help: "Connections served at once (default: 256).")
+    @Option(name: .long, help: ArgumentHelp("Connections served at once (default: 256).", valueName: "count"))
     var maximumConnections: Int?
 
-    @Option(name: .long, help: "Connections one user (peer uid) may hold at once (default: three quarters of the maximum).")
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Connections one user (peer uid) may hold at once (default: three quarters of the maximum).", valueName: "count"))
     var maximumConnectionsPerUser: Int?
 
-    @Option(name: .long, help: "Bytes per second a frame in progress must arrive at after its first second; 0: no minimum (default: 1024).")
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Bytes per second a frame in progress must arrive at after its first second; 0: no minimum (default: 1024).", valueName: "bytes"))
     var minimumFrameRate: Int?
 
     @Option(
         name: .long,
-        help: """
+        help: ArgumentHelp(
+            """
             Free bytes kept on the store's file system for deletions; below it, writes that add data are refused \
             (default: 1% of the file system, 1-256 MiB; 0: none).
-            """
-    )
+            """,
+            valueName: "bytes"))
     var storageReserve: Int?
 
-    @Option(name: .long, help: "The fewest templates for which a clean stop writes the index snapshot (default: 100000).")
+    @Option(
+        name: .long,
+        help: ArgumentHelp("The fewest templates for which a clean stop writes the index snapshot (default: 100000).", valueName: "count"))
     var snapshotMinimumTemplates: Int?
 
-    @Option(name: .long, help: "Seconds a connection with no request in progress may stay silent (default: 300).")
+    @Option(name: .long, help: ArgumentHelp("Seconds a connection with no request in progress may stay silent (default: 300).", valueName: "seconds"))
     var idleTimeout: Int?
 
-    @Option(name: .long, help: "Seconds a frame may take to arrive whole once its first byte is in (default: 10).")
+    @Option(
+        name: .long, help: ArgumentHelp("Seconds a frame may take to arrive whole once its first byte is in (default: 10).", valueName: "seconds"))
     var frameDeadline: Int?
 
-    @Option(name: .long, help: "Seconds requests in flight get to finish after SIGTERM (default: 30).")
+    @Option(name: .long, help: ArgumentHelp("Seconds requests in flight get to finish after SIGTERM (default: 30).", valueName: "seconds"))
     var drainDeadline: Int?
 
-    @Option(name: .long, help: "Requests per connection processed at once (default: 64).")
+    @Option(name: .long, help: ArgumentHelp("Requests per connection processed at once (default: 64).", valueName: "count"))
     var maximumInFlight: Int?
 
-    @Option(name: .long, help: "Threads serving the socket (default: one fewer than the cores, at least one).")
+    @Option(name: .long, help: ArgumentHelp("Threads serving the socket (default: one fewer than the cores, at least one).", valueName: "count"))
     var eventLoops: Int?
 
     @Flag(
