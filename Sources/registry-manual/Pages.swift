@@ -212,7 +212,7 @@ struct PageWriter {
         }
         var text = Self.sentence(argument.abstract ?? "")
         var notes: [String] = []
-        if let values = argument.allValueStrings, !values.isEmpty, argument.kind != .flag {
+        if let values = argument.allValues, !values.isEmpty, argument.kind != .flag {
             notes.append("values: " + values.joined(separator: ", "))
         }
         if let defaultValue = argument.defaultValue, argument.kind != .flag, !defaultValue.isEmpty {

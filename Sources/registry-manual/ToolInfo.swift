@@ -52,7 +52,7 @@ struct ArgumentInfo: Decodable {
     var preferredName: Name?
     var valueName: String?
     var defaultValue: String?
-    var allValueStrings: [String]?
+    var allValues: [String]?
     var abstract: String?
     var discussion: String?
 
