@@ -8,6 +8,8 @@
         client.register("alice", Face.vector(algorithm=24, values=alice_values))
         best = client.identify(Face.vector(algorithm=24, values=capture)).matches
 
+``registryd_client.aio.Client`` is the asyncio client, with the same methods as coroutines.
+
 The wire protocol is described in the repository's PROTOCOL.md; ``registryd_client.registry_pb2``
 holds its generated messages (``proto/registry.proto``), which the methods take and return.
 """

@@ -65,6 +65,37 @@ def connection_failed(path: str, error: OSError) -> ConnectionFailed:
     return ConnectionFailed(path, error.strerror or str(error), errno=error.errno)
 
 
+class Settings:
+    """What both clients are made with, and their state that does not depend on their I/O."""
+
+    def _configure(
+        self,
+        socket_path: Union[str, "os.PathLike[str]", None],
+        *,
+        client_name: str,
+        timeout: Optional[float],
+        hello: bool,
+        max_response_bytes: int,
+        retry: Optional[Retry],
+    ) -> None:
+        if timeout is not None and timeout <= 0:
+            raise ValueError("timeout must be positive, or None to wait forever")
+        self.socket_path = resolve_socket_path(socket_path)
+        self.client_name = client_name
+        self.timeout = timeout
+        self.max_response_bytes = max_response_bytes
+        #: The retry policy (None: no retry).
+        self.retry = retry
+        self._send_hello = hello
+        self._ids = RequestIds()
+        self._closed = False
+        #: The daemon's hello answer on the current connection (None before it, or without hello):
+        #: ``server_version``, ``protocol_major``, ``protocol_minor``.
+        self.server: Optional[pb.HelloResult] = None
+        #: How many connections this client has opened (1 unless the daemon closed one).
+        self.connections_opened = 0
+
+
 # -- requests ------------------------------------------------------------------------------------
 
 # Each Request.operation case is answered by the Response.result case of the same name (and, except

@@ -30,7 +30,7 @@ from ._protocol import (
     SOCKET_ENVIRONMENT_VARIABLE,
     SYSTEM_SOCKET_PATH,
     NotSent,
-    RequestIds,
+    Settings,
     as_request,
     check_hello,
     check_order,
@@ -318,7 +318,7 @@ class _Connection:
 _USE_CLIENT_TIMEOUT: Any = object()
 
 
-class Client(Operations):
+class Client(Operations, Settings):
     """A connection to registryd with one blocking method per operation.
 
     ::
@@ -361,28 +361,19 @@ class Client(Operations):
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         retry: Optional[Retry] = None,
     ) -> None:
-        if timeout is not None and timeout <= 0:
-            raise ValueError("timeout must be positive, or None to wait forever")
-        self.socket_path = resolve_socket_path(socket_path)
-        self.client_name = (
-            client_name if client_name is not None else f"registryd-client-python/{__version__}"
+        self._configure(
+            socket_path,
+            client_name=client_name if client_name is not None else f"registryd-client-python/{__version__}",
+            timeout=timeout,
+            hello=hello,
+            max_response_bytes=max_response_bytes,
+            retry=retry,
         )
-        self.timeout = timeout
-        self.max_response_bytes = max_response_bytes
-        #: The retry policy (None: no retry).
-        self.retry = retry
-        self._send_hello = hello
         self._lock = threading.Lock()
-        self._ids = RequestIds()
         self._connection: Optional[_Connection] = None
         # Connections replaced while their reader still ran (e.g. retired after SHUTTING_DOWN with
         # requests pending): closed once it ends, or by close().
         self._draining: List[_Connection] = []
-        self._closed = False
-        #: The daemon's hello answer on the current connection (None before it, or without hello).
-        self.server: Optional[pb.HelloResult] = None
-        #: How many connections this client has opened (1 unless the daemon closed one).
-        self.connections_opened = 0
         if connect:
             self.connect()
 

@@ -1,5 +1,5 @@
-"""Builders of request operations: one function per ``Request.operation`` case the client has a
-method for, returning the operation message (``registry_pb2.IdentifyRequest`` etc.).
+"""Builders of request operations: one function per ``Request.operation`` case (each client has a
+method of the same name for each), returning the operation message (``registry_pb2.IdentifyRequest`` etc.).
 
 :class:`~registryd_client.Client`'s methods send exactly these. Use them directly to pipeline::
 

@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import uuid
 from typing import Callable, Dict, List, Optional, Sequence
 
 from registryd_client import Face, registry_pb2 as pb
@@ -106,6 +107,38 @@ class Daemon:
                 return log.read()[-4000:].decode("utf-8", "replace")
         except OSError:
             return "(no log)"
+
+
+class ModuleDaemon:
+    """One daemon for a test module: ``setUpModule`` calls :meth:`start`, ``tearDownModule``
+    :meth:`stop`, which fails unless SIGTERM ends the daemon with status 0."""
+
+    def __init__(self) -> None:
+        self.daemon: Optional[Daemon] = None
+
+    def start(self) -> None:
+        self.daemon = Daemon().start()
+
+    def stop(self) -> None:
+        assert self.daemon is not None
+        status = self.daemon.stop()
+        if status != 0:
+            raise AssertionError(f"registryd exited with {status} after SIGTERM:\n{self.daemon.log()}")
+
+    @property
+    def socket_path(self) -> str:
+        assert self.daemon is not None
+        return self.daemon.socket_path
+
+    @property
+    def directory(self) -> str:
+        assert self.daemon is not None
+        return self.daemon.directory
+
+
+def unique(name: str) -> str:
+    """A name no other test uses (identifiers, galleries)."""
+    return f"{name}-{uuid.uuid4().hex[:12]}"
 
 
 # ---------------------------------------------------------------------------------------------

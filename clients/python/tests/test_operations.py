@@ -11,43 +11,22 @@ import random
 import socket
 import struct
 import unittest
-import uuid
-from typing import Any, List, Optional
+from typing import Any, List
 
 import harness
-from harness import ARCFACE, arcface, enrolment_poses, random_values
+from harness import ARCFACE, unique, arcface, enrolment_poses, random_values
 
 from registryd_client import (
     Client,
     IdentifierNotRegistered,
     MalformedRequest,
     ProtocolError,
-    operations as ops,
     registry_pb2 as pb,
 )
 
-daemon: Optional[harness.Daemon] = None
-
-
-def setUpModule() -> None:
-    global daemon
-    daemon = harness.Daemon().start()
-
-
-def tearDownModule() -> None:
-    assert daemon is not None
-    status = daemon.stop()
-    if status != 0:
-        raise AssertionError(f"registryd exited with {status} after SIGTERM:\n{daemon.log()}")
-
-
-def socket_path() -> str:
-    assert daemon is not None
-    return daemon.socket_path
-
-
-def unique(name: str) -> str:
-    return f"{name}-{uuid.uuid4().hex[:12]}"
+daemon = harness.ModuleDaemon()
+setUpModule = daemon.start
+tearDownModule = daemon.stop
 
 
 class CountingClient(Client):
@@ -65,7 +44,7 @@ class CountingClient(Client):
 class OperationTestCase(unittest.TestCase):
     def setUp(self) -> None:
         self.rng = random.Random()
-        self.client = CountingClient(socket_path(), client_name="registryd-client-tests", timeout=20)
+        self.client = CountingClient(daemon.socket_path, client_name="registryd-client-tests", timeout=20)
         self.addCleanup(self.client.close)
 
     def new_gallery(self) -> str:
@@ -211,7 +190,7 @@ class PageIteratorTests(OperationTestCase):
             def send(self, operation: Any, **kwargs: Any) -> Any:
                 return stuck
 
-        with Stuck(socket_path(), connect=False) as client:
+        with Stuck(daemon.socket_path, connect=False) as client:
             pages = client.iter_identifiers(after="a")
             self.assertEqual(next(pages), "a")
             with self.assertRaises(ProtocolError):
@@ -220,7 +199,7 @@ class PageIteratorTests(OperationTestCase):
 
 class HelloAndUnknownOperationTests(OperationTestCase):
     def test_an_explicit_hello(self) -> None:
-        with Client(socket_path(), hello=False, timeout=20) as client:
+        with Client(daemon.socket_path, hello=False, timeout=20) as client:
             self.assertIsNone(client.server)
             server = client.hello("explicit-hello")
             self.assertEqual(server.protocol_major, 1)
@@ -236,7 +215,7 @@ class HelloAndUnknownOperationTests(OperationTestCase):
         following = pb.Request(id=43, stats=pb.StatsRequest()).SerializeToString()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as raw:
             raw.settimeout(20)
-            raw.connect(socket_path())
+            raw.connect(daemon.socket_path)
             raw.sendall(b"".join(struct.pack(">I", len(b)) + b for b in (unknown_operation, empty, following)))
             answers = [self._read_response(raw) for _ in range(3)]
         for answer, request_id in zip(answers[:2], (41, 42)):
