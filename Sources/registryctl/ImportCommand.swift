@@ -150,6 +150,19 @@ struct ImportCommand: AsyncParsableCommand {
                             message += " (import stopped: the first \(result.imported + result.skipped) of \(total) templates were imported)"
                         }
                         throw RegistryError(error.code, message, details: error.details)
+                    } catch RegistryClientError.connectionClosed {
+                        // The chunk in flight may have been carried out before the connection went:
+                        // say what is known, and how to finish.
+                        let known = result.imported + result.skipped
+                        let again =
+                            skipExisting
+                            ? "run the same import again: templates already there are skipped"
+                            : "with --duplicates, importing again would store them twice: check with 'registryctl identifiers' first"
+                        throw CommandFailure(
+                            code: .connectionClosed,
+                            message: "the connection to registryd closed before the response arrived; the first \(known) of \(total) "
+                                + "templates were imported, the next \(chunk.count) may or may not have been (\(again))",
+                            status: .unreachable)
                     }
                     progress.update(done + ids.count)
                 }
