@@ -703,6 +703,32 @@ def cmd_table(a):
         notes.append(f"startup: anchor = py-lmdb cursor scan of the {a.vector_rows}x512 values into one float32 array; "
                      f"ours loaded the index: {', '.join(loads)}")
 
+    if "confined" in selected:
+        confined, free = raw.get("confined", "ours"), raw.get("confined", "anchor")
+        ours = median(raw.pooled("confined", "ours", "identify_ms"))
+        anchor = median(raw.pooled("confined", "anchor", "identify_ms"))
+        row("confined", ours, anchor, "at-most", 1.3, fmt_ms,
+            {"startup_ms": median(raw.each("confined", "ours", "startup_ms")),
+             "anchor_startup_ms": median(raw.each("confined", "anchor", "startup_ms"))})
+        top_ours = median(raw.pooled("confined-top10", "ours", "identify_ms"))
+        top_anchor = median(raw.pooled("confined-top10", "anchor", "identify_ms"))
+        details["confined-top10"] = {"ours_median": top_ours, "anchor_median": top_anchor,
+                                     "ratio": top_ours / top_anchor if top_ours and top_anchor else None}
+        limit = a.vector_rows * 512 * 4 * 2 // 5
+        if confined and free:
+            top = (f"; top-10 without a threshold {fmt_ms(top_ours)} confined, {fmt_ms(top_anchor)} not"
+                   if top_ours is not None and top_anchor is not None else "")
+            notes.append(f"confined: identify at 0.6 in a memory cgroup of {fmt_bytes(limit)} (0.4x the raw float32), "
+                         f"page cache dropped first: {fmt_ms(ours)} against {fmt_ms(anchor)} unconfined; start-up "
+                         f"{fmt_ms(details['confined']['startup_ms'])} against "
+                         f"{fmt_ms(details['confined']['anchor_startup_ms'])}; RSS after the queries "
+                         f"{fmt_bytes(median(raw.each('confined', 'ours', 'rss_after_bytes')))} confined, "
+                         f"{fmt_bytes(median(raw.each('confined', 'anchor', 'rss_after_bytes')))} not{top}")
+        else:
+            skipped = os.path.join(os.path.dirname(a.raw), "out", "confined.skipped")
+            reason = open(skipped).read().strip() if os.path.exists(skipped) else "no runs recorded"
+            notes.append(f"confined: not measured ({reason})")
+
     if "memory" in selected:
         anchor = a.vector_rows * 512 * 4
         # The index: anonymous memory plus the index snapshot's pages when the open mapped one (they

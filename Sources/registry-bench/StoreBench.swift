@@ -54,7 +54,10 @@ enum StoreBench {
 
     /// Opens the store (timing start-up to a loaded index), reads resident memory, then identifies
     /// each query once.
-    static func identify(store path: String, dimension: Int, k: Int, queries: String) async throws {
+    /// - Parameter threshold: identify at this identification threshold, as an app's gallery would,
+    ///   instead of the store's 1e-6 (exact top k): the gallery is redefined with it after start-up
+    ///   and memory are measured, and back to 1e-6 after the queries.
+    static func identify(store path: String, dimension: Int, k: Int, queries: String, threshold: Float? = nil) async throws {
         let algorithm = try Self.algorithm(dimension: dimension)
         let queries = try readRows(queries, dimension: dimension)
         let start = now()
@@ -63,6 +66,12 @@ enum StoreBench {
         defer { engine.close() }
         let memory = residentMemory()
         let snapshotMemory = snapshotResidentMemory()
+        func thresholds(identification: Float) async throws {
+            let thresholds = Thresholds(authentication: 1e-6, identification: identification, autoEnrolment: 1)
+            _ = try await engine.defineGallery(
+                GalleryConfiguration(name: Self.gallery, registries: [RegistryConfiguration(algorithm: algorithm, thresholds: thresholds)]))
+        }
+        if let threshold { try await thresholds(identification: threshold) }
         var times: [Double] = []
         var tops: [JSON] = []
         var scores: [JSON] = []
@@ -75,11 +84,16 @@ enum StoreBench {
             tops.append(.array(result.matches.map { .integer(Int($0.identifier.dropFirst())!) }))
             scores.append(.array(result.matches.map { .number(Double($0.score)) }))
         }
+        // What identification kept resident (file-backed pages it read included).
+        let after = residentMemory()
+        if threshold != nil { try await thresholds(identification: 1e-6) }
         print(
             JSON.object([
                 ("startup_ms", .number(startup * 1000)), ("rss_bytes", .integer(memory.total)),
                 ("rss_anon_bytes", .integer(memory.anonymous)), ("rss_file_bytes", .integer(memory.file)),
                 ("rss_snapshot_bytes", .integer(snapshotMemory)), ("index_load", .string("\(engine.indexLoad)")),
+                ("rss_after_bytes", .integer(after.total)), ("rss_after_anon_bytes", .integer(after.anonymous)),
+                ("rss_after_file_bytes", .integer(after.file)), ("threshold", .number(threshold.map(Double.init) ?? .nan)),
                 ("identify_ms", .array(times.map { .number($0 * 1000) })), ("top", .array(tops)), ("scores", .array(scores)),
                 ("kernels", .string(Engine.scanKernels)), ("rescored_fraction", Self.rescoredFraction(since: before)),
             ]).text)
@@ -151,9 +165,12 @@ struct IdentifyInStore: AsyncParsableCommand {
     @Option(help: "Directory of the store.")
     var store: String
     @OptionGroup var query: QueryOptions
+    @Option(help: "Identify at this identification threshold, as an app's gallery would (default: the store's 1e-6, the exact top k).")
+    var threshold: Float?
 
     func run() async throws {
-        try await StoreBench.identify(store: self.store, dimension: self.query.dimension, k: self.query.k, queries: self.query.queries)
+        try await StoreBench.identify(
+            store: self.store, dimension: self.query.dimension, k: self.query.k, queries: self.query.queries, threshold: self.threshold)
     }
 }
 
