@@ -130,6 +130,50 @@ import Testing
         }
     }
 
+    /// Rows mapped from a snapshot and then outgrown move into anonymous memory whole. 4,096 rows of
+    /// 128 floats are exactly 2 MiB, so the snapshot's rows section covers the whole row buffer: grown
+    /// in place (mremap), the new rows would map the file beyond the section (its codes, then its end:
+    /// SIGBUS) instead of fresh memory.
+    @Test func rowsMappedFromASnapshotGrowIntact() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var random = SeededGenerator(seed: 41)
+        let vectors = (0..<9000).map { _ in Self.randomVector(&random) }
+        func items(_ range: Range<Int>) -> [ImportItem] {
+            range.map { ImportItem(identifier: "p\($0 % 3000)", template: FaceTemplate(algorithm: Algorithm.arcface.version, vector: vectors[$0])) }
+        }
+        let thresholds = Thresholds(authentication: 0.45, identification: 0.45, autoEnrolment: 1)
+        do {
+            let engine = try Engine(path: directory.path, configuration: Self.configuration())
+            _ = try await engine.defineGallery(
+                GalleryConfiguration(
+                    name: Self.gallery,
+                    registries: [
+                        RegistryConfiguration(algorithm: Algorithm.arcface.version, thresholds: thresholds),
+                        // answers(_:_:) asks with landmark faces too.
+                        RegistryConfiguration(algorithm: Algorithm.landmarks.version, thresholds: thresholds),
+                    ]))
+            _ = try await engine.importTemplates(gallery: Self.gallery, items(0..<4096))
+            engine.close()
+        }
+        let grown: [[IdentifyMatch]]
+        do {
+            let engine = try Engine(path: directory.path, configuration: Self.configuration())
+            #expect(engine.indexLoad.fromSnapshot, "\(engine.indexLoad)")
+            // Past the 4,096 rows the open reserved: the buffers grow, twice.
+            _ = try await engine.importTemplates(gallery: Self.gallery, items(4096..<9000))
+            #expect(try await engine.verify().problems.isEmpty)
+            grown = try await Self.answers(engine, vectors)
+            engine.close()
+        }
+        unlink(IndexSnapshot.path(in: directory.path))
+        let full = try Engine(path: directory.path, configuration: Self.configuration())
+        defer { full.close() }
+        #expect(!full.indexLoad.fromSnapshot)
+        #expect(try await Self.answers(full, vectors) == grown)
+        #expect(grown.filter { !$0.isEmpty }.count >= 80)
+    }
+
     /// A snapshot of another state of the store (kept from an earlier stop) is refused by its token,
     /// and the open loads in full.
     @Test func aSnapshotFromAnEarlierStopIsNotUsed() async throws {

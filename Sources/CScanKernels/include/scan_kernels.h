@@ -132,6 +132,13 @@ uint32_t rk_crc32c_update(uint32_t state, const void *bytes, size_t count);
 /// Asks the CPU to start fetching the cache line at `address` (a hint: never faults).
 void rk_prefetch(const void *address);
 
+/// Resizes the mapping at `old` from `old_size` to `new_size` bytes, moving it when it must (Linux
+/// mremap, MREMAP_MAYMOVE): the pages move with their contents, nothing is copied, and the old range
+/// is gone. NULL when the kernel refuses (a range made of more than one mapping, such as index rows
+/// partly mapped from a snapshot); the caller then copies. Here because mremap is variadic, which
+/// Swift cannot call.
+void *rk_remap(void *old, size_t old_size, size_t new_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -194,6 +194,7 @@ final class SnapshotLoad: @unchecked Sendable {
     /// Makes the mapped sections the registries' own (writable, copy-on-write) and takes the masks.
     func adopt() {
         for (address, length) in self.mapped { mprotect(address, length, PROT_READ | PROT_WRITE) }
+        for registry in self.registries { registry.holdsFileMappings = true }
         for (registry, entry) in zip(self.registries, self.entries) where entry[.masks].length > 0 {
             registry.adoptSnapshotMasks(UnsafeRawBufferPointer(start: self.file + entry[.masks].offset, count: entry[.masks].length))
         }

@@ -44,6 +44,10 @@ final class RegistryIndex {
     private var rowOfTemplate: [UInt64: Int]?
     /// Distinct identifiers held.
     private(set) var identifierCount = 0
+    /// Whether the row, code or term buffers are partly file mappings (an adopted index snapshot's
+    /// sections), until the next resize copies them into anonymous memory. Such a buffer must not be
+    /// grown in place: the grown part would map the file beyond the section.
+    var holdsFileMappings = false
 
     init(id: UInt32, algorithm: Algorithm, thresholds: Thresholds) {
         self.id = id
@@ -257,9 +261,13 @@ final class RegistryIndex {
     }
 
     private func resize(to newCapacity: Int) {
-        self.rows = Self.remap(self.rows, capacity: self.capacity, live: self.count, to: newCapacity, width: self.stride)
-        if let codes { self.codes = Self.remap(codes, capacity: self.capacity, live: self.count, to: newCapacity, width: self.codeStride) }
-        if let terms { self.terms = Self.remap(terms, capacity: self.capacity, live: self.count, to: newCapacity, width: 1) }
+        let moves = !self.holdsFileMappings
+        self.rows = Self.remap(self.rows, capacity: self.capacity, live: self.count, to: newCapacity, width: self.stride, moves: moves)
+        if let codes {
+            self.codes = Self.remap(codes, capacity: self.capacity, live: self.count, to: newCapacity, width: self.codeStride, moves: moves)
+        }
+        if let terms { self.terms = Self.remap(terms, capacity: self.capacity, live: self.count, to: newCapacity, width: 1, moves: moves) }
+        self.holdsFileMappings = false
         self.capacity = newCapacity
         self.templateIds.reserveCapacity(newCapacity)
         self.ordinals.reserveCapacity(newCapacity)
@@ -278,8 +286,17 @@ final class RegistryIndex {
     }
 
     /// A mapping for `rows` rows of `width` elements, holding the first `live` rows of `old` (released).
-    private static func remap<T>(_ old: UnsafeMutablePointer<T>?, capacity: Int, live: Int, to rows: Int, width: Int) -> UnsafeMutablePointer<T> {
+    /// With `moves`, the kernel moves the old mapping's pages (``rk_remap``) instead: growing a
+    /// million rows then takes neither a copy under the index write lock nor, for a moment, twice
+    /// their memory. Not for a buffer partly mapped from an index snapshot (``holdsFileMappings``),
+    /// which is copied; the kernel also refuses a range of several mappings, which is copied too.
+    private static func remap<T>(
+        _ old: UnsafeMutablePointer<T>?, capacity: Int, live: Int, to rows: Int, width: Int, moves: Bool = false
+    ) -> UnsafeMutablePointer<T> {
         let size = Self.bytes(T.self, rows: rows, width: width)
+        if moves, let old, let moved = rk_remap(old, Self.bytes(T.self, rows: capacity, width: width), size) {
+            return moved.bindMemory(to: T.self, capacity: rows * width)
+        }
         let address = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
         guard let address, address != MAP_FAILED else {
             fatalError("out of memory for a registry index of \(rows) rows of \(width) \(T.self) (errno \(errno))")
