@@ -20,16 +20,7 @@ import Testing
     }
 
     /// The entries of `directory`, sorted.
-    func entries(_ directory: String) -> [String] {
-        guard let stream = opendir(directory) else { return [] }
-        defer { closedir(stream) }
-        var names: [String] = []
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names.sorted()
-    }
+    func entries(_ directory: String) -> [String] { (directoryEntries(directory) ?? []).sorted() }
 
     @Test func theOldestBackupsAreWipedAndRemovedAndNothingElse() async throws {
         let daemon = try Daemon()

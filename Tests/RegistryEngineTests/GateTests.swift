@@ -336,15 +336,3 @@ let poorCapture = CaptureMetadata(
         }
     }
 }
-
-/// The names in a directory (nil when it cannot be read).
-func directoryEntries(_ path: String) -> [String]? {
-    guard let directory = opendir(path) else { return nil }
-    defer { closedir(directory) }
-    var names: [String] = []
-    while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-        if name != "." && name != ".." { names.append(name) }
-    }
-    return names
-}
