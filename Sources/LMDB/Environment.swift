@@ -66,6 +66,10 @@ public final class Environment: @unchecked Sendable {
     let writerLock = ConditionLock()
     private let writerThread = Atomic<UInt>(0)
     let closed = Atomic<Bool>(false)
+    /// Read transactions reset after use and kept for the next ``readReusing(_:)`` (at most
+    /// ``parkedLimit``); aborted at ``close()``.
+    private let parked = Mutex<[ParkedTransaction]>([])
+    private static let parkedLimit = 32
     /// What the erasure of free pages knows between passes (``eraseFreePages(sync:)``); touched only
     /// holding `writerLock`.
     var erasure = ErasureState()
@@ -200,6 +204,11 @@ public final class Environment: @unchecked Sendable {
     public func close() {
         guard !self.closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         self.gate.withWriteLock {
+            let kept = self.parked.withLock { parked in
+                defer { parked.removeAll() }
+                return parked
+            }
+            for txn in kept { mdb_txn_abort(txn.handle) }
             let message = mdb_env_get_userctx(self.handle)
             mdb_env_close(self.handle)
             free(message)
@@ -264,6 +273,37 @@ public final class Environment: @unchecked Sendable {
             guard !self.closed.load(ordering: .relaxed) else { throw LMDBError.environmentClosed }
             let txn = try self.begin(readOnly: true)
             defer { mdb_txn_abort(txn) }
+            return try body(Transaction(handle: txn, isReadOnly: true))
+        }
+    }
+
+    /// ``read(_:)`` for a caller that reads in many short stretches (a scan, chunk after chunk): the
+    /// transaction is renewed from one kept after an earlier use (`mdb_txn_renew`, which reuses its
+    /// reader slot) rather than begun, and reset (`mdb_txn_reset`) and kept afterwards.
+    public func readReusing<T>(_ body: (borrowing Transaction) throws -> T) throws -> T {
+        try self.gate.withReadLock {
+            guard !self.closed.load(ordering: .relaxed) else { throw LMDBError.environmentClosed }
+            var txn: OpaquePointer
+            if let kept = self.parked.withLock({ $0.popLast() })?.handle {
+                if mdb_txn_renew(kept) == 0 {
+                    txn = kept
+                } else {
+                    // MDB_MAP_RESIZED (another process grew the map) and the like: a fresh begin copes.
+                    mdb_txn_abort(kept)
+                    txn = try self.begin(readOnly: true)
+                }
+            } else {
+                txn = try self.begin(readOnly: true)
+            }
+            defer {
+                mdb_txn_reset(txn)
+                let kept = self.parked.withLock { parked in
+                    guard parked.count < Self.parkedLimit else { return false }
+                    parked.append(ParkedTransaction(handle: txn))
+                    return true
+                }
+                if !kept { mdb_txn_abort(txn) }
+            }
             return try body(Transaction(handle: txn, isReadOnly: true))
         }
     }
@@ -419,4 +459,10 @@ private func lmdbAssertionFailed(_ env: OpaquePointer?, _ assertion: UnsafePoint
         if split < length { _ = write(2, message + split + 1, length - split - 1) }
     }
     _exit(1)
+}
+
+/// A reset read transaction kept for reuse (``Environment/readReusing(_:)``). `@unchecked Sendable`:
+/// only the thread that takes it out of the environment's list uses it, until it puts it back.
+private struct ParkedTransaction: @unchecked Sendable {
+    let handle: OpaquePointer
 }

@@ -1,3 +1,4 @@
+import CScanKernels
 import Dispatch
 import Glibc
 import LMDB
@@ -229,12 +230,16 @@ import Testing
             for id in [ids[5], ids[1]] { #expect(try await engine.deleteTemplate(id: id)) }
             let registry = try #require(engine.state["default"]?.registries.first)
             #expect(registry.count == 4)
-            // The slots past the last row (where the removed and moved rows were) hold zeros only.
-            let tail = UnsafeBufferPointer(start: registry.row(0) + registry.count * registry.stride, count: 2 * registry.stride)
-            #expect(tail.allSatisfy { $0 == 0 })
+            // The index keeps no float32 row (the store's payload is the only one, erased with it)...
+            #expect(registry.rows == nil)
+            // ...and the code slots past the last row (where the removed and moved rows' codes were)
+            // hold zeros only.
             let codes = try #require(registry.codes)
             let codeTail = UnsafeBufferPointer(start: codes + registry.count * registry.codeStride, count: 2 * registry.codeStride)
             #expect(codeTail.allSatisfy { $0 == 0 })
+            let terms = try #require(registry.terms)
+            let termTail = UnsafeRawBufferPointer(start: terms + registry.count, count: 2 * MemoryLayout<rk_row_terms>.stride)
+            #expect(termTail.allSatisfy { $0 == 0 })
         }
     }
 }

@@ -1,7 +1,9 @@
+import CScanKernels
 import Glibc
 import LMDB
 import Locks
 import RegistryModel
+import Synchronization
 
 extension Engine {
     // MARK: Galleries
@@ -453,13 +455,29 @@ extension Engine {
                 case .landmarks: return registry.landmarkMatcher.map { Self.preparedLandmarks(bytes, $0) } ?? []
                 }
             }
-            let actual = Array(UnsafeBufferPointer(start: registry.row(row), count: registry.stride))
-            if expected != actual { problems.append("template \(id) differs between the store and the index") }
+            if registry.rows != nil {
+                let actual = Array(UnsafeBufferPointer(start: registry.row(row), count: registry.stride))
+                if expected != actual { problems.append("template \(id) differs between the store and the index") }
+            } else if !Self.codesMatch(expected, registry, row: row) {
+                // Rows read from the store: the index's own copy is the row's codes and bound terms.
+                problems.append("template \(id) differs between the store and the index's codes")
+            }
         }
         for (id, registry) in registries where registry.count != seen[id, default: 0] {
             problems.append("the \(registry.algorithm) registry indexes \(registry.count) templates, the store has \(seen[id, default: 0])")
         }
         return problems
+    }
+
+    /// Whether row `row` of `registry` holds the codes and bound terms `values` encode to.
+    private static func codesMatch(_ values: [Float], _ registry: RegistryIndex, row: Int) -> Bool {
+        guard case .vector(let dimension) = registry.algorithm.kind, values.count == dimension, let held = registry.code(row: row) else {
+            return false
+        }
+        var codes = [Int8](repeating: 0, count: registry.codeStride)
+        var terms = rk_row_terms()
+        rk_encode_row(values, dimension, registry.codeStride, &codes, &terms)
+        return codes.elementsEqual(held.codes) && withUnsafeBytes(of: terms) { a in withUnsafeBytes(of: held.terms) { a.elementsEqual($0) } }
     }
 
     /// A stored landmark payload (mask, raw coordinates) prepared as the index holds it.
@@ -551,6 +569,7 @@ extension Engine {
             }
             try txn.put(
                 self.store.meta, key: Keys.encryptionCheck, value: try newCipher.seal(PayloadCipher.checkPlaintext, templateId: 0))
+            self.store.pendingCipher.withLock { $0 = newCipher }
             context.record(.setCipher(newCipher))
             return ids.count
         }

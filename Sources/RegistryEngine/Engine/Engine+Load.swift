@@ -19,7 +19,8 @@ extension Engine {
             var registries: [UInt32: (GalleryIndex, RegistryIndex)] = [:]
             for (name, record) in try self.store.storedGalleries(txn) {
                 let gallery = GalleryIndex(id: record.id, name: name, registries: [])
-                gallery.define(record, algorithms: try record.registries.map { try self.catalog.algorithm(version: $0.algorithm) })
+                gallery.define(
+                    record, algorithms: try record.registries.map { try self.catalog.algorithm(version: $0.algorithm) }, rows: self.storedRows)
                 for registry in gallery.registries { registries[registry.id] = (gallery, registry) }
                 self.state[name] = gallery
             }
@@ -211,9 +212,16 @@ private final class PayloadLoader: @unchecked Sendable {
         var scratch: [UInt8] = []
         // The checksum of the current template's stored parts, checked against its record's.
         var crc = CRC32C()
-        // Plain vector payloads are copied part by part straight into their row; landmark payloads
-        // (normalised on load) and sealed payloads (opened first) are gathered in `scratch`.
+        // Plain vector payloads are copied part by part straight into their row (or, for a registry
+        // that reads its rows from the store, into `passing`, long enough to make its codes);
+        // landmark payloads (normalised on load) and sealed payloads (opened first) are gathered in
+        // `scratch`.
         let sealed = self.store.cipher.withLock { $0 != nil }
+        let passing = UnsafeMutablePointer<Float>.allocate(capacity: self.registries.map(\.stride).max() ?? 1)
+        defer { passing.deallocate() }
+        func row(_ registry: RegistryIndex, _ index: Int) -> UnsafeMutablePointer<Float> {
+            registry.rows == nil ? passing : registry.mutableRow(index)
+        }
         func finish(_ placement: Placement) throws {
             let registry = self.registries[placement.registry]
             let expected = PreparedTemplate.payloadSize(of: registry.algorithm)
@@ -229,7 +237,7 @@ private final class PayloadLoader: @unchecked Sendable {
                 }
                 if !registry.isLandmarks && scratch.count == expected {
                     scratch.withUnsafeBytes { bytes in
-                        UnsafeMutableRawPointer(registry.mutableRow(placement.row)).copyMemory(from: bytes.baseAddress!, byteCount: expected)
+                        UnsafeMutableRawPointer(row(registry, placement.row)).copyMemory(from: bytes.baseAddress!, byteCount: expected)
                     }
                     filled = expected
                 }
@@ -247,7 +255,7 @@ private final class PayloadLoader: @unchecked Sendable {
                 throw StoreCorruption("template \(placement.id) has \(filled) payload bytes, expected \(expected)")
             }
             // The row is complete (and in cache): its prefilter codes now.
-            registry.encode(row: placement.row)
+            registry.encode(row: placement.row, from: row(registry, placement.row))
             filled = 0
             scratch.removeAll(keepingCapacity: true)
         }
@@ -270,7 +278,7 @@ private final class PayloadLoader: @unchecked Sendable {
                 guard filled + value.count <= 4 * registry.stride else {
                     throw StoreCorruption("template \(id) has too many payload bytes")
                 }
-                UnsafeMutableRawPointer(registry.mutableRow(placement.row)).advanced(by: filled)
+                UnsafeMutableRawPointer(row(registry, placement.row)).advanced(by: filled)
                     .copyMemory(from: value.baseAddress!, byteCount: value.count)
                 filled += value.count
             }

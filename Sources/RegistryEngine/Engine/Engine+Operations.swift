@@ -338,11 +338,13 @@ extension Engine {
     {
         guard let ordinal = gallery.ordinal(of: identifier) else { return nil }
         var found: UInt64?
+        guard registry.holds(ordinal) else { return nil }
         template.row.withUnsafeBufferPointer { row in
-            registry.forEachRow(of: ordinal) { index in
-                guard found == nil, !registry.isLandmarks || registry.masks[index] == template.mask else { return }
-                let stored = registry.row(index)
-                if (0..<row.count).allSatisfy({ stored[$0].bitPattern == row[$0].bitPattern }) { found = registry.templateIds[index] }
+            registry.withRows { rows in
+                registry.forEachRow(of: ordinal) { index in
+                    guard found == nil, !registry.isLandmarks || registry.masks[index] == template.mask, let stored = rows(index) else { return }
+                    if (0..<row.count).allSatisfy({ stored[$0].bitPattern == row[$0].bitPattern }) { found = registry.templateIds[index] }
+                }
             }
         }
         return found

@@ -24,6 +24,8 @@ public final class Engine: @unchecked Sendable {
     public let catalog: AlgorithmCatalog
 
     let store: Store
+    /// Where vector registries read the rows their scans rescore (only codes are kept in memory).
+    let storedRows: StoredRows
     /// The data directory (where the index snapshot is written at close).
     let path: String
     /// How the index was built at open.
@@ -89,6 +91,7 @@ public final class Engine: @unchecked Sendable {
         } catch {
             throw RegistryError.opening(path, error)
         }
+        self.storedRows = StoredRows(store: self.store)
         if readOnly {
             do {
                 try FaultReport.during(fault) {
@@ -134,7 +137,7 @@ public final class Engine: @unchecked Sendable {
                 }
                 self.indexLoad = try self.load(snapshot: snapshot, unusable: unusable)
             }
-            // Identification never reads LMDB: the pages the load walked need not stay mapped.
+            // The pages the load walked need not stay mapped (scans read only the rows they rescore).
             self.store.environment.releaseResidentPages()
         } catch {
             self.store.close()
@@ -419,10 +422,11 @@ public final class Engine: @unchecked Sendable {
                 gallery.remove(templateId: id, from: registry)
             case .defineGallery(let name, let record, let algorithms):
                 let gallery = self.state[name] ?? GalleryIndex(id: record.id, name: name, registries: [])
-                gallery.define(record, algorithms: algorithms)
+                gallery.define(record, algorithms: algorithms, rows: self.storedRows)
                 self.state[name] = gallery
             case .setCipher(let cipher):
                 self.store.cipher.withLock { $0 = cipher }
+                self.store.pendingCipher.withLock { $0 = nil }
             case .setProfile(let galleryId, let identifier, let profile):
                 self.gallery(id: galleryId)?.setProfile(profile, of: identifier)
             case .deleteGallery(let name):

@@ -35,12 +35,16 @@ enum Matching {
     /// Given the query's row and mask rather than its prepared template: the caller reads them in
     /// place instead of copying the whole template out of its array.
     static func best(of ordinal: UInt32, in registry: RegistryIndex, row: [Float], mask: UInt32) -> Hit? {
+        guard registry.holds(ordinal) else { return nil }
         var best: Hit?
         row.withUnsafeBufferPointer { q in
-            registry.forEachRow(of: ordinal) { index in
-                let hit = Hit(
-                    score: registry.score(row: index, query: q.baseAddress!, queryMask: mask), templateId: registry.templateIds[index])
-                if best.map({ hit.beats($0) }) ?? true { best = hit }
+            registry.withRows { rows in
+                registry.forEachRow(of: ordinal) { index in
+                    guard let pointer = rows(index) else { return }
+                    let hit = Hit(
+                        score: registry.score(row: index, pointer, query: q.baseAddress!, queryMask: mask), templateId: registry.templateIds[index])
+                    if best.map({ hit.beats($0) }) ?? true { best = hit }
+                }
             }
         }
         return best

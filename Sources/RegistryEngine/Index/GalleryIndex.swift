@@ -37,9 +37,11 @@ final class GalleryIndex {
     /// Takes a stored definition: its registries in its order (one the gallery already has keeps its
     /// rows; a new one starts empty), thresholds, rules and liveness policy. The one place a gallery
     /// is built from its record, at start-up and when a definition commits.
-    func define(_ record: GalleryRecord, algorithms: [Algorithm]) {
+    /// - Parameter rows: where new vector registries read their rows (nil: they keep them in memory).
+    func define(_ record: GalleryRecord, algorithms: [Algorithm], rows: StoredRows? = nil) {
         self.registries = zip(record.registries, algorithms).map { entry, algorithm in
-            let registry = self.registry(id: entry.id) ?? RegistryIndex(id: entry.id, algorithm: algorithm, thresholds: entry.thresholds)
+            let registry =
+                self.registry(id: entry.id) ?? RegistryIndex(id: entry.id, algorithm: algorithm, thresholds: entry.thresholds, source: rows)
             registry.configure(entry)
             return registry
         }

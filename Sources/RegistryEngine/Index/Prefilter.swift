@@ -36,9 +36,10 @@ enum Prefilter {
     /// more than reading them all.
     static let fallbackFraction = 0.4
 
-    /// Whether a scan of `registry` uses the prefilter by default.
+    /// Whether a scan of `registry` uses the prefilter by default: always when its rows are read
+    /// from the store (reading every row costs far more than its codes).
     static func applies(to registry: RegistryIndex) -> Bool {
-        Self.isEnabled && registry.codes != nil && registry.count >= Self.minimumRows
+        Self.isEnabled && registry.codes != nil && (registry.count >= Self.minimumRows || registry.rows == nil)
     }
 
     /// Rows considered by prefiltered scans, and how many of them the float32 kernel scored, since

@@ -38,7 +38,7 @@ extension RegistryIndex {
             return try result.get()
         }
         entry[.ids] = try values(self.templateIds.map(\.littleEndian))
-        entry[.rows] = try rows(UnsafeRawPointer(self.rows), bytes: 4 * self.stride)
+        if let resident = self.rows { entry[.rows] = try rows(UnsafeRawPointer(resident), bytes: 4 * self.stride) }
         if let codes, let terms {
             entry[.codes] = try rows(UnsafeRawPointer(codes), bytes: self.codeStride)
             entry[.terms] = try rows(UnsafeRawPointer(terms), bytes: MemoryLayout<rk_row_terms>.stride)
@@ -51,7 +51,7 @@ extension RegistryIndex {
     func snapshotLength(_ kind: IndexSnapshot.Kind, rows: Int) -> Int {
         switch kind {
         case .ids: rows * 8
-        case .rows: rows * 4 * self.stride
+        case .rows: self.rows == nil ? 0 : rows * 4 * self.stride
         case .codes: self.codes == nil ? 0 : rows * self.codeStride
         case .terms: self.terms == nil ? 0 : rows * MemoryLayout<rk_row_terms>.stride
         case .masks: self.isLandmarks ? rows * 4 : 0
@@ -68,7 +68,7 @@ extension RegistryIndex {
 
     /// The places the rows, codes and terms sections map to (read-only until adopted).
     func snapshotTargets(_ entry: IndexSnapshot.Registry) -> [(IndexSnapshot.Kind, UnsafeMutableRawPointer)] {
-        var targets: [(IndexSnapshot.Kind, UnsafeMutableRawPointer)] = [(.rows, UnsafeMutableRawPointer(self.rows))]
+        var targets: [(IndexSnapshot.Kind, UnsafeMutableRawPointer)] = self.rows.map { [(.rows, UnsafeMutableRawPointer($0))] } ?? []
         if let codes, let terms {
             targets.append((.codes, UnsafeMutableRawPointer(codes)))
             targets.append((.terms, UnsafeMutableRawPointer(terms)))

@@ -11,6 +11,10 @@ import RegistryModel
 ///
 /// Vector registries keep beside the float32 rows their int8 codes (`codeStride` bytes a row) and
 /// per-row bound terms, for the prefilter (``Prefilter``): they follow every append, removal and load.
+/// A vector registry given a ``StoredRows`` keeps no float32 rows at all: only its codes and terms
+/// are resident, and scans read the rows they rescore from the store (``withRows(_:)``). The engine
+/// makes every vector registry so; resident rows remain for landmark registries (which have no
+/// codes) and for tests, which compare the two.
 ///
 /// Not thread-safe by itself: the engine mutates it only from its writer thread while holding the
 /// index write lock, and reads it under the read lock (or from the writer thread itself).
@@ -23,7 +27,12 @@ final class RegistryIndex {
     var minimumAutoEnrolmentQuality: Float?
     let stride: Int
 
-    private(set) var rows: UnsafeMutablePointer<Float>
+    /// The float32 rows, when resident (nil: read from ``source``).
+    private(set) var rows: UnsafeMutablePointer<Float>?
+    /// Where the rows are read when they are not resident.
+    let source: StoredRows?
+    /// Room for one row being appended to a registry without resident rows (writer thread only).
+    private let appending: UnsafeMutablePointer<Float>?
     /// Int8 codes, `codeStride` bytes per row, and their bound terms (vector registries; nil for landmarks).
     private(set) var codes: UnsafeMutablePointer<Int8>?
     private(set) var terms: UnsafeMutablePointer<rk_row_terms>?
@@ -49,13 +58,22 @@ final class RegistryIndex {
     /// grown in place: the grown part would map the file beyond the section.
     var holdsFileMappings = false
 
-    init(id: UInt32, algorithm: Algorithm, thresholds: Thresholds) {
+    /// - Parameter source: where a vector registry reads its rows (nil: it keeps them in memory).
+    init(id: UInt32, algorithm: Algorithm, thresholds: Thresholds, source: StoredRows? = nil) {
         self.id = id
         self.algorithm = algorithm
         self.thresholds = thresholds
         self.stride = algorithm.rowStride
         self.capacity = 0
-        self.rows = Self.remap(nil, capacity: 0, live: 0, to: 0, width: self.stride)
+        if case .vector = algorithm.kind, let source {
+            self.source = source
+            self.rows = nil
+            self.appending = .allocate(capacity: self.stride)
+        } else {
+            self.source = nil
+            self.rows = Self.remap(nil, capacity: 0, live: 0, to: 0, width: self.stride)
+            self.appending = nil
+        }
         if case .vector(let dimension) = algorithm.kind {
             self.codeStride = rk_code_stride(dimension)
             self.codes = Self.remap(nil, capacity: 0, live: 0, to: 0, width: self.codeStride)
@@ -66,7 +84,8 @@ final class RegistryIndex {
     }
 
     deinit {
-        Self.release(self.rows, rows: self.capacity, width: self.stride)
+        if let rows { Self.release(rows, rows: self.capacity, width: self.stride) }
+        self.appending?.deallocate()
         if let codes { Self.release(codes, rows: self.capacity, width: self.codeStride) }
         if let terms { Self.release(terms, rows: self.capacity, width: 1) }
     }
@@ -108,7 +127,28 @@ final class RegistryIndex {
         return ids
     }
 
-    func row(_ index: Int) -> UnsafePointer<Float> { UnsafePointer(self.rows + index * self.stride) }
+    /// What a scan streams per row, in floats, for sizing its chunks (``Scan/chunks(rows:stride:rowsPerChunk:)``):
+    /// the row itself, or, when the rows are read from the store, only its codes and terms (a chunk
+    /// of the same bytes then holds four times the rows, and a scan opens a quarter of the reads).
+    var chunkStride: Int {
+        self.rows != nil ? self.stride : max(1, (self.codeStride + MemoryLayout<rk_row_terms>.stride) / 4)
+    }
+
+    /// Row `index`, of a registry with resident rows.
+    func row(_ index: Int) -> UnsafePointer<Float> { UnsafePointer(self.rows! + index * self.stride) }
+
+    /// Calls `body` with a function returning row `index`'s floats (valid until the function is next
+    /// called; nil: the template was removed from the store after this view of the index was taken).
+    /// Resident rows are returned in place; others are read from the store in one read transaction,
+    /// so call it under the index read lock, once per stretch of scanning rather than once per row.
+    @inline(__always)
+    func withRows<T>(_ body: (_ row: (Int) -> UnsafePointer<Float>?) -> T) -> T {
+        if let rows = self.rows {
+            let stride = self.stride
+            return body { UnsafePointer(rows + $0 * stride) }
+        }
+        return self.source!.withReader(self, body)
+    }
 
     /// Every template's row (a fresh map: for whole-store checks).
     func rowsByTemplate() -> [UInt64: Int] {
@@ -121,8 +161,13 @@ final class RegistryIndex {
     func append(templateId: UInt64, ordinal: UInt32, mask: UInt32, encodes: Bool = true, fill: (UnsafeMutablePointer<Float>) -> Void) {
         if self.count == self.capacity { self.grow() }
         let row = self.count
-        fill(self.rows + row * self.stride)
-        if encodes { self.encode(row: row) }
+        if let rows = self.rows {
+            fill(rows + row * self.stride)
+            if encodes { self.encode(row: row) }
+        } else {
+            fill(self.appending!)
+            if encodes { self.encode(row: row, from: self.appending!) }
+        }
         self.templateIds.append(templateId)
         self.ordinals.append(ordinal)
         if self.isLandmarks { self.masks.append(mask) }
@@ -149,7 +194,7 @@ final class RegistryIndex {
         let last = self.count - 1
         if index != last {
             // The last row moves into the hole; its neighbours and its identifier's head follow it.
-            (self.rows + index * self.stride).update(from: self.rows + last * self.stride, count: self.stride)
+            if let rows { (rows + index * self.stride).update(from: rows + last * self.stride, count: self.stride) }
             if let codes, let terms {
                 (codes + index * self.codeStride).update(from: codes + last * self.codeStride, count: self.codeStride)
                 terms[index] = terms[last]
@@ -170,7 +215,7 @@ final class RegistryIndex {
             }
         }
         // The vacated last slot keeps no copy of what was removed or moved (erasure covers memory).
-        (self.rows + last * self.stride).update(repeating: 0, count: self.stride)
+        if let rows { (rows + last * self.stride).update(repeating: 0, count: self.stride) }
         if let codes, let terms {
             (codes + last * self.codeStride).update(repeating: 0, count: self.codeStride)
             terms[last] = rk_row_terms()
@@ -200,12 +245,11 @@ final class RegistryIndex {
         }
     }
 
-    /// The score of row `index` against a prepared query (`stride` floats, and its mask for landmarks).
+    /// The score of row `index` (its floats `row`, from ``withRows(_:)``) against a prepared query
+    /// (`stride` floats, and its mask for landmarks).
     @inline(__always)
-    func score(row index: Int, query: UnsafePointer<Float>, queryMask: UInt32) -> Float {
-        self.score(
-            row: UnsafePointer(self.rows + index * self.stride), rowMask: self.isLandmarks ? self.masks[index] : 0,
-            query: query, queryMask: queryMask)
+    func score(row index: Int, _ row: UnsafePointer<Float>, query: UnsafePointer<Float>, queryMask: UInt32) -> Float {
+        self.score(row: row, rowMask: self.isLandmarks ? self.masks[index] : 0, query: query, queryMask: queryMask)
     }
 
     /// The score of any prepared row of this registry's algorithm against a prepared query.
@@ -219,15 +263,28 @@ final class RegistryIndex {
         }
     }
 
-    /// Makes row `index`'s codes and bound terms from its float32 values (vector registries; no-op
-    /// for landmarks).
+    /// Makes row `index`'s codes and bound terms from its resident float32 values (vector registries;
+    /// no-op for landmarks).
     func encode(row index: Int) {
-        guard case .vector(let dimension) = self.algorithm.kind, let codes, let terms else { return }
-        rk_encode_row(self.rows + index * self.stride, dimension, self.codeStride, codes + index * self.codeStride, terms + index)
+        guard let rows else { return }
+        self.encode(row: index, from: rows + index * self.stride)
     }
 
-    /// Row `index` for writing in place (start-up load).
-    func mutableRow(_ index: Int) -> UnsafeMutablePointer<Float> { self.rows + index * self.stride }
+    /// Makes row `index`'s codes and bound terms from its float32 values `row` (vector registries;
+    /// no-op for landmarks).
+    func encode(row index: Int, from row: UnsafePointer<Float>) {
+        guard case .vector(let dimension) = self.algorithm.kind, let codes, let terms else { return }
+        rk_encode_row(row, dimension, self.codeStride, codes + index * self.codeStride, terms + index)
+    }
+
+    /// Row `index`'s codes and bound terms (vector registries).
+    func code(row index: Int) -> (codes: UnsafeBufferPointer<Int8>, terms: rk_row_terms)? {
+        guard let codes, let terms else { return nil }
+        return (UnsafeBufferPointer(start: codes + index * self.codeStride, count: self.codeStride), terms[index])
+    }
+
+    /// Row `index` for writing in place (start-up load of resident rows).
+    func mutableRow(_ index: Int) -> UnsafeMutablePointer<Float> { self.rows! + index * self.stride }
 
     /// Faults in the pages of rows `range` without changing their contents (`MADV_POPULATE_WRITE`):
     /// at start-up another thread can take the kernel's page allocation off the thread copying the
@@ -235,9 +292,11 @@ final class RegistryIndex {
     func populate(rows range: Range<Int>) {
         guard !range.isEmpty else { return }
         let page = 2 << 20
-        let start = Int(bitPattern: self.rows + range.lowerBound * self.stride) & ~(page - 1)
-        let end = Int(bitPattern: self.rows + range.upperBound * self.stride)
-        _ = madvise(UnsafeMutableRawPointer(bitPattern: start), end - start, 23 /* MADV_POPULATE_WRITE, Linux 5.14 */)
+        if let rows {
+            let start = Int(bitPattern: rows + range.lowerBound * self.stride) & ~(page - 1)
+            let end = Int(bitPattern: rows + range.upperBound * self.stride)
+            _ = madvise(UnsafeMutableRawPointer(bitPattern: start), end - start, 23 /* MADV_POPULATE_WRITE, Linux 5.14 */)
+        }
         if let codes {
             let start = Int(bitPattern: codes + range.lowerBound * self.codeStride) & ~(page - 1)
             let end = Int(bitPattern: codes + range.upperBound * self.codeStride)
@@ -262,7 +321,9 @@ final class RegistryIndex {
 
     private func resize(to newCapacity: Int) {
         let moves = !self.holdsFileMappings
-        self.rows = Self.remap(self.rows, capacity: self.capacity, live: self.count, to: newCapacity, width: self.stride, moves: moves)
+        if let rows {
+            self.rows = Self.remap(rows, capacity: self.capacity, live: self.count, to: newCapacity, width: self.stride, moves: moves)
+        }
         if let codes {
             self.codes = Self.remap(codes, capacity: self.capacity, live: self.count, to: newCapacity, width: self.codeStride, moves: moves)
         }

@@ -27,13 +27,17 @@ extension Scan {
     static func bestOwn(
         _ registry: RegistryIndex, query: UnsafePointer<Float>, queryMask: UInt32, own: UInt32?, excluded: Set<UInt64>
     ) -> Candidate? {
-        guard let own else { return nil }
+        guard let own, registry.holds(own) else { return nil }
         var best: Candidate?
-        registry.forEachRow(of: own) { index in
-            let id = registry.templateIds[index]
-            if !excluded.isEmpty && excluded.contains(id) { return }
-            let candidate = Candidate(score: registry.score(row: index, query: query, queryMask: queryMask), templateId: id, ordinal: own)
-            if best.map({ candidate.beats($0) }) ?? true { best = candidate }
+        registry.withRows { row in
+            registry.forEachRow(of: own) { index in
+                let id = registry.templateIds[index]
+                if !excluded.isEmpty && excluded.contains(id) { return }
+                guard let pointer = row(index) else { return }
+                let score = registry.score(row: index, pointer, query: query, queryMask: queryMask)
+                let candidate = Candidate(score: score, templateId: id, ordinal: own)
+                if best.map({ candidate.beats($0) }) ?? true { best = candidate }
+            }
         }
         return best
     }
@@ -51,7 +55,7 @@ extension Scan {
         prefilter: Bool? = nil,
         level: Int32 = Prefilter.level
     ) -> CheckBest {
-        let (count, rowsPerChunk) = Self.chunks(rows: registry.count, stride: registry.stride, rowsPerChunk: rowsPerChunk)
+        let (count, rowsPerChunk) = Self.chunks(rows: registry.count, stride: registry.chunkStride, rowsPerChunk: rowsPerChunk)
         let coded = Self.prefilters(registry, chunks: count, prefilter: prefilter) ? Prefilter.Query(query, for: registry) : nil
         var perChunk = [Candidate?](repeating: nil, count: count)
         perChunk.withUnsafeMutableBufferPointer { results in
@@ -118,7 +122,7 @@ extension Scan {
         let function = registry.algorithm.scoreFunction
         let count = owners.count
         let floors = floors ?? [Float](repeating: -.infinity, count: count)
-        let (chunks, rowsPerChunk) = Self.chunks(rows: registry.count, stride: dimension, rowsPerChunk: rowsPerChunk)
+        let (chunks, rowsPerChunk) = Self.chunks(rows: registry.count, stride: registry.chunkStride, rowsPerChunk: rowsPerChunk)
         let coded =
             Self.prefilters(registry, chunks: chunks, prefilter: prefilter)
             ? (0..<count).map { Prefilter.Query(queries + $0 * dimension, for: registry) } : nil
@@ -151,32 +155,33 @@ extension Scan {
                                     var rescored = 0
                                     var start = range.lowerBound
                                     let prepared = Prefilter.Block(queries: coded)
-                                    let rows = UnsafePointer(registry.rows)
-                                    while start < range.upperBound {
-                                        let block = start..<min(range.upperBound, start + Prefilter.blockRows)
-                                        prepared.prepare(registry, block)
-                                        for q in 0..<count { dotCutoffs[q] = memos[q].value(function, score: cutoffs[q]) }
-                                        prepared.filter(registry, block, dotCutoffs: dotCutoffs, level: level)
-                                        for q in 0..<count {
-                                            let found = prepared.counts[q]
-                                            rescored += found
-                                            for offset in prepared.survivors[(q * Prefilter.blockRows)..<(q * Prefilter.blockRows + found)] {
-                                                let row = start + Int(offset)
-                                                let dot = Kernels.dot(queries + q * dimension, rows + row * dimension, count: dimension)
-                                                consider(q, function.score(dot: dot), row)
+                                    registry.withRows { rows in
+                                        while start < range.upperBound {
+                                            let block = start..<min(range.upperBound, start + Prefilter.blockRows)
+                                            prepared.prepare(registry, block)
+                                            for q in 0..<count { dotCutoffs[q] = memos[q].value(function, score: cutoffs[q]) }
+                                            prepared.filter(registry, block, dotCutoffs: dotCutoffs, level: level)
+                                            for q in 0..<count {
+                                                let found = prepared.counts[q]
+                                                rescored += found
+                                                for offset in prepared.survivors[(q * Prefilter.blockRows)..<(q * Prefilter.blockRows + found)] {
+                                                    let row = start + Int(offset)
+                                                    guard let pointer = rows(row) else { continue }
+                                                    let dot = Kernels.dot(queries + q * dimension, pointer, count: dimension)
+                                                    consider(q, function.score(dot: dot), row)
+                                                }
                                             }
+                                            start = block.upperBound
                                         }
-                                        start = block.upperBound
                                     }
                                     Prefilter.count(considered: range.count * count, rescored: rescored)
                                     return
                                 }
-                                let rows = UnsafePointer(registry.rows)
                                 // With the row length a constant (common lengths), the kernels unroll.
                                 @inline(__always)
-                                func scan(_ dimension: Int) {
+                                func scan(_ dimension: Int, _ rows: (Int) -> UnsafePointer<Float>?) {
                                     for row in range {
-                                        let pointer = rows + row * dimension
+                                        guard let pointer = rows(row) else { continue }
                                         var q = 0
                                         while q + 4 <= count {
                                             let dots = Kernels.dot4Queries(
@@ -194,10 +199,12 @@ extension Scan {
                                         }
                                     }
                                 }
-                                switch dimension {
-                                case 128: scan(128)
-                                case 512: scan(512)
-                                default: scan(dimension)
+                                registry.withRows { rows in
+                                    switch dimension {
+                                    case 128: scan(128, rows)
+                                    case 512: scan(512, rows)
+                                    default: scan(dimension, rows)
+                                    }
                                 }
                             }
                         }

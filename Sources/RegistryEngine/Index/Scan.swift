@@ -52,7 +52,17 @@ enum Scan {
         switch registry.algorithm.kind {
         case .vector(let dimension):
             let function = registry.algorithm.scoreFunction
-            let rows = UnsafePointer(registry.rows)
+            guard let resident = registry.rows else {
+                // Rows read from the store one by one: only for scans told not to prefilter.
+                registry.withRows { row in
+                    for index in range {
+                        guard let pointer = row(index) else { continue }
+                        visit(index, function.score(dot: Kernels.dot(query, pointer, count: dimension)))
+                    }
+                }
+                return
+            }
+            let rows = UnsafePointer(resident)
             let stride = registry.stride
             // The common lengths as constants: the kernel's loop then unrolls completely (same sums,
             // same bits), which matters most for short rows, where loop overhead is a larger share.
@@ -65,7 +75,7 @@ enum Scan {
                 for index in range { visit(index, function.score(dot: Kernels.dot(query, rows + index * stride, count: dimension))) }
             }
         case .landmarks(let matcher):
-            let rows = UnsafePointer(registry.rows)
+            let rows = UnsafePointer(registry.rows!)
             let stride = registry.stride
             registry.masks.withUnsafeBufferPointer { masks in
                 // One loop per matcher, so each inlines its own comparison.
@@ -119,7 +129,7 @@ enum Scan {
         prefilter: Bool? = nil,
         level: Int32 = Prefilter.level
     ) -> [Candidate] {
-        let (count, rowsPerChunk) = Self.chunks(rows: registry.count, stride: registry.stride, rowsPerChunk: rowsPerChunk)
+        let (count, rowsPerChunk) = Self.chunks(rows: registry.count, stride: registry.chunkStride, rowsPerChunk: rowsPerChunk)
         var perChunk = [[Candidate]](repeating: [], count: count)
         let coded = Self.prefilters(registry, chunks: count, prefilter: prefilter) ? Prefilter.Query(query, for: registry) : nil
         // With a limit, the chunks share the best k-th score any of them has found.
@@ -238,37 +248,41 @@ enum Scan {
     ) -> Int {
         guard case .vector(let dimension) = registry.algorithm.kind else { preconditionFailure("the prefilter is for vector registries") }
         let function = registry.algorithm.scoreFunction
-        let rows = UnsafePointer(registry.rows)
+        // Falling back to scoring every row pays only when the rows are in memory.
+        let fallsBack = registry.rows != nil
         var rescored = 0
         var start = range.lowerBound
-        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: Prefilter.blockRows) { survivors in
-            // With the row length a constant (common lengths), the kernel unrolls.
-            @inline(__always)
-            func scan(_ dimension: Int) {
-                while start < range.upperBound {
-                    let done = start - range.lowerBound
-                    if done >= 2 * Prefilter.blockRows && Double(rescored) > Prefilter.fallbackFraction * Double(done) {
-                        for index in start..<range.upperBound {
-                            visit(index, function.score(dot: Kernels.dot(query, rows + index * dimension, count: dimension)))
+        registry.withRows { row in
+            withUnsafeTemporaryAllocation(of: UInt32.self, capacity: Prefilter.blockRows) { survivors in
+                // With the row length a constant (common lengths), the kernel unrolls.
+                @inline(__always)
+                func scan(_ dimension: Int) {
+                    while start < range.upperBound {
+                        let done = start - range.lowerBound
+                        if fallsBack && done >= 2 * Prefilter.blockRows && Double(rescored) > Prefilter.fallbackFraction * Double(done) {
+                            for index in start..<range.upperBound {
+                                visit(index, function.score(dot: Kernels.dot(query, row(index)!, count: dimension)))
+                            }
+                            rescored += range.upperBound - start
+                            return
                         }
-                        rescored += range.upperBound - start
-                        return
+                        let dotCutoff = memo.value(function, score: cutoff())
+                        let block = start..<min(range.upperBound, start + Prefilter.blockRows)
+                        let count = coded.survivors(registry, block, dotCutoff: dotCutoff, into: survivors.baseAddress!, level: level)
+                        rescored += count
+                        for offset in survivors[0..<count] {
+                            let index = start + Int(offset)
+                            guard let pointer = row(index) else { continue }
+                            visit(index, function.score(dot: Kernels.dot(query, pointer, count: dimension)))
+                        }
+                        start = block.upperBound
                     }
-                    let dotCutoff = memo.value(function, score: cutoff())
-                    let block = start..<min(range.upperBound, start + Prefilter.blockRows)
-                    let count = coded.survivors(registry, block, dotCutoff: dotCutoff, into: survivors.baseAddress!, level: level)
-                    rescored += count
-                    for offset in survivors[0..<count] {
-                        let index = start + Int(offset)
-                        visit(index, function.score(dot: Kernels.dot(query, rows + index * dimension, count: dimension)))
-                    }
-                    start = block.upperBound
                 }
-            }
-            switch dimension {
-            case 128: scan(128)
-            case 512: scan(512)
-            default: scan(dimension)
+                switch dimension {
+                case 128: scan(128)
+                case 512: scan(512)
+                default: scan(dimension)
+                }
             }
         }
         return rescored

@@ -9,6 +9,9 @@ import RegistryModel
 struct PayloadCipher: @unchecked Sendable {
     private let key: SymmetricKey
 
+    /// Bytes a sealed payload has beyond the plain one (nonce and tag).
+    static let overhead = 12 + 16
+
     /// The plaintext sealed under id 0 in the store's metadata, to tell a right key from a wrong one.
     static let checkPlaintext = Array("registryd template key check v1".utf8)
 

@@ -107,6 +107,9 @@ final class Store: @unchecked Sendable {
     let pageSize: Int
     /// Seals template payloads at rest when the store is encrypted (replaced by a key rotation).
     let cipher = Mutex<PayloadCipher?>(nil)
+    /// A key being set: from the transaction that seals the payloads with it until the index takes it
+    /// (``cipher``), scans that read rows from the store may find committed payloads sealed with it.
+    let pendingCipher = Mutex<PayloadCipher?>(nil)
     /// ``VectorLayout/partSize(payloadBytes:pageSize:)`` by payload size: a store holds a few sizes
     /// (one per algorithm), and working one out tries 64 part counts.
     private let partSizes = Mutex<[Int: Int]>([:])

@@ -1,0 +1,190 @@
+import Glibc
+import LMDB
+import Synchronization
+import SyntheticFaces
+import TestSupport
+import Testing
+
+@testable import RegistryEngine
+@testable import RegistryModel
+
+/// Vector registries of the engine keep only codes in memory and read the rows they rescore from the
+/// store (``StoredRows``). Every scan over them must answer exactly as over the same rows held in
+/// memory, with the prefilter and without, plain store or sealed.
+@Suite struct StoredRowsTests {
+    static let gallery = "rows"
+
+    static func normalised(_ values: [Float]) -> [Float] {
+        let norm = values.reduce(0) { $0 + $1 * $1 }.squareRoot()
+        return values.map { $0 / norm }
+    }
+
+    /// An engine holding 5,000 arcface templates of 1,700 people, some removed (so rows are out of id
+    /// order), and the vectors registered.
+    static func populated(_ engine: Engine) async throws -> [[Float]] {
+        _ = try await engine.defineGallery(
+            GalleryConfiguration(
+                name: Self.gallery,
+                registries: [
+                    RegistryConfiguration(
+                        algorithm: Algorithm.arcface.version, thresholds: Thresholds(authentication: 0.5, identification: 0.5, autoEnrolment: 1))
+                ]))
+        var random = SeededGenerator(seed: 5)
+        let vectors = (0..<5000).map { _ in (0..<128).map { _ in Float(random.normal()) } }
+        let items = vectors.enumerated().map { index, vector in
+            ImportItem(identifier: "p\(index % 1700)", template: FaceTemplate(algorithm: Algorithm.arcface.version, vector: vector))
+        }
+        let ids = try await engine.importTemplates(gallery: Self.gallery, items)
+        for id in ids.prefix(1000) where id % 11 == 0 { #expect(try await engine.deleteTemplate(gallery: Self.gallery, id: id)) }
+        return vectors
+    }
+
+    /// The same rows, ids and identifiers as `stored`, held in memory.
+    static func resident(copying stored: RegistryIndex) -> RegistryIndex {
+        let resident = RegistryIndex(id: stored.id, algorithm: stored.algorithm, thresholds: stored.thresholds)
+        stored.withRows { row in
+            for index in 0..<stored.count {
+                let values = row(index)!
+                resident.append(templateId: stored.templateIds[index], ordinal: stored.ordinals[index], mask: 0) {
+                    $0.update(from: values, count: stored.stride)
+                }
+            }
+        }
+        return resident
+    }
+
+    /// Noisy copies of registered vectors (clear matches) and strangers, prepared.
+    static func queries(_ vectors: [[Float]]) -> [[Float]] {
+        var random = SeededGenerator(seed: 9)
+        var queries = stride(from: 3, to: vectors.count, by: 421).map { index in
+            Self.normalised(zip(vectors[index], (0..<128).map { _ in Float(random.normal()) }).map { $0 + 0.5 * $1 })
+        }
+        queries += (0..<6).map { _ in Self.normalised((0..<128).map { _ in Float(random.normal()) }) }
+        return queries
+    }
+
+    @Test(arguments: [false, true])
+    func scansOverStoredRowsAnswerAsOverResidentRows(sealed: Bool) async throws {
+        var configuration = EngineConfiguration()
+        if sealed { configuration.encryptionKey = [UInt8](repeating: 0x33, count: 32) }
+        try await withEngine(configuration) { engine in
+            let vectors = try await Self.populated(engine)
+            let stored = try #require(engine.state[Self.gallery]?.registries.first)
+            #expect(stored.rows == nil && stored.count == 5000 - (1...1000).filter { $0 % 11 == 0 }.count)
+            let resident = Self.resident(copying: stored)
+            // The codes the index holds are those of the rows the store holds.
+            for index in 0..<stored.count {
+                let (a, b) = (stored.code(row: index)!, resident.code(row: index)!)
+                #expect(a.codes.elementsEqual(b.codes))
+                #expect(withUnsafeBytes(of: a.terms) { x in withUnsafeBytes(of: b.terms) { x.elementsEqual($0) } })
+            }
+            let before = StoredRows.unreadable.load(ordering: .relaxed)
+            let queries = Self.queries(vectors)
+            for query in queries {
+                for threshold: Float in [-1, 0.3, 0.6] {
+                    for limit in [nil, 1, 10] as [Int?] {
+                        func identify(_ registry: RegistryIndex, prefilter: Bool) -> [Scan.Candidate] {
+                            Scan.identify(
+                                registry, query: query, queryMask: 0, threshold: threshold, limit: limit, rowsPerChunk: 700, prefilter: prefilter)
+                        }
+                        let expected = identify(resident, prefilter: false)
+                        #expect(identify(stored, prefilter: true) == expected)
+                        #expect(identify(stored, prefilter: false) == expected)
+                        #expect(identify(resident, prefilter: true) == expected)
+                    }
+                }
+            }
+            // Registration checks, one by one and batched, each query as its nearest identifier's own.
+            let owners: [UInt32?] = queries.map { query in
+                Scan.identify(resident, query: query, queryMask: 0, threshold: 0.5, limit: 1).first?.ordinal
+            }
+            #expect(owners.contains { $0 != nil } && owners.contains { $0 == nil })
+            let flat = queries.flatMap { $0 }
+            for floor: Float in [-1, 0.2, 0.5] {
+                let floors = [Float](repeating: floor, count: queries.count)
+                let batched = flat.withUnsafeBufferPointer { queries in
+                    (
+                        Scan.check(stored, queries: queries.baseAddress!, owners: owners, floors: floors, rowsPerChunk: 700),
+                        Scan.check(resident, queries: queries.baseAddress!, owners: owners, floors: floors, rowsPerChunk: 700, prefilter: false)
+                    )
+                }
+                for (index, query) in queries.enumerated() {
+                    let one = Scan.check(stored, query: query, queryMask: 0, own: owners[index], excluded: [], floor: floor, rowsPerChunk: 700)
+                    let reference = Scan.check(
+                        resident, query: query, queryMask: 0, own: owners[index], excluded: [], floor: floor, rowsPerChunk: 700, prefilter: false)
+                    #expect(one.other == reference.other && one.own == reference.own)
+                    #expect(batched.0[index].other == reference.other && batched.0[index].own == reference.own)
+                    #expect(batched.1[index].other == reference.other && batched.1[index].own == reference.own)
+                }
+            }
+            #expect(StoredRows.unreadable.load(ordering: .relaxed) == before)
+        }
+    }
+
+    /// A template removed from the store after a scan's view of the index was taken (the writer
+    /// commits a removal before it takes the row out of the index) is skipped, not misread.
+    @Test func aRowGoneFromTheStoreIsSkipped() async throws {
+        try await withEngine { engine in
+            let vectors = try await Self.populated(engine)
+            let stored = try #require(engine.state[Self.gallery]?.registries.first)
+            let query = Self.normalised(vectors[4321])
+            let found = Scan.identify(stored, query: query, queryMask: 0, threshold: 0.99, limit: nil)
+            let id = try #require(found.first?.templateId)
+            #expect(found.count == 1)
+            // Removed behind the index's back, as between a removal's commit and its publication.
+            let removed = try engine.store.environment.write { txn in try engine.store.deleteTemplate(txn, id: id) }
+            #expect(removed != nil)
+            #expect(stored.templateIds.contains(id))
+            #expect(Scan.identify(stored, query: query, queryMask: 0, threshold: 0.99, limit: nil).isEmpty)
+            #expect(Scan.identify(stored, query: query, queryMask: 0, threshold: -1, limit: 3).allSatisfy { $0.templateId != id })
+        }
+    }
+
+    /// Between the commit that seals every payload with a new key and the index taking that key, a
+    /// scan finds payloads the current key cannot open: it opens them with the key being set.
+    @Test func aPayloadSealedWithTheKeyBeingSetIsOpened() async throws {
+        var configuration = EngineConfiguration()
+        configuration.encryptionKey = [UInt8](repeating: 0x44, count: 32)
+        try await withEngine(configuration) { engine in
+            let vectors = try await Self.populated(engine)
+            let stored = try #require(engine.state[Self.gallery]?.registries.first)
+            let query = Self.normalised(vectors[4321])
+            let expected = Scan.identify(stored, query: query, queryMask: 0, threshold: 0.9, limit: nil)
+            #expect(expected.count == 1)
+            // The state in that window: the key in use is another (here: none), the new one pending.
+            let key = engine.store.cipher.withLock { cipher in
+                defer { cipher = nil }
+                return cipher
+            }
+            #expect(Scan.identify(stored, query: query, queryMask: 0, threshold: 0.9, limit: nil).isEmpty)
+            engine.store.pendingCipher.withLock { $0 = key }
+            #expect(Scan.identify(stored, query: query, queryMask: 0, threshold: 0.9, limit: nil) == expected)
+            engine.store.cipher.withLock { $0 = key }
+            engine.store.pendingCipher.withLock { $0 = nil }
+        }
+    }
+
+    /// Setting or rotating the key while identifications run: payloads are committed sealed with the
+    /// new key before the index takes it, and scans in between must still open them.
+    @Test func identificationsDuringAKeyChangeStillFindTheirMatch() async throws {
+        try await withEngine { engine in
+            let vectors = try await Self.populated(engine)
+            let face = Face(FaceTemplate(algorithm: Algorithm.arcface.version, vector: vectors[4999]))
+            let expected = try await engine.identify(gallery: Self.gallery, face: face, autoEnrol: false).matches.first
+            #expect(expected?.identifier == "p\(4999 % 1700)")
+            let changing = Atomic<Bool>(true)
+            async let keys: Void = {
+                for byte: UInt8 in [1, 2, 3] { _ = try await engine.setEncryptionKey([UInt8](repeating: byte, count: 32)) }
+                changing.store(false, ordering: .relaxed)
+            }()
+            var rounds = 0
+            while changing.load(ordering: .relaxed) || rounds < 20 {
+                let result = try await engine.identify(gallery: Self.gallery, face: face, autoEnrol: false)
+                #expect(result.matches.first == expected)
+                rounds += 1
+            }
+            try await keys
+            #expect(try await engine.verify().problems.isEmpty)
+        }
+    }
+}
