@@ -15,6 +15,8 @@ struct Options: ParsableArguments, Sendable {
     var operation = Operation.authenticate
     @Option(help: "People in the seeded gallery.")
     var people = 10_000
+    @Option(help: "Floats per template: 128 (arcface, algorithm 24) or 512 (r300, algorithm 300: unit vectors, dot product).")
+    var dimension = 128
     @Option(name: .customLong("requests"), help: "Measured requests in total, split across connections (default: 20000).")
     var requestCount: Int?
     @Option(help: "Measure for this many seconds instead of a request count.")
@@ -25,6 +27,15 @@ struct Options: ParsableArguments, Sendable {
     var warmup = 1_000
     @Flag(help: "Print the figures as one JSON object.")
     var json = false
+    @Flag(help: "Seed the gallery (or find it seeded), write --vectors-out, and stop: no requests are sent.")
+    var seedOnly = false
+    @Option(help: ArgumentHelp("Write the seeded people's templates there (raw little-endian float32, in order).", valueName: "path"))
+    var vectorsOut: String?
+    @Option(
+        help: ArgumentHelp(
+            "Write the measured requests' query templates there (raw little-endian float32, connection by connection).",
+            valueName: "path"))
+    var queriesOut: String?
 
     /// Measured requests in total, split across the connections (unless `seconds` is set).
     var requests: Int { self.requestCount ?? 20_000 }
@@ -33,17 +44,19 @@ struct Options: ParsableArguments, Sendable {
         guard !self.socket.isEmpty else { throw ValidationError("--socket needs a path") }
         guard self.connections >= 1 else { throw ValidationError("--connections must be at least 1") }
         guard self.people >= 1 else { throw ValidationError("--people must be at least 1") }
+        guard [128, 512].contains(self.dimension) else { throw ValidationError("--dimension must be 128 (arcface) or 512 (r300)") }
         if let count = self.requestCount { guard count >= 1 else { throw ValidationError("--requests must be at least 1") } }
         if let seconds = self.seconds {
             guard seconds > 0, seconds.isFinite else { throw ValidationError("--seconds must be a positive number") }
         }
         guard self.requestCount == nil || self.seconds == nil else { throw ValidationError("give --requests or --seconds, not both") }
         guard !self.gallery.isEmpty else { throw ValidationError("--gallery needs a name") }
-        // Seeding redefines the gallery with one arcface registry and may delete it.
+        // Seeding redefines the gallery with one arcface or r300 registry and may delete it.
         guard self.gallery != "default" else {
             throw ValidationError("--gallery: the load gallery is redefined and deleted; use one of its own, not 'default'")
         }
         guard self.warmup >= 0 else { throw ValidationError("--warmup must be at least 0") }
+        guard !(self.seedOnly && self.queriesOut != nil) else { throw ValidationError("--seed-only sends no requests: no --queries-out") }
     }
 }
 

@@ -1,11 +1,14 @@
 // registry-load: drives a running registryd over N connections and prints throughput and latency.
 //
 //     registry-load [--socket PATH] [--connections N] [--operation authenticate|identify|register]
-//                   [--people P] [--requests R | --seconds S] [--gallery NAME] [--warmup R]
+//                   [--people P] [--dimension 128|512] [--requests R | --seconds S] [--gallery NAME]
+//                   [--warmup R] [--seed-only] [--vectors-out PATH] [--queries-out PATH]
 //
-// Seeds the gallery (one arcface registry, P people with deterministic random unit vectors; reused
-// when it already holds them), warms up, then runs the measured requests: each connection is a closed
-// loop of one request at a time. Prints one line with requests/s and p50/p90/p99/max latency.
+// Seeds the gallery (one arcface registry, or r300 with --dimension 512; P people with deterministic
+// random unit vectors; reused when it already holds them), warms up, then runs the measured requests:
+// each connection is a closed loop of one request at a time. Prints one line with requests/s and
+// p50/p90/p99/max latency. --vectors-out and --queries-out write the seeded templates and the measured
+// requests' ones for tools/bench's FAISS anchor.
 import ArgumentParser
 import Glibc
 import RegistryClient
@@ -18,7 +21,7 @@ struct RegistryLoad: AsyncParsableCommand {
         commandName: "registry-load",
         abstract: "Drives a running registryd and prints throughput and latency.",
         discussion:
-            "The gallery gets one arcface registry (algorithm 24, thresholds 0.6) holding person-0 ... person-(P-1) with deterministic random unit vectors; it is reused when it already holds P people, else deleted and imported again. The measured connections all run on one thread with their requests encoded in advance, so the tool takes little of the CPU it shares with the daemon. Prints one line: operation, people, connections, requests, seconds, requests/s, p50, p90, p99 and max latency in ms, and the number of errors.",
+            "The gallery gets one arcface registry (algorithm 24, 128 floats; with --dimension 512 r300, algorithm 300, 512 floats compared by dot product; thresholds 0.6) holding person-0 ... person-(P-1) with deterministic random unit vectors; it is reused when it already holds P people, else deleted and imported again. The measured connections all run on one thread with their requests encoded in advance, so the tool takes little of the CPU it shares with the daemon. Prints one line: operation, people, connections, requests, seconds, requests/s, p50, p90, p99 and max latency in ms, and the number of errors.",
         version: RegistryVersion.current)
 
     @OptionGroup var options: Options
@@ -41,15 +44,28 @@ enum LoadRun {
             printError("registry-load: is registryd running? Start it, or pass its socket with --socket PATH.")
             return 1
         }
-        let people = (0..<options.people).map(Vectors.person)
+        let people = People(count: options.people, dimension: options.dimension)
+        let seeding: Double?
         do {
-            try await Seeding.prepare(client: client, gallery: options.gallery, people: people)
+            seeding = try await Seeding.prepare(client: client, gallery: options.gallery, people: people)
         } catch {
             printError("registry-load: cannot seed gallery '\(options.gallery)': \(error)")
             await client.close()
             return 1
         }
         await client.close()
+        if let path = options.vectorsOut {
+            do {
+                try Vectors.write(people.count, to: path) { people[$0] }
+            } catch {
+                printError("registry-load: \(error)")
+                return 1
+            }
+        }
+        if options.seedOnly {
+            print(Report.seeding(options: options, seconds: seeding))
+            return 0
+        }
 
         let run = Self.runIdentifier()
         var workers = (0..<options.connections).map { index in
@@ -66,7 +82,8 @@ enum LoadRun {
                 }
             }
             let (tally, elapsed) = try await runPhase(
-                socket: options.socket, workers: &workers, total: options.requests, seconds: options.seconds, people: people)
+                socket: options.socket, workers: &workers, total: options.requests, seconds: options.seconds, people: people,
+                queriesOut: options.queriesOut)
             print(options.json ? Report.json(tally: tally, elapsed: elapsed) : Report.line(options: options, tally: tally, elapsed: elapsed))
             if let first = tally.firstError {
                 printError("first error: \(first)")

@@ -63,4 +63,14 @@ enum Report {
         ]
         return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
     }
+
+    /// What --seed-only prints: the gallery and how long its import took (`seconds` nil: reused as it was).
+    static func seeding(options: Options, seconds: Double?) -> String {
+        let fields: [(String, String)] = [
+            ("people", "\(options.people)"), ("dimension", "\(options.dimension)"), ("reused", seconds == nil ? "true" : "false"),
+            ("seconds", seconds.map { Self.fixed($0, 3) } ?? "0"),
+        ]
+        guard options.json else { return "seeded " + fields.map { "\($0.0)=\($0.1)" }.joined(separator: " ") }
+        return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+    }
 }

@@ -1,20 +1,29 @@
 import RegistryClient
 import RegistryModel
 
-/// Puts the people the workload needs into the gallery: one arcface registry holding `person-i` for
-/// every i below the people count, each with its deterministic template.
+/// Puts the people the workload needs into the gallery: one registry holding `person-i` for every i
+/// below the people count, each with its deterministic template.
 enum Seeding {
-    static let algorithm: UInt32 = 24
     static let threshold: Float = 0.6
-    /// Templates per import request (about 0.5 MB, well below the daemon's 4 MiB frame limit).
-    static let chunk = 1000
 
-    static func configuration(_ gallery: String) -> GalleryConfiguration {
+    /// The gallery's algorithm for templates of `dimension` floats: arcface (24: 128 floats, cosine)
+    /// or r300 (300: 512 floats, the dot product of unit vectors).
+    static func algorithm(dimension: Int) -> Algorithm {
+        dimension == 512 ? .r300 : .arcface
+    }
+
+    /// Templates per import request: about 0.5 MB at 128 floats, 1 MB at 512, well below the daemon's
+    /// 4 MiB frame limit.
+    static func chunk(dimension: Int) -> Int {
+        dimension > 128 ? 500 : 1000
+    }
+
+    static func configuration(_ gallery: String, algorithm: Algorithm) -> GalleryConfiguration {
         GalleryConfiguration(
             name: gallery,
             registries: [
                 RegistryConfiguration(
-                    algorithm: algorithm,
+                    algorithm: algorithm.version,
                     thresholds: Thresholds(authentication: threshold, identification: threshold, autoEnrolment: threshold))
             ])
     }
@@ -22,15 +31,17 @@ enum Seeding {
     static func identifier(_ person: Int) -> String { "person-\(person)" }
 
     /// Reuses the gallery when it already holds exactly these people, else recreates and imports it.
-    static func prepare(client: RegistryConnection, gallery: String, people: [[Float]]) async throws {
-        let configuration = Self.configuration(gallery)
+    /// Returns the seconds the import took, or nil when the gallery was reused.
+    static func prepare(client: RegistryConnection, gallery: String, people: People) async throws -> Double? {
+        let algorithm = Self.algorithm(dimension: people.dimension)
+        let configuration = Self.configuration(gallery, algorithm: algorithm)
         // Defining an existing gallery with other non-empty registries fails: it is then recreated.
         let defined = try? await client.defineGallery(configuration)
         if let defined, defined.identifierCount == people.count,
             await Self.holdsSeededPeople(client: client, gallery: gallery, people: people)
         {
             printError("registry-load: reusing gallery '\(gallery)' with \(people.count) people")
-            return
+            return nil
         }
         if defined == nil || defined?.identifierCount != 0 {
             do {
@@ -43,20 +54,23 @@ enum Seeding {
         }
         let clock = ContinuousClock()
         let start = clock.now
-        for first in stride(from: 0, to: people.count, by: Self.chunk) {
-            let items = (first..<min(people.count, first + Self.chunk)).map { person in
-                ImportItem(identifier: Self.identifier(person), template: FaceTemplate(algorithm: algorithm, vector: people[person]))
+        let chunk = Self.chunk(dimension: people.dimension)
+        for first in stride(from: 0, to: people.count, by: chunk) {
+            let items = (first..<min(people.count, first + chunk)).map { person in
+                ImportItem(
+                    identifier: Self.identifier(person), template: FaceTemplate(algorithm: algorithm.version, vector: people[person]))
             }
             _ = try await client.importTemplates(gallery: gallery, items)
         }
-        printError(
-            "registry-load: seeded gallery '\(gallery)' with \(people.count) people in \(Report.fixed(Report.seconds(start.duration(to: clock.now)), 3)) s"
-        )
+        let seconds = Report.seconds(start.duration(to: clock.now))
+        printError("registry-load: seeded gallery '\(gallery)' with \(people.count) people in \(Report.fixed(seconds, 3)) s")
+        return seconds
     }
 
     /// Whether the first and last person authenticate with their exact templates: the gallery holds
     /// this tool's people (same seed), not some other set of the same size.
-    private static func holdsSeededPeople(client: RegistryConnection, gallery: String, people: [[Float]]) async -> Bool {
+    private static func holdsSeededPeople(client: RegistryConnection, gallery: String, people: People) async -> Bool {
+        let algorithm = Self.algorithm(dimension: people.dimension).version
         for person in Set([0, people.count - 1]) {
             guard
                 let result = try? await client.authenticate(

@@ -39,49 +39,57 @@ struct Worker: Sendable {
     /// Requests this worker has sent (warm-up included): its k-th registration is `new-<run>-<k·N + index>`.
     var sent = 0
 
-    /// The next `count` requests as encoded frames with their checks (built before the clock starts).
-    mutating func calls(_ count: Int, people: [[Float]]) -> [Driver.Call] {
-        (0..<count).map { _ in
+    /// The next `count` requests as encoded frames with their checks (built before the clock starts),
+    /// each with the query template it sends.
+    mutating func calls(_ count: Int, people: People) -> [(query: [Float], call: Driver.Call)] {
+        let algorithm = Seeding.algorithm(dimension: people.dimension).version
+        return (0..<count).map { _ in
             let call = self.nextCall(people: people)
-            var request = Registry_V1_Request()
-            request.id = UInt64(self.sent)
-            switch call {
-            case .authenticate(let identifier, let face):
-                request.operation = .authenticate(
-                    .with {
-                        $0.gallery = self.gallery
-                        $0.identifier = identifier
-                        $0.face = Registry_V1_Face(face)
-                        $0.autoEnrol = false
-                    })
-                return Driver.Call(frame: Self.encode(request)) { result in
-                    guard case .authenticate(let authentication) = result else { return Self.unexpected(result) }
-                    return authentication.authenticated ? nil : "\(identifier) was not authenticated (score \(authentication.score))"
-                }
-            case .identify(let expected, let face):
-                request.operation = .identify(
-                    .with {
-                        $0.gallery = self.gallery
-                        $0.face = Registry_V1_Face(face)
-                        $0.autoEnrol = false
-                    })
-                return Driver.Call(frame: Self.encode(request)) { result in
-                    guard case .identify(let identification) = result else { return Self.unexpected(result) }
-                    let found = identification.matches.first
-                    return found?.identifier == expected
-                        ? nil : "identify found \(found.map { "\($0.identifier) (\($0.score))" } ?? "nobody"), not \(expected)"
-                }
-            case .register(let identifier, let face):
-                request.operation = .register(
-                    .with {
-                        $0.gallery = self.gallery
-                        $0.identifier = identifier
-                        $0.face = Registry_V1_Face(face)
-                    })
-                return Driver.Call(frame: Self.encode(request)) { result in
-                    guard case .register = result else { return Self.unexpected(result) }
-                    return nil
-                }
+            return (call.query, self.encoded(call, algorithm: algorithm))
+        }
+    }
+
+    /// `call` as a request frame, with what a correct answer looks like.
+    private func encoded(_ call: Call, algorithm: UInt32) -> Driver.Call {
+        var request = Registry_V1_Request()
+        request.id = UInt64(self.sent)
+        let face = Registry_V1_Face(Face(FaceTemplate(algorithm: algorithm, vector: call.query)))
+        switch call {
+        case .authenticate(let identifier, _):
+            request.operation = .authenticate(
+                .with {
+                    $0.gallery = self.gallery
+                    $0.identifier = identifier
+                    $0.face = face
+                    $0.autoEnrol = false
+                })
+            return Driver.Call(frame: Self.encode(request)) { result in
+                guard case .authenticate(let authentication) = result else { return Self.unexpected(result) }
+                return authentication.authenticated ? nil : "\(identifier) was not authenticated (score \(authentication.score))"
+            }
+        case .identify(let expected, _):
+            request.operation = .identify(
+                .with {
+                    $0.gallery = self.gallery
+                    $0.face = face
+                    $0.autoEnrol = false
+                })
+            return Driver.Call(frame: Self.encode(request)) { result in
+                guard case .identify(let identification) = result else { return Self.unexpected(result) }
+                let found = identification.matches.first
+                return found?.identifier == expected
+                    ? nil : "identify found \(found.map { "\($0.identifier) (\($0.score))" } ?? "nobody"), not \(expected)"
+            }
+        case .register(let identifier, _):
+            request.operation = .register(
+                .with {
+                    $0.gallery = self.gallery
+                    $0.identifier = identifier
+                    $0.face = face
+                })
+            return Driver.Call(frame: Self.encode(request)) { result in
+                guard case .register = result else { return Self.unexpected(result) }
+                return nil
             }
         }
     }
@@ -96,25 +104,31 @@ struct Worker: Sendable {
         return "an unexpected response"
     }
 
-    /// A request, ready to send (prepared before the clock starts).
+    /// A request, ready to send (prepared before the clock starts): whom it concerns, and its query template.
     enum Call {
-        case authenticate(identifier: String, face: Face)
-        case identify(expected: String, face: Face)
-        case register(identifier: String, face: Face)
+        case authenticate(identifier: String, query: [Float])
+        case identify(expected: String, query: [Float])
+        case register(identifier: String, query: [Float])
+
+        var query: [Float] {
+            switch self {
+            case .authenticate(_, let query), .identify(_, let query), .register(_, let query): query
+            }
+        }
     }
 
-    private mutating func nextCall(people: [[Float]]) -> Call {
+    private mutating func nextCall(people: People) -> Call {
         defer { self.sent += 1 }
         switch self.operation {
         case .authenticate, .identify:
             let person = Int.random(in: 0..<people.count, using: &self.random)
-            let face = Face(FaceTemplate(algorithm: Seeding.algorithm, vector: Vectors.probe(of: people[person], &self.random)))
+            let query = Vectors.probe(of: people[person], &self.random)
             let identifier = Seeding.identifier(person)
             return self.operation == .authenticate
-                ? .authenticate(identifier: identifier, face: face) : .identify(expected: identifier, face: face)
+                ? .authenticate(identifier: identifier, query: query) : .identify(expected: identifier, query: query)
         case .register:
             let identifier = "new-\(self.run)-\(self.sent * self.connections + self.index)"
-            return .register(identifier: identifier, face: Face(FaceTemplate(algorithm: Seeding.algorithm, vector: Vectors.unit(&self.random))))
+            return .register(identifier: identifier, query: Vectors.unit(&self.random, dimension: people.dimension))
         }
     }
 }
@@ -125,14 +139,18 @@ func share(of total: Int, index: Int, connections: Int) -> Int {
 }
 
 /// Runs one phase: `total` requests split across the workers' connections (or as many as fit in
-/// `seconds`), measured by the ``Driver``.
+/// `seconds`), measured by the ``Driver``; writes their query templates to `queriesOut` first.
 func runPhase(
-    socket: String, workers: inout [Worker], total: Int, seconds: Double?, people: [[Float]]
+    socket: String, workers: inout [Worker], total: Int, seconds: Double?, people: People, queriesOut: String? = nil
 ) async throws -> (tally: Tally, elapsed: Duration) {
-    let calls = workers.indices.map { position in
+    let prepared = workers.indices.map { position in
         // With a time limit, each connection cycles through a pool of prepared requests.
         let count = seconds == nil ? share(of: total, index: position, connections: workers.count) : 2_000
         return workers[position].calls(count, people: people)
     }
-    return try await Driver.run(socket: socket, calls: calls, seconds: seconds)
+    if let queriesOut {
+        let queries = prepared.flatMap { $0.map(\.query) }
+        try Vectors.write(queries.count, to: queriesOut) { queries[$0] }
+    }
+    return try await Driver.run(socket: socket, calls: prepared.map { $0.map(\.call) }, seconds: seconds)
 }
