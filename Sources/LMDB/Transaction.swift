@@ -175,6 +175,12 @@ public struct Transaction: ~Copyable {
         try start.withUnsafeBytes { s in try self.forEach(db, from: s, body) }
     }
 
+    /// Runs `body` with one cursor on `db` for many ``Cursor/walk(from:_:)`` calls (a cursor opened
+    /// once instead of one per walk).
+    public func withCursor<T>(_ db: Database, _ body: (borrowing Cursor) throws -> T) throws -> T {
+        try self.withCursor(db) { cursor in try body(Cursor(handle: cursor, name: db.name)) }
+    }
+
     /// Runs `body` in a child transaction of this write transaction (`mdb_txn_begin` with a parent):
     /// its writes join this transaction when `body` returns and are undone when it throws, leaving the
     /// parent usable. This is how one failed operation of a group commit is rolled back alone.
@@ -210,4 +216,29 @@ final class ChangeCounter {
     /// Of those, deletes and drops: a commit that made any leaves removed data on the pages it frees,
     /// to be erased (``Environment/eraseFreePages(sync:)``).
     var removals = 0
+}
+
+/// A cursor lent to the body of ``Transaction/withCursor(_:_:)``, valid only inside it.
+public struct Cursor: ~Copyable {
+    let handle: OpaquePointer
+    let name: String
+
+    /// Walks the database in key order from the first key ≥ `start`, calling `body` with each key and
+    /// value until it returns `.stop` or the database ends (``Transaction/forEach(_:from:_:)`` on this cursor).
+    public func walk(
+        from start: UnsafeRawBufferPointer, _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> IterationControl
+    ) throws {
+        var k = MDB_val(mv_size: start.count, mv_data: UnsafeMutableRawPointer(mutating: start.baseAddress))
+        var v = MDB_val()
+        var op = MDB_SET_RANGE
+        while true {
+            let rc = mdb_cursor_get(self.handle, &k, &v, op)
+            if rc == MDB_NOTFOUND { return }
+            try check(rc, "mdb_cursor_get(\(self.name))")
+            let control = try body(
+                UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size), UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+            if case .stop = control { return }
+            op = MDB_NEXT
+        }
+    }
 }

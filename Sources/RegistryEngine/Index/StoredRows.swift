@@ -30,10 +30,13 @@ final class StoredRows: Sendable {
         defer { self.count(reads, bytes: bytes) }
         return registry.templateIds.withUnsafeBufferPointer { ids in
             let store = self.store
+            let sealed = store.cipher.withLock { $0 != nil } || store.pendingCipher.withLock { $0 != nil }
             let read = try? store.environment.readReusing { txn in
-                body { index in
-                    reads += 1
-                    return store.readRow(txn, id: ids[index], into: scratch, bytes: bytes) ? row : nil
+                try txn.withCursor(store.vectors) { cursor in
+                    body { index in
+                        reads += 1
+                        return store.readRow(cursor, id: ids[index], into: scratch, bytes: bytes, sealed: sealed) ? row : nil
+                    }
                 }
             }
             if let read { return read }

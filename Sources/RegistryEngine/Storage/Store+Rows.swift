@@ -11,19 +11,24 @@ extension Store {
     /// - Parameters:
     ///   - row: room for `bytes` + ``PayloadCipher/overhead`` bytes (a sealed payload is gathered
     ///     there before it is opened).
-    func readRow(_ txn: borrowing Transaction, id: UInt64, into row: UnsafeMutableRawPointer, bytes: Int) -> Bool {
+    ///   - cursor: a cursor on ``vectors`` in a read transaction.
+    ///   - sealed: whether the store seals payloads (or is being sealed): the walk then stops at a
+    ///     sealed payload's size rather than at the plain one's (either way it stops without reading
+    ///     the next template's key, which may be on another page).
+    func readRow(_ cursor: borrowing Cursor, id: UInt64, into row: UnsafeMutableRawPointer, bytes: Int, sealed: Bool) -> Bool {
         var filled = 0
         var expected = 0
         let capacity = bytes + PayloadCipher.overhead
+        let complete = sealed ? capacity : bytes
         var key = (id << 8).bigEndian
         let walked: Void? = try? withUnsafeBytes(of: &key) { key in
-            try txn.forEach(self.vectors, from: key) { key, value in
+            try cursor.walk(from: key) { key, value in
                 guard let (owner, part) = try? Self.vectorPart(key), owner == id else { return .stop }
                 guard part == expected, filled + value.count <= capacity else { throw StoreCorruption("template \(id): its payload parts") }
                 expected += 1
                 (row + filled).copyMemory(from: value.baseAddress!, byteCount: value.count)
                 filled += value.count
-                return .continue
+                return filled == complete ? .stop : .continue
             }
         }
         guard walked != nil else { return false }
