@@ -151,12 +151,25 @@ def cmd_gen_faces(a):
     common = normalise_rows(rng.standard_normal((1, d)).astype(np.float32))[0]
     sigma = np.float32(math.sqrt(0.43 / d))  # capture noise: cosine between captures ~ 1 / (1 + 0.43)
 
-    def centres(ids):
+    def all_centres():
         r = np.random.default_rng([a.seed, d, 11])  # one centre per identity, whatever the order asked
-        out = np.empty((len(ids), d), dtype=np.float32)
         for start in range(0, identities, 1 << 16):
             block = normalise_rows(r.standard_normal((min(1 << 16, identities - start), d)).astype(np.float32))
-            block = normalise_rows(block + np.float32(0.42) * common)
+            yield start, normalise_rows(block + np.float32(0.42) * common)
+
+    # Every centre at once when they fit in a few GiB (ten million rows: 2.9M identities, 5.8 GiB),
+    # else made again for each block of rows (the same values either way).
+    kept = None
+    if identities * d * 4 <= 8 << 30:
+        kept = np.empty((identities, d), dtype=np.float32)
+        for start, block in all_centres():
+            kept[start:start + len(block)] = block
+
+    def centres(ids):
+        if kept is not None:
+            return kept[ids]
+        out = np.empty((len(ids), d), dtype=np.float32)
+        for start, block in all_centres():
             mask = (ids >= start) & (ids < start + len(block))
             out[mask] = block[ids[mask] - start]
         return out

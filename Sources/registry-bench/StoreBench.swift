@@ -19,17 +19,23 @@ enum StoreBench {
         }
     }
 
-    /// - Parameter identities: a file of one little-endian UInt32 per row, naming row i "p<identity>"
-    ///   (several rows per identifier); nil names row i "p<i>".
-    static func make(store path: String, dimension: Int, vectors: String, identities: String? = nil) async throws {
+    /// - Parameters:
+    ///   - identities: a file of one little-endian UInt32 per row, naming row i "p<identity>" (several
+    ///     rows per identifier); nil names row i "p<i>".
+    ///   - rows: store only the file's first `rows` rows (nil: all).
+    /// The file is read a chunk at a time (tools/bench --scale stores ten million 512-float rows: 20 GB).
+    static func make(store path: String, dimension: Int, vectors: String, identities: String? = nil, rows wanted: Int? = nil) async throws {
         let algorithm = try Self.algorithm(dimension: dimension)
-        let bytes = try readFile(vectors)
+        guard let file = fopen(vectors, "rb") else { throw UsageError("cannot open \(vectors): \(String(cString: strerror(errno)))") }
+        defer { fclose(file) }
+        var status = stat()
+        fstat(fileno(file), &status)
         let rowBytes = 4 * dimension
-        guard bytes.count % rowBytes == 0 else { throw UsageError("the vectors file is not a whole number of \(dimension)-float rows") }
-        let rows = bytes.count / rowBytes
+        guard Int(status.st_size) % rowBytes == 0 else { throw UsageError("the vectors file is not a whole number of \(dimension)-float rows") }
+        let rows = min(Int(status.st_size) / rowBytes, wanted ?? .max)
         let names: [UInt32]? = try identities.map { path in
             let raw = try readFile(path)
-            guard raw.count == 4 * rows else { throw UsageError("the identities file does not hold one UInt32 per row") }
+            guard raw.count >= 4 * rows else { throw UsageError("the identities file does not hold one UInt32 per row") }
             return raw.withUnsafeBytes { raw in (0..<rows).map { raw.loadUnaligned(fromByteOffset: 4 * $0, as: UInt32.self) } }
         }
         mkdir(path, 0o755)
@@ -39,10 +45,15 @@ enum StoreBench {
         _ = try await engine.defineGallery(
             GalleryConfiguration(name: Self.gallery, registries: [RegistryConfiguration(algorithm: algorithm, thresholds: zero)]))
         let start = now()
-        for first in stride(from: 0, to: rows, by: 10_000) {
+        let chunk = 10_000
+        var bytes = [UInt8](repeating: 0, count: chunk * rowBytes)
+        for first in stride(from: 0, to: rows, by: chunk) {
+            let count = min(rows, first + chunk) - first
+            guard fread(&bytes, rowBytes, count, file) == count else { throw UsageError("cannot read \(vectors)") }
             let items = bytes.withUnsafeBytes { raw in
-                (first..<min(rows, first + 10_000)).map { row in
-                    let vector = (0..<dimension).map { raw.loadUnaligned(fromByteOffset: row * rowBytes + 4 * $0, as: Float.self) }
+                (0..<count).map { offset in
+                    let vector = (0..<dimension).map { raw.loadUnaligned(fromByteOffset: offset * rowBytes + 4 * $0, as: Float.self) }
+                    let row = first + offset
                     return ImportItem(
                         identifier: "p\(names.map { Int($0[row]) } ?? row)", template: FaceTemplate(algorithm: algorithm, vector: vector))
                 }
@@ -140,9 +151,12 @@ struct MakeStore: AsyncParsableCommand {
     var vectors: String
     @Option(help: "Raw little-endian UInt32 file, the identity of each row (row i is stored as p<identity>; default p<i>).")
     var identities: String?
+    @Option(help: "Store only the first N rows of the file (default: all).")
+    var rows: Int?
 
     func run() async throws {
-        try await StoreBench.make(store: self.store, dimension: self.dimension, vectors: self.vectors, identities: self.identities)
+        try await StoreBench.make(
+            store: self.store, dimension: self.dimension, vectors: self.vectors, identities: self.identities, rows: self.rows)
     }
 }
 
