@@ -242,7 +242,21 @@ public final class Environment: @unchecked Sendable {
     /// stay in the page cache, and the next read faults them back in unchanged; until then they no
     /// longer count in the process's resident memory. For after a bulk read (loading an index) whose
     /// pages will not be needed again soon.
-    public func releaseResidentPages() {
+    public func releaseResidentPages() { self.adviseMap(MADV_DONTNEED) }
+
+    /// Tells the kernel that the data file's map is read at random (`MADV_RANDOM`): a fault then reads
+    /// the page it needs, not a readahead window around it. For after the start-up load, once reads
+    /// are lookups of single rows: when the store does not fit in memory, each readahead window would
+    /// evict pages still needed to bring in ones that are not.
+    public func adviseRandomReads() {
+        self.readsAtRandom.store(true, ordering: .relaxed)
+        self.adviseMap(MADV_RANDOM)
+    }
+
+    /// Whether ``adviseRandomReads()`` was called (a grown map is advised again).
+    private let readsAtRandom = Atomic<Bool>(false)
+
+    private func adviseMap(_ advice: Int32) {
         // LMDB does not expose its map address (`me_mapaddr` is only the MDB_FIXEDMAP address), so
         // the mapping of data.mdb is found in /proc/self/maps.
         guard let maps = fopen("/proc/self/maps", "r") else { return }
@@ -258,7 +272,7 @@ public final class Environment: @unchecked Sendable {
                 guard range.count == 2, let start = UInt(range[0], radix: 16), let end = UInt(range[1], radix: 16),
                     let address = UnsafeMutableRawPointer(bitPattern: start)
                 else { continue }
-                _ = madvise(address, Int(end - start), MADV_DONTNEED)
+                _ = madvise(address, Int(end - start), advice)
             }
         }
     }
@@ -383,6 +397,8 @@ public final class Environment: @unchecked Sendable {
             try check(mdb_env_set_mapsize(self.handle, target), "mdb_env_set_mapsize(\(target))")
         }
         self.currentMapSize.store(target, ordering: .relaxed)
+        // A new size is a new mapping, without the advice the old one had.
+        if self.readsAtRandom.load(ordering: .relaxed) { self.adviseMap(MADV_RANDOM) }
     }
 
     func begin(readOnly: Bool) throws(LMDBError) -> OpaquePointer {

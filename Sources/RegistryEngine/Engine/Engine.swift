@@ -137,8 +137,10 @@ public final class Engine: @unchecked Sendable {
                 }
                 self.indexLoad = try self.load(snapshot: snapshot, unusable: unusable)
             }
-            // The pages the load walked need not stay mapped (scans read only the rows they rescore).
+            // The pages the load walked need not stay mapped (scans read only the rows they rescore),
+            // and from now on the map is read a row at a time.
             self.store.environment.releaseResidentPages()
+            self.store.environment.adviseRandomReads()
         } catch {
             self.store.close()
             throw RegistryError.opening(path, error)
