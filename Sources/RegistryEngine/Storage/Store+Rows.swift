@@ -20,8 +20,7 @@ extension Store {
         var expected = 0
         let capacity = bytes + PayloadCipher.overhead
         let complete = sealed ? capacity : bytes
-        var key = (id << 8).bigEndian
-        let walked: Void? = try? withUnsafeBytes(of: &key) { key in
+        let walked: Void? = try? Keys.vectorPart(id, part: 0).withUnsafeBytes { key in
             try cursor.walk(from: key) { key, value in
                 guard let (owner, part) = try? Self.vectorPart(key), owner == id else { return .stop }
                 guard part == expected, filled + value.count <= capacity else { throw StoreCorruption("template \(id): its payload parts") }
@@ -34,12 +33,11 @@ extension Store {
         guard walked != nil else { return false }
         if filled == bytes { return true }
         guard filled == capacity else { return false }
-        let sealed = [UInt8](UnsafeRawBufferPointer(start: row, count: filled))
+        let stored = [UInt8](UnsafeRawBufferPointer(start: row, count: filled))
         // The key a scan must open with is the one the payload was sealed with: during a key change
         // the new one seals committed payloads before the index takes it (``pendingCipher``).
-        let ciphers = self.cipher.withLock { $0 }.map { [$0] } ?? []
-        for cipher in ciphers + (self.pendingCipher.withLock { $0 }.map { [$0] } ?? []) {
-            if let plain = try? cipher.open(sealed, templateId: id), plain.count == bytes {
+        for cipher in [self.cipher.withLock { $0 }, self.pendingCipher.withLock { $0 }].compactMap({ $0 }) {
+            if let plain = try? cipher.open(stored, templateId: id), plain.count == bytes {
                 plain.withUnsafeBytes { row.copyMemory(from: $0.baseAddress!, byteCount: bytes) }
                 return true
             }
