@@ -83,6 +83,8 @@ static inline __attribute__((always_inline)) size_t rk_prefilter_blocks(rk_dots_
 }
 
 #if defined(__x86_64__)
+void rk_prefilter_block_avx2(const rk_query *queries, size_t query_count, const double *dot_cutoffs, const rk_block *block,
+                             const int8_t *codes, const rk_row_terms *terms, size_t code_stride, uint32_t *survivors, size_t *counts);
 void rk_prefilter_block_avx512_vnni(const rk_query *queries, size_t query_count, const double *dot_cutoffs, const rk_block *block,
                                     const int8_t *codes, const rk_row_terms *terms, size_t code_stride, uint32_t *survivors, size_t *counts);
 #endif

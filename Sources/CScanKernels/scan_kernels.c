@@ -229,6 +229,10 @@ void rk_prefilter_block(int level, const rk_query *queries, size_t query_count, 
         rk_prefilter_block_avx512_vnni(queries, query_count, dot_cutoffs, block, codes, terms, code_stride, survivors, counts);
         return;
     }
+    if (level == RK_LEVEL_AVX2) {
+        rk_prefilter_block_avx2(queries, query_count, dot_cutoffs, block, codes, terms, code_stride, survivors, counts);
+        return;
+    }
 #endif
     for (size_t q = 0; q < query_count; q++) {
         counts[q] = rk_prefilter(level, &queries[q], codes, terms, code_stride, block->rows, dot_cutoffs[q], survivors + q * RK_BLOCK_ROWS);

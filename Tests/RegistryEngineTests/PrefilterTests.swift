@@ -182,11 +182,13 @@ import Testing
                 let streamed = coded.survivors(query, level: level, dotCutoff: cutoff) == expected
                 #expect(streamed, "level \(Prefilter.name(of: level)), cut-off \(cutoff)")
                 // Prepared blocks keep the same (sixteen rows interleaved and tested at once at the
-                // AVX-512 level), for several queries at once (each its own cut-off: here the same query
-                // again, keeping every row).
-                let blocked = coded.blockSurvivors([query, query], level: level, dotCutoffs: [cutoff, -.infinity])
+                // AVX-512 level, tiles of four queries by sixteen rows and then one query at the AVX2
+                // level), for several queries at once (each its own cut-off: here the same query
+                // again, keeping every row or none).
+                let blocked = coded.blockSurvivors(
+                    [query, query, query, query, query], level: level, dotCutoffs: [cutoff, -.infinity, cutoff, .infinity, cutoff])
                 #expect(
-                    blocked == [expected, (0..<coded.count).map(UInt32.init)],
+                    blocked == [expected, (0..<coded.count).map(UInt32.init), expected, [], expected],
                     "prepared blocks, level \(Prefilter.name(of: level)), cut-off \(cutoff)")
             }
         }
@@ -198,14 +200,15 @@ import Testing
     }
 
     /// Many queries over prepared blocks at once (sixteen to a vector at the AVX-512 level, a
-    /// remainder of fewer than eight one by one): each keeps exactly the rows its own prefilter keeps,
-    /// whatever its cut-off — none, all, ordinary ones, and a row's own bound, which an integer dot
-    /// product off by one would move the row across. 1,301 rows: two whole blocks and a partial one
-    /// whose second group is partial too.
-    @Test(arguments: [8, 13, 16, 21, 40])
-    func manyQueriesAtOnceKeepEachQuerysOwnSurvivors(count: Int) {
-        let dimension = 128
-        var random = SeededGenerator(seed: UInt64(count))
+    /// remainder of fewer than eight one by one; at the AVX2 level tiles of four queries, as many
+    /// passes as their widened codes need, the rest one by one, and rows longer than 1,024 bytes of
+    /// codes query by query): each keeps exactly the rows its own prefilter keeps, whatever its
+    /// cut-off — none, all, ordinary ones, and a row's own bound, which an integer dot product off by
+    /// one would move the row across. 1,301 rows: two whole blocks and a partial one whose second
+    /// group is partial too, and whose last sixteen rows are not all there.
+    @Test(arguments: [(4, 128), (8, 128), (13, 128), (16, 128), (21, 128), (40, 128), (70, 128), (6, 512), (37, 512), (70, 512), (9, 1100)])
+    func manyQueriesAtOnceKeepEachQuerysOwnSurvivors(count: Int, dimension: Int) {
+        var random = SeededGenerator(seed: UInt64(count * dimension))
         let rows = (0..<1_301).flatMap { _ in Self.unit((0..<dimension).map { _ in Float(random.normal()) }) }
         let coded = Coded(dimension: dimension, rows: rows)
         let queries = (0..<count).map { q in
