@@ -83,6 +83,9 @@ static inline __attribute__((always_inline)) size_t rk_prefilter_blocks(rk_dots_
 }
 
 #if defined(__x86_64__)
+int rk_avx2_block_is_coarse(size_t query_count, size_t code_stride);
+void rk_coarse_dots_avx2(const rk_query *queries, size_t query_count, const int8_t *codes, size_t code_stride, size_t rows,
+                         int32_t *dots);
 void rk_prefilter_block_avx2(const rk_query *queries, size_t query_count, const double *dot_cutoffs, const rk_block *block,
                              const int8_t *codes, const rk_row_terms *terms, size_t code_stride, uint32_t *survivors, size_t *counts);
 void rk_prefilter_block_avx512_vnni(const rk_query *queries, size_t query_count, const double *dot_cutoffs, const rk_block *block,

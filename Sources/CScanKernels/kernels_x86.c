@@ -92,39 +92,51 @@ AVX2 size_t rk_prefilter_avx2(const rk_query *query, const int8_t *codes, const 
 
 // ---------------------------------------------------------------------------------------------
 // AVX2, many queries over one prepared block (the batched registration check). The one-query kernel
-// above spends most of a row on its horizontal sum and re-reads the query for every row. Here the
-// codes are widened to 16 bits, so that vpmaddwd multiplies signed codes by signed codes exactly
-// (|b·c + b'·c'| ≤ 32,258) and adds pairs into 32-bit lanes; sixteen rows at a time are widened and
-// transposed so that each lane holds one row, and a query's pair of codes is broadcast. Four queries
-// by sixteen rows per step (eight accumulators): no horizontal sums, and each vector of rows serves
-// four queries. The same exact integers as rk_dots_scalar, hence the same test, bound and survivors
-// (ascending) as rk_prefilter.
+// above spends much of a row on its horizontal sum, and at best it does one vpmaddubsw and one
+// vpmaddwd (the multiplier's two instructions) per 32 products; the multiplier is what bounds this
+// machine's checks. Here the rows go across the lanes instead: sixteen rows at a time are transposed
+// so that each 32-bit lane holds four codes of one row, biased to unsigned (c + 128, at most 255),
+// and a query's four codes are broadcast. The query's codes are its five-bit ones (|b| ≤ 15), so four
+// vpmaddubsw results add up in 16 bits (4 · 2 · 255 · 15 = 30,600 < 32,768) before one vpmaddwd
+// widens them: five multiplier instructions per 128 products instead of eight, no horizontal sums,
+// each vector of rows serving two queries, and no bias correction but one per query (Σ(c + 128)·b =
+// b·c + 128·Σb). Those coarse codes give a bound of their own (the same derivation with the coarse
+// scale and residual), looser but as valid; a row that passes its integer test and bound gets its
+// exact eight-bit dot product (rk_dots_avx2) and the ordinary bound, which decides. So a survivor is
+// a row both bounds keep: what rk_prefilter keeps, less the rows the coarse bound already excludes.
 // ---------------------------------------------------------------------------------------------
 
-/// Rows widened and transposed at once.
+/// Rows transposed at once.
 #define TILE_ROWS 16
-/// The largest code_stride the tiled kernel takes (32 KiB of widened rows on the stack); above it,
+/// The largest code_stride the tiled kernel takes (32 KiB of transposed rows on the stack); above it,
 /// query by query.
-#define TILE_MAX_STRIDE 1024
-/// Bytes of widened queries kept on the stack at once.
-#define TILE_QUERY_BYTES 32768
-/// Below this many queries the widening and transposition cost more than they save: query by query.
+#define TILE_MAX_STRIDE 2048
+/// Below this many queries transposing costs more than it saves: query by query.
 #define TILE_MIN_QUERIES 4
+/// Queries per pass over the block (their state on the stack).
+#define TILE_QUERIES 64
+/// Four-byte steps whose vpmaddubsw results are added in 16 bits before widening.
+#define COARSE_STEPS 4
 
-/// Widens and transposes `rows` (at most TILE_ROWS; the rest taken as zero rows) rows of codes: for
-/// code pair k, tile[2k] holds rows 0–7 and tile[2k + 1] rows 8–15, each lane the pair (2k, 2k + 1)
-/// of one row as two 16-bit values.
-AVX2 static void widen_tile(const int8_t *codes, size_t code_stride, size_t rows, __m256i *tile) {
-    static const int8_t zeros[16] = {0};
-    for (size_t i = 0; i < code_stride; i += 16) {  // eight pairs of every row at a time
+int rk_avx2_block_is_coarse(size_t query_count, size_t code_stride) {
+    return query_count >= TILE_MIN_QUERIES && code_stride <= TILE_MAX_STRIDE;
+}
+
+/// Transposes `rows` (at most TILE_ROWS; the rest taken as zero rows) rows of codes, biased to
+/// unsigned: tile[2k] holds the four bytes k of rows 0–7, one row per lane, tile[2k + 1] those of
+/// rows 8–15.
+AVX2 static void transpose_tile(const int8_t *codes, size_t code_stride, size_t rows, __m256i *tile) {
+    static const int8_t zeros[32] = {0};
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    for (size_t i = 0; i < code_stride; i += 32) {  // eight four-byte groups of every row at a time
         for (int half = 0; half < 2; half++) {
             __m256i r[8];
             for (int j = 0; j < 8; j++) {
                 size_t row = (size_t)half * 8 + (size_t)j;
                 const int8_t *source = row < rows ? codes + row * code_stride + i : zeros;
-                r[j] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)source));  // pairs 0–3 | 4–7 of the row
+                r[j] = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)source), bias);  // groups 0–3 | 4–7 of the row
             }
-            // An 8×8 transposition of 32-bit elements: u[m] ends with pair m (low half) and m + 4 (high).
+            // An 8×8 transposition of 32-bit elements: u[m] ends with group m (low half) and m + 4 (high).
             __m256i t[8], u[8];
             for (int j = 0; j < 8; j += 2) {
                 t[j] = _mm256_unpacklo_epi32(r[j], r[j + 1]);
@@ -136,7 +148,7 @@ AVX2 static void widen_tile(const int8_t *codes, size_t code_stride, size_t rows
                 u[j + 2] = _mm256_unpacklo_epi64(t[j + 1], t[j + 3]);
                 u[j + 3] = _mm256_unpackhi_epi64(t[j + 1], t[j + 3]);
             }
-            __m256i *out = tile + (i / 2) * 2 + (size_t)half;
+            __m256i *out = tile + (i / 4) * 2 + (size_t)half;
             for (int m = 0; m < 4; m++) {
                 out[2 * m] = _mm256_permute2x128_si256(u[m], u[m + 4], 0x20);
                 out[2 * (m + 4)] = _mm256_permute2x128_si256(u[m], u[m + 4], 0x31);
@@ -145,71 +157,98 @@ AVX2 static void widen_tile(const int8_t *codes, size_t code_stride, size_t rows
     }
 }
 
-/// Per query of a tiled pass: its widened codes (pair k as one 32-bit value), survivors and bound.
+/// Per query of a tiled pass.
 typedef struct {
     const rk_query *query;
-    const int32_t *wide;
+    /// Its coarse codes as a query of their own (for rk_bound and rk_least_dot).
+    rk_query coarse;
     double dot_cutoff;
-    /// Per group of the block, the integer test's least B, clamped to 32 bits.
+    /// Per group of the block, the coarse integer test's least Σ(c + 128)·b, clamped to 32 bits.
     int32_t least[RK_BLOCK_ROWS / RK_BLOCK];
-    /// Whether any row of the group can pass (least B representable).
+    /// Whether any row of the group can pass.
     int live[RK_BLOCK_ROWS / RK_BLOCK];
     uint32_t *survivors;
     size_t count;
 } tile_query;
 
-/// The exact dot products of `nq` (1 to 4; a constant where inlined) queries with a widened tile,
-/// then the integer test and, for the rows that pass it, the bound.
-AVX2 static inline __attribute__((always_inline)) void tile_step(tile_query *const *q, int nq, const __m256i *tile, size_t pairs,
-                                                                  size_t first_row, size_t rows, int group, const rk_row_terms *terms) {
-    __m256i acc[4][2];
+/// Σ b·c from the kernel's Σ (c + 128)·b.
+static inline int32_t unbiased(int32_t biased, const rk_query *query) { return biased - 128 * query->coarse_sum; }
+
+/// Σ (c + 128)·b of `nq` (1 or 2; a constant where inlined) queries' coarse codes `coarse[j]` with
+/// the sixteen rows of a transposed tile: acc[j][0] rows 0–7, acc[j][1] rows 8–15.
+AVX2 static inline __attribute__((always_inline)) void tile_dots(const int8_t *const *coarse, int nq, const __m256i *tile, size_t groups,
+                                                                  __m256i acc[2][2]) {
+    const __m256i ones = _mm256_set1_epi16(1);
     for (int j = 0; j < nq; j++) acc[j][0] = acc[j][1] = _mm256_setzero_si256();
-    for (size_t k = 0; k < pairs; k++) {
-        const __m256i low = _mm256_load_si256(tile + 2 * k), high = _mm256_load_si256(tile + 2 * k + 1);
-        for (int j = 0; j < nq; j++) {
-            const __m256i b = _mm256_set1_epi32(q[j]->wide[k]);
-            acc[j][0] = _mm256_add_epi32(acc[j][0], _mm256_madd_epi16(low, b));
-            acc[j][1] = _mm256_add_epi32(acc[j][1], _mm256_madd_epi16(high, b));
+    for (size_t k = 0; k < groups; k += COARSE_STEPS) {  // groups is a multiple of 16
+        __m256i partial[2][2];
+        for (int j = 0; j < nq; j++) partial[j][0] = partial[j][1] = _mm256_setzero_si256();
+        for (size_t s = k; s < k + COARSE_STEPS; s++) {
+            const __m256i low = _mm256_load_si256(tile + 2 * s), high = _mm256_load_si256(tile + 2 * s + 1);
+            for (int j = 0; j < nq; j++) {
+                int32_t four;
+                memcpy(&four, coarse[j] + 4 * s, 4);
+                const __m256i b = _mm256_set1_epi32(four);
+                partial[j][0] = _mm256_add_epi16(partial[j][0], _mm256_maddubs_epi16(low, b));
+                partial[j][1] = _mm256_add_epi16(partial[j][1], _mm256_maddubs_epi16(high, b));
+            }
         }
-    }
-    const unsigned valid = rows >= 16 ? 0xffffu : (1u << rows) - 1;
-    for (int j = 0; j < nq; j++) {
-        const __m256i least = _mm256_set1_epi32(q[j]->least[group]);
-        // Lanes whose B is at least the group's least B (not least > B).
-        unsigned passing = (unsigned)(~_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(least, acc[j][0]))) & 0xff) |
-                           (unsigned)(~_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(least, acc[j][1]))) & 0xff) << 8;
-        passing &= valid;
-        if (passing == 0) continue;
-        int32_t dots[16];
-        _mm256_storeu_si256((__m256i *)dots, acc[j][0]);
-        _mm256_storeu_si256((__m256i *)(dots + 8), acc[j][1]);
-        for (; passing != 0; passing &= passing - 1) {
-            unsigned lane = (unsigned)__builtin_ctz(passing);
-            size_t row = first_row + lane;
-            if (rk_bound(q[j]->query, terms + row, dots[lane]) >= q[j]->dot_cutoff) q[j]->survivors[q[j]->count++] = (uint32_t)row;
+        for (int j = 0; j < nq; j++) {
+            acc[j][0] = _mm256_add_epi32(acc[j][0], _mm256_madd_epi16(partial[j][0], ones));
+            acc[j][1] = _mm256_add_epi32(acc[j][1], _mm256_madd_epi16(partial[j][1], ones));
         }
     }
 }
 
-/// Up to `n` queries (their widened codes fitting TILE_QUERY_BYTES) over the whole block, tile by tile.
+/// The coarse dot products of `nq` (1 or 2) queries with a transposed tile, their integer test and
+/// coarse bound, and for the rows that pass both the exact test.
+AVX2 static inline __attribute__((always_inline)) void tile_step(tile_query *const *q, int nq, const __m256i *tile, size_t groups,
+                                                                  const int8_t *codes, size_t code_stride, size_t first_row, size_t rows,
+                                                                  int group, const rk_row_terms *terms) {
+    __m256i acc[2][2];
+    const int8_t *coarse[2] = {q[0]->query->coarse, nq > 1 ? q[1]->query->coarse : NULL};
+    tile_dots(coarse, nq, tile, groups, acc);
+    const unsigned valid = rows >= 16 ? 0xffffu : (1u << rows) - 1;
+    for (int j = 0; j < nq; j++) {
+        const __m256i least = _mm256_set1_epi32(q[j]->least[group]);
+        // Lanes at or above the least (not least > acc).
+        unsigned passing = (unsigned)(~_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(least, acc[j][0]))) & 0xff) |
+                           (unsigned)(~_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(least, acc[j][1]))) & 0xff) << 8;
+        passing &= valid;
+        if (passing == 0) continue;
+        int32_t biased[16];
+        _mm256_storeu_si256((__m256i *)biased, acc[j][0]);
+        _mm256_storeu_si256((__m256i *)(biased + 8), acc[j][1]);
+        for (; passing != 0; passing &= passing - 1) {
+            unsigned lane = (unsigned)__builtin_ctz(passing);
+            size_t row = first_row + lane;
+            int32_t coarse = unbiased(biased[lane], q[j]->query);
+            if (rk_bound(&q[j]->coarse, terms + row, coarse) < q[j]->dot_cutoff) continue;
+            int32_t dot;
+            rk_dots_avx2(q[j]->query, codes + lane * code_stride, NULL, code_stride, 1, &dot);
+            if (rk_bound(q[j]->query, terms + row, dot) >= q[j]->dot_cutoff) q[j]->survivors[q[j]->count++] = (uint32_t)row;
+        }
+    }
+}
+
+/// Up to TILE_QUERIES queries over the whole block, tile by tile.
 AVX2 static void block_by_tiles(const rk_query *queries, size_t n, const double *dot_cutoffs, const rk_block *block, const int8_t *codes,
                                 const rk_row_terms *terms, size_t code_stride, uint32_t *survivors, size_t *counts) {
-    const size_t pairs = code_stride / 2;
-    __attribute__((aligned(32))) int32_t wide[TILE_QUERY_BYTES / 4];
-    __attribute__((aligned(32))) __m256i tile[TILE_MAX_STRIDE];  // pairs × 2 vectors
-    tile_query state[TILE_QUERY_BYTES / (2 * 64)];
+    const size_t groups = code_stride / 4;
+    __attribute__((aligned(32))) __m256i tile[TILE_MAX_STRIDE / 2];  // groups × 2 vectors
+    tile_query state[TILE_QUERIES];
     for (size_t i = 0; i < n; i++) {
         tile_query *q = &state[i];
         q->query = &queries[i];
-        int32_t *w = wide + i * pairs;
-        for (size_t c = 0; c < code_stride; c += 16) {
-            _mm256_store_si256((__m256i *)(w + c / 2), _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(queries[i].codes + c))));
-        }
-        q->wide = w;
+        q->coarse = queries[i];
+        q->coarse.codes = queries[i].coarse;
+        q->coarse.scale = queries[i].coarse_scale;
+        q->coarse.residual = queries[i].coarse_residual;
         q->dot_cutoff = dot_cutoffs[i];
         for (size_t start = 0, group = 0; start < block->rows; start += RK_BLOCK, group++) {
-            int64_t least = rk_least_dot(q->query, block->largest[group], q->dot_cutoff);
+            int64_t least = rk_least_dot(&q->coarse, block->largest[group], q->dot_cutoff);
             q->live[group] = least <= INT32_MAX;
+            if (least != INT64_MIN) least += 128 * (int64_t)queries[i].coarse_sum;  // the bias, as the kernel sums it
             q->least[group] = least < INT32_MIN ? INT32_MIN : least > INT32_MAX ? INT32_MAX : (int32_t)least;
         }
         q->survivors = survivors + i * RK_BLOCK_ROWS;
@@ -218,28 +257,55 @@ AVX2 static void block_by_tiles(const rk_query *queries, size_t n, const double 
     for (size_t start = 0; start < block->rows; start += TILE_ROWS) {
         const size_t rows = block->rows - start < TILE_ROWS ? block->rows - start : TILE_ROWS;
         const int group = (int)(start / RK_BLOCK);
-        tile_query *live[TILE_QUERY_BYTES / (2 * 64)];
+        tile_query *live[TILE_QUERIES];
         size_t live_count = 0;
         for (size_t i = 0; i < n; i++) {
             if (state[i].live[group]) live[live_count++] = &state[i];
         }
         if (live_count == 0) continue;
-        widen_tile(codes + start * code_stride, code_stride, rows, tile);
+        const int8_t *tile_codes = codes + start * code_stride;
+        transpose_tile(tile_codes, code_stride, rows, tile);
         size_t j = 0;
-        for (; j + 4 <= live_count; j += 4) tile_step(live + j, 4, tile, pairs, start, rows, group, terms);
-        for (; j < live_count; j++) tile_step(live + j, 1, tile, pairs, start, rows, group, terms);
+        for (; j + 2 <= live_count; j += 2) tile_step(live + j, 2, tile, groups, tile_codes, code_stride, start, rows, group, terms);
+        if (j < live_count) tile_step(live + j, 1, tile, groups, tile_codes, code_stride, start, rows, group, terms);
     }
     for (size_t i = 0; i < n; i++) counts[i] = state[i].count;
 }
 
-/// rk_prefilter_block at the AVX2 level: the tiled kernel for four queries or more, as many at a time as
-/// their widened codes fit, otherwise (and for very long rows) query by query.
+/// The tiled kernel's integers, for tests: dots[q · rows + r] = Σ b·c of query q's coarse codes b
+/// and row r's codes c.
+AVX2 void rk_coarse_dots_avx2(const rk_query *queries, size_t query_count, const int8_t *codes, size_t code_stride, size_t rows,
+                              int32_t *dots) {
+    __attribute__((aligned(32))) __m256i tile[TILE_MAX_STRIDE / 2];
+    for (size_t start = 0; start < rows; start += TILE_ROWS) {
+        const size_t n = rows - start < TILE_ROWS ? rows - start : TILE_ROWS;
+        transpose_tile(codes + start * code_stride, code_stride, n, tile);
+        for (size_t q = 0; q < query_count; q += 2) {
+            const int nq = query_count - q >= 2 ? 2 : 1;
+            const int8_t *coarse[2] = {queries[q].coarse, nq > 1 ? queries[q + 1].coarse : NULL};
+            __m256i acc[2][2];
+            if (nq == 2) {
+                tile_dots(coarse, 2, tile, code_stride / 4, acc);
+            } else {
+                tile_dots(coarse, 1, tile, code_stride / 4, acc);
+            }
+            for (int j = 0; j < nq; j++) {
+                int32_t biased[16];
+                _mm256_storeu_si256((__m256i *)biased, acc[j][0]);
+                _mm256_storeu_si256((__m256i *)(biased + 8), acc[j][1]);
+                for (size_t r = 0; r < n; r++) dots[(q + (size_t)j) * rows + start + r] = unbiased(biased[r], &queries[q + (size_t)j]);
+            }
+        }
+    }
+}
+
+/// rk_prefilter_block at the AVX2 level: the tiled kernel for four queries or more, TILE_QUERIES at
+/// a time, otherwise (and for very long rows) query by query.
 AVX2 void rk_prefilter_block_avx2(const rk_query *queries, size_t query_count, const double *dot_cutoffs, const rk_block *block,
                                   const int8_t *codes, const rk_row_terms *terms, size_t code_stride, uint32_t *survivors, size_t *counts) {
-    if (query_count >= TILE_MIN_QUERIES && code_stride <= TILE_MAX_STRIDE) {
-        const size_t per_pass = TILE_QUERY_BYTES / (2 * code_stride);
-        for (size_t first = 0; first < query_count; first += per_pass) {
-            size_t n = query_count - first < per_pass ? query_count - first : per_pass;
+    if (rk_avx2_block_is_coarse(query_count, code_stride)) {
+        for (size_t first = 0; first < query_count; first += TILE_QUERIES) {
+            size_t n = query_count - first < TILE_QUERIES ? query_count - first : TILE_QUERIES;
             block_by_tiles(queries + first, n, dot_cutoffs + first, block, codes, terms, code_stride, survivors + first * RK_BLOCK_ROWS,
                            counts + first);
         }

@@ -68,6 +68,28 @@ static int8_t quantise(float value, float scale) {
     return (int8_t)code;
 }
 
+/// Codes of a query within ±limit, scaled by its largest magnitude; returns the scale and writes
+/// Σ (q − scale · code)² and Σ code.
+static float quantise_query(const float *query, size_t dimension, float limit, int8_t *codes, double *residual, int32_t *sum) {
+    float largest = 0;
+    for (size_t i = 0; i < dimension; i++) largest = fmaxf(largest, fabsf(query[i]));
+    float scale = largest / limit;
+    *residual = 0;
+    *sum = 0;
+    for (size_t i = 0; i < dimension; i++) {
+        int8_t code = 0;
+        if (scale > 0) {
+            float rounded = nearbyintf(query[i] / scale);
+            code = (int8_t)(rounded > limit ? limit : rounded < -limit ? -limit : rounded);
+        }
+        codes[i] = code;
+        *sum += code;
+        double difference = (double)query[i] - (double)scale * code;
+        *residual += difference * difference;
+    }
+    return scale;
+}
+
 /// Turns a row's sums into its terms (see the derivation above).
 void rk_finish_row(size_t dimension, double residual, double coded, double norm, int32_t sum, float scale, rk_row_terms *terms) {
     terms->scale = scale;
@@ -111,22 +133,19 @@ void rk_encode_row_at_level(int level, const float *row, size_t dimension, size_
 }
 
 void rk_encode_query(const float *query, size_t dimension, size_t code_stride, rk_query *encoded) {
-    float largest = 0;
-    for (size_t i = 0; i < dimension; i++) largest = fmaxf(largest, fabsf(query[i]));
-    float scale = largest / 127.0f;
-    double residual = 0, norm = 0;
-    for (size_t i = 0; i < dimension; i++) {
-        int8_t code = scale > 0 ? quantise(query[i], scale) : 0;
-        encoded->codes[i] = code;
-        double difference = (double)query[i] - (double)scale * code;
-        residual += difference * difference;
-        norm += (double)query[i] * query[i];
-    }
+    double residual, coarse_residual, norm = 0;
+    int32_t sum;
+    float scale = quantise_query(query, dimension, 127, encoded->codes, &residual, &sum);
+    float coarse_scale = quantise_query(query, dimension, 15, encoded->coarse, &coarse_residual, &encoded->coarse_sum);
+    for (size_t i = 0; i < dimension; i++) norm += (double)query[i] * query[i];
     memset(encoded->codes + dimension, 0, code_stride - dimension);
+    memset(encoded->coarse + dimension, 0, code_stride - dimension);
     for (size_t i = 0; i < code_stride; i++) encoded->biased[i] = (uint8_t)(encoded->codes[i] + 128);
     encoded->scale = scale;
     encoded->residual = sqrt(residual) * inflation;
     encoded->norm = sqrt(norm) * inflation;
+    encoded->coarse_scale = coarse_scale;
+    encoded->coarse_residual = sqrt(coarse_residual) * inflation;
 }
 
 double rk_upper_bound(const rk_query *query, const rk_row_terms *terms, int32_t dot) {
@@ -236,6 +255,35 @@ void rk_prefilter_block(int level, const rk_query *queries, size_t query_count, 
 #endif
     for (size_t q = 0; q < query_count; q++) {
         counts[q] = rk_prefilter(level, &queries[q], codes, terms, code_stride, block->rows, dot_cutoffs[q], survivors + q * RK_BLOCK_ROWS);
+    }
+}
+
+int rk_prefilter_block_is_coarse(int level, size_t query_count, size_t code_stride) {
+#if defined(__x86_64__)
+    return level == RK_LEVEL_AVX2 && rk_avx2_block_is_coarse(query_count, code_stride);
+#else
+    (void)level;
+    (void)query_count;
+    (void)code_stride;
+    return 0;
+#endif
+}
+
+void rk_coarse_dots(int level, const rk_query *queries, size_t query_count, const int8_t *codes, size_t code_stride, size_t rows,
+                    int32_t *dots) {
+#if defined(__x86_64__)
+    if (level >= RK_LEVEL_AVX2) {
+        rk_coarse_dots_avx2(queries, query_count, codes, code_stride, rows, dots);
+        return;
+    }
+#endif
+    (void)level;
+    for (size_t q = 0; q < query_count; q++) {
+        for (size_t r = 0; r < rows; r++) {
+            int32_t sum = 0;
+            for (size_t i = 0; i < code_stride; i++) sum += (int32_t)queries[q].coarse[i] * codes[r * code_stride + i];
+            dots[q * rows + r] = sum;
+        }
     }
 }
 

@@ -83,6 +83,21 @@ import Testing
             return all
         }
 
+        /// What prepared blocks keep of a query's survivors `expected` at `level` when `queries` pass
+        /// at once: the same, except where the block tests the query's five-bit codes first
+        /// (rk_prefilter_block_is_coarse), which keeps only those whose coarse bound also reaches the
+        /// cut-off.
+        func blockExpected(_ expected: [UInt32], _ query: Prefilter.Query, dotCutoff: Double, level: Int32, queries: Int) -> [UInt32] {
+            guard rk_prefilter_block_is_coarse(level, queries, self.codeStride) != 0 else { return expected }
+            var coarse = query.encoded
+            coarse.codes = coarse.coarse
+            coarse.scale = coarse.coarse_scale
+            coarse.residual = coarse.coarse_residual
+            var dots = [Int32](repeating: 0, count: self.count)
+            rk_int8_dots(Int32(RK_LEVEL_SCALAR), &coarse, self.codes, self.terms, self.codeStride, self.count, &dots)
+            return expected.filter { rk_upper_bound(&coarse, [self.terms[Int($0)]], dots[Int($0)]) >= dotCutoff }
+        }
+
         /// What the float32 kernel returns for row `r`.
         func kernelDot(_ query: [Float], row r: Int) -> Float {
             query.withUnsafeBufferPointer { q in
@@ -187,9 +202,13 @@ import Testing
                 // again, keeping every row or none).
                 let blocked = coded.blockSurvivors(
                     [query, query, query, query, query], level: level, dotCutoffs: [cutoff, -.infinity, cutoff, .infinity, cutoff])
+                let kept = coded.blockExpected(expected, query, dotCutoff: cutoff, level: level, queries: 5)
                 #expect(
-                    blocked == [expected, (0..<coded.count).map(UInt32.init), expected, [], expected],
+                    blocked == [kept, (0..<coded.count).map(UInt32.init), kept, [], kept],
                     "prepared blocks, level \(Prefilter.name(of: level)), cut-off \(cutoff)")
+                // The coarse test only ever drops rows the float32 kernel scores below the cut-off.
+                let reaching = (0..<coded.count).filter { Double(coded.kernelDot(values, row: $0)) >= cutoff }.map(UInt32.init)
+                #expect(Set(reaching).isSubset(of: kept), "level \(Prefilter.name(of: level)), cut-off \(cutoff)")
             }
         }
         // Row 5 is the query itself: it survives a cut-off at its own float32 score.
@@ -233,8 +252,9 @@ import Testing
         for level in Prefilter.supportedLevels {
             let blocked = coded.blockSurvivors(queries, level: level, dotCutoffs: cutoffs)
             for q in queries.indices {
+                let kept = coded.blockExpected(expected[q], queries[q], dotCutoff: cutoffs[q], level: level, queries: count)
                 // (Compared as Bools: a failure names the query and level, not a thousand rows.)
-                let same = blocked[q] == expected[q]
+                let same = blocked[q] == kept
                 #expect(same, "query \(q) of \(count), level \(Prefilter.name(of: level))")
             }
         }
@@ -303,14 +323,23 @@ import Testing
                 for values in queries {
                     let query = Self.query(values, codeStride: coded.codeStride)
                     let dots = coded.dots(query, level: Prefilter.level)
+                    // The query's five-bit codes (the AVX2 batched check's first test) bound it too.
+                    var coarse = query.encoded
+                    coarse.codes = coarse.coarse
+                    coarse.scale = coarse.coarse_scale
+                    coarse.residual = coarse.coarse_residual
+                    var coarseDots = [Int32](repeating: 0, count: coded.count)
+                    rk_int8_dots(Int32(RK_LEVEL_SCALAR), &coarse, coded.codes, coded.terms, coded.codeStride, coded.count, &coarseDots)
                     withUnsafePointer(to: query.encoded) { encoded in
                         for r in 0..<coded.count {
                             let kernel = Double(coded.kernelDot(values, row: r))
                             let bound = coded.terms.withUnsafeBufferPointer { rk_upper_bound(encoded, $0.baseAddress! + r, dots[r]) }
-                            if !(kernel <= bound), violations.count < 5 {
-                                violations.append("family \(kind), dimension \(dimension), row \(r): kernel \(kernel) > bound \(bound)")
+                            let coarseBound = coded.terms.withUnsafeBufferPointer { rk_upper_bound(&coarse, $0.baseAddress! + r, coarseDots[r]) }
+                            if !(kernel <= bound && kernel <= coarseBound), violations.count < 5 {
+                                violations.append(
+                                    "family \(kind), dimension \(dimension), row \(r): kernel \(kernel) > bound \(bound) or \(coarseBound)")
                             }
-                            tightest = min(tightest, bound - kernel)
+                            tightest = min(tightest, bound - kernel, coarseBound - kernel)
                             checked += 1
                         }
                     }
@@ -320,6 +349,39 @@ import Testing
         #expect(violations.isEmpty, "\(violations)")
         #expect(checked == perFamily * 8 * 4 * 7)
         #expect(tightest >= 0)
+    }
+
+    /// The AVX2 batched check's coarse integers are exact at every level: over every family, odd
+    /// dimensions, a number of rows that leaves a partial tile, one to five queries (its kernel takes
+    /// two at a time), and the extreme of its 16-bit partial sums (rows of +127 and −127 codes against
+    /// queries of ±15: four steps of 2 · 255 · 15 reach 30,600).
+    @Test func theCoarseIntegersAreExactAtEveryLevel() {
+        var random = SeededGenerator(seed: 77)
+        for dimension in [3, 65, 128, 512, 1100] {
+            var sets = (0..<8).map { Self.family($0, dimension: dimension, count: 37, random: &random) }
+            let extreme = (0..<dimension).map { Float($0 % 2 == 0 ? 1 : -1) }
+            let ones = [Float](repeating: 1, count: dimension)
+            sets.append((rows: ones + extreme + extreme.map { -$0 }, queries: [ones, extreme, extreme.map { -$0 }]))
+            for (rows, queryValues) in sets {
+                let coded = Coded(dimension: dimension, rows: rows)
+                for count in 1...5 {
+                    let queries = (0..<count).map { Self.query(queryValues[$0 % queryValues.count], codeStride: coded.codeStride) }
+                    var expected: [Int32] = []
+                    for query in queries {
+                        var coarse = query.encoded
+                        coarse.codes = coarse.coarse
+                        var dots = [Int32](repeating: 0, count: coded.count)
+                        rk_int8_dots(Int32(RK_LEVEL_SCALAR), &coarse, coded.codes, coded.terms, coded.codeStride, coded.count, &dots)
+                        expected += dots
+                    }
+                    for level in Prefilter.supportedLevels {
+                        var dots = [Int32](repeating: 0, count: count * coded.count)
+                        rk_coarse_dots(level, queries.map(\.encoded), count, coded.codes, coded.codeStride, coded.count, &dots)
+                        #expect(dots == expected, "dimension \(dimension), \(count) queries, level \(Prefilter.name(of: level))")
+                    }
+                }
+            }
+        }
     }
 
     /// The cut-off in dot-product terms is the smallest float whose score reaches the score cut-off,

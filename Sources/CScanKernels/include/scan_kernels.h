@@ -61,6 +61,14 @@ typedef struct {
     double residual;
     /// An upper bound of ‖q‖₂.
     double norm;
+    /// The same query in five-bit codes (|code| ≤ 15; `code_stride` bytes, owned by the caller), for
+    /// the AVX2 batched check's first test: q ≈ coarse_scale · coarse.
+    int8_t *coarse;
+    double coarse_scale;
+    /// An upper bound of ‖q − coarse_scale · coarse‖₂.
+    double coarse_residual;
+    /// Σ coarse.
+    int32_t coarse_sum;
 } rk_query;
 
 /// Encodes one row of `dimension` finite floats into `codes` (`code_stride` bytes) and its terms.
@@ -69,7 +77,8 @@ void rk_encode_row(const float *row, size_t dimension, size_t code_stride, int8_
 /// rk_encode_row at a given (supported) level; every level makes the same codes.
 void rk_encode_row_at_level(int level, const float *row, size_t dimension, size_t code_stride, int8_t *codes, rk_row_terms *terms);
 
-/// Encodes a query; `query->codes` and `query->biased` must point to `code_stride` bytes each.
+/// Encodes a query; `query->codes`, `query->biased` and `query->coarse` must point to `code_stride`
+/// bytes each.
 void rk_encode_query(const float *query, size_t dimension, size_t code_stride, rk_query *encoded);
 
 /// The exact integer dot products b·c of the query's codes with `rows` consecutive rows of codes,
@@ -105,10 +114,24 @@ void rk_prepare_block(const rk_row_terms *terms, size_t rows, rk_block *block);
 /// rk_prefilter over the rows of a prepared block for each of `query_count` queries, query q
 /// with cut-off dot_cutoffs[q], its survivors written to survivors + q·RK_BLOCK_ROWS and their number
 /// to counts[q]: the same survivors (the same integer test and bound, with the block's largest terms),
-/// by a kernel that tests sixteen rows at once and passes every query over a part of the block while
-/// it is in L1.
+/// by kernels that pass every query over a part of the block while it is in cache — except where
+/// rk_prefilter_block_is_coarse says otherwise: there a row must first pass the same test and bound
+/// computed from the query's five-bit codes, so the survivors are those of rk_prefilter whose
+/// coarse bound also reaches the cut-off (fewer or the same; every row the float32 kernel scores at
+/// or above the cut-off is still among them, both bounds being upper bounds of it).
 void rk_prefilter_block(int level, const rk_query *queries, size_t query_count, const double *dot_cutoffs, const rk_block *block,
                         const int8_t *codes, const rk_row_terms *terms, size_t code_stride, uint32_t *survivors, size_t *counts);
+
+/// Whether rk_prefilter_block at `level` with this many queries and this code stride tests the
+/// coarse codes first (AVX2, four queries or more, code_stride at most 2,048).
+int rk_prefilter_block_is_coarse(int level, size_t query_count, size_t code_stride);
+
+/// The integers of the coarse test, as the AVX2 batched check computes them (at `level` AVX2 and
+/// above; the scalar level computes them plainly): dots[q · rows + r] = Σ b·c of query q's five-bit
+/// codes b and row r's codes c, for `query_count` queries and `rows` rows (code_stride at most 2,048).
+/// For tests, against rk_int8_dots with the coarse codes.
+void rk_coarse_dots(int level, const rk_query *queries, size_t query_count, const int8_t *codes, size_t code_stride, size_t rows,
+                    int32_t *dots);
 
 /// The upper bound the prefilter uses for one row, given its exact integer dot product.
 double rk_upper_bound(const rk_query *query, const rk_row_terms *terms, int32_t dot);

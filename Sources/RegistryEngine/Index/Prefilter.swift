@@ -61,12 +61,16 @@ enum Prefilter {
     final class Query {
         private let codes: UnsafeMutablePointer<Int8>
         private let biased: UnsafeMutablePointer<UInt8>
+        private let coarse: UnsafeMutablePointer<Int8>
         private(set) var encoded: rk_query
 
         init(_ query: UnsafePointer<Float>, dimension: Int, codeStride: Int) {
             self.codes = .allocate(capacity: codeStride)
             self.biased = .allocate(capacity: codeStride)
-            self.encoded = rk_query(codes: self.codes, biased: self.biased, scale: 0, residual: 0, norm: 0)
+            self.coarse = .allocate(capacity: codeStride)
+            self.encoded = rk_query(
+                codes: self.codes, biased: self.biased, scale: 0, residual: 0, norm: 0, coarse: self.coarse, coarse_scale: 0, coarse_residual: 0,
+                coarse_sum: 0)
             rk_encode_query(query, dimension, codeStride, &self.encoded)
         }
 
@@ -79,6 +83,7 @@ enum Prefilter {
         deinit {
             self.codes.deallocate()
             self.biased.deallocate()
+            self.coarse.deallocate()
         }
 
         /// The rows of `range` (of `registry`) whose bound reaches `dotCutoff`, as offsets from
