@@ -807,6 +807,17 @@ def cmd_table(a):
                          f"{fmt_ms(details['confined']['anchor_startup_ms'])}; RSS after the queries "
                          f"{fmt_bytes(median(raw.each('confined', 'ours', 'rss_after_bytes')))} confined, "
                          f"{fmt_bytes(median(raw.each('confined', 'anchor', 'rss_after_bytes')))} not{top}")
+            # Rates: within 1.3x of unconfined is a ratio of at least 1 / 1.3.
+            reg_ours = median(raw.each("confined-registrations", "ours", "requests_per_second"))
+            reg_anchor = median(raw.each("confined-registrations", "anchor", "requests_per_second"))
+            row("confined-registrations", reg_ours, reg_anchor, "at-least", 0.77, fmt_rps,
+                {"p50_ms": median(raw.each("confined-registrations", "ours", "p50_ms")),
+                 "anchor_p50_ms": median(raw.each("confined-registrations", "anchor", "p50_ms"))})
+            seed = (raw.get("confined-registrations-seed", "ours") or [None])[-1]
+            load_note("confined-registrations", raw.get("confined-registrations", "ours"),
+                      f"; 64 clients registering into {seed['people'] if seed else '?'} people of 512 floats, "
+                      f"registryd in the same cgroup; unconfined: "
+                      f"p50 {fmt_ms(details['confined-registrations']['anchor_p50_ms'])}")
         else:
             skipped = os.path.join(os.path.dirname(a.raw), "out", "confined.skipped")
             reason = open(skipped).read().strip() if os.path.exists(skipped) else "no runs recorded"
