@@ -123,7 +123,8 @@ void rk_prefilter_block(int level, const rk_query *queries, size_t query_count, 
                         const int8_t *codes, const rk_row_terms *terms, size_t code_stride, uint32_t *survivors, size_t *counts);
 
 /// Whether rk_prefilter_block at `level` with this many queries and this code stride tests the
-/// coarse codes first (AVX2, four queries or more, code_stride at most 2,048).
+/// coarse codes first (AVX2, two queries or more and at least one per 128 bytes of code_stride,
+/// code_stride at most 2,048).
 int rk_prefilter_block_is_coarse(int level, size_t query_count, size_t code_stride);
 
 /// The integers of the coarse test, as the AVX2 batched check computes them (at `level` AVX2 and
