@@ -93,8 +93,9 @@ AVX2 size_t rk_prefilter_avx2(const rk_query *query, const int8_t *codes, const 
 // ---------------------------------------------------------------------------------------------
 // AVX2, many queries over one prepared block (the batched registration check). The one-query kernel
 // above spends much of a row on its horizontal sum, and at best it does one vpmaddubsw and one
-// vpmaddwd (the multiplier's two instructions) per 32 products; the multiplier is what bounds this
-// machine's checks. Here the rows go across the lanes instead: sixteen rows at a time are transposed
+// vpmaddwd (the multiplier's two instructions) per 32 products; we take the multiplier to bound
+// this kernel (this machine has no counters to confirm it; fewer multiplier instructions did make it
+// faster). Here the rows go across the lanes instead: sixteen rows at a time are transposed
 // so that each 32-bit lane holds four codes of one row, biased to unsigned (c + 128, at most 255),
 // and a query's four codes are broadcast. The query's codes are its five-bit ones (|b| ≤ 15), so four
 // vpmaddubsw results add up in 16 bits (4 · 2 · 255 · 15 = 30,600 < 32,768) before one vpmaddwd
