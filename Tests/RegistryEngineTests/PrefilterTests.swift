@@ -83,18 +83,25 @@ import Testing
             return all
         }
 
-        /// What prepared blocks keep of a query's survivors `expected` at `level` when `queries` pass
-        /// at once: the same, except where the block tests the query's five-bit codes first
-        /// (rk_prefilter_block_is_coarse), which keeps only those whose coarse bound also reaches the
-        /// cut-off.
-        func blockExpected(_ expected: [UInt32], _ query: Prefilter.Query, dotCutoff: Double, level: Int32, queries: Int) -> [UInt32] {
-            guard rk_prefilter_block_is_coarse(level, queries, self.codeStride) != 0 else { return expected }
+        /// The query's five-bit codes (the AVX2 batched check's first test) as a query of their own,
+        /// and their exact integer dot products with every row (the scalar level's).
+        func coarse(_ query: Prefilter.Query) -> (query: rk_query, dots: [Int32]) {
             var coarse = query.encoded
             coarse.codes = coarse.coarse
             coarse.scale = coarse.coarse_scale
             coarse.residual = coarse.coarse_residual
             var dots = [Int32](repeating: 0, count: self.count)
             rk_int8_dots(Int32(RK_LEVEL_SCALAR), &coarse, self.codes, self.terms, self.codeStride, self.count, &dots)
+            return (coarse, dots)
+        }
+
+        /// What prepared blocks keep of a query's survivors `expected` at `level` when `queries` pass
+        /// at once: the same, except where the block tests the query's five-bit codes first
+        /// (rk_prefilter_block_is_coarse), which keeps only those whose coarse bound also reaches the
+        /// cut-off.
+        func blockExpected(_ expected: [UInt32], _ query: Prefilter.Query, dotCutoff: Double, level: Int32, queries: Int) -> [UInt32] {
+            guard rk_prefilter_block_is_coarse(level, queries, self.codeStride) != 0 else { return expected }
+            var (coarse, dots) = self.coarse(query)
             return expected.filter { rk_upper_bound(&coarse, [self.terms[Int($0)]], dots[Int($0)]) >= dotCutoff }
         }
 
@@ -329,12 +336,7 @@ import Testing
                     let query = Self.query(values, codeStride: coded.codeStride)
                     let dots = coded.dots(query, level: Prefilter.level)
                     // The query's five-bit codes (the AVX2 batched check's first test) bound it too.
-                    var coarse = query.encoded
-                    coarse.codes = coarse.coarse
-                    coarse.scale = coarse.coarse_scale
-                    coarse.residual = coarse.coarse_residual
-                    var coarseDots = [Int32](repeating: 0, count: coded.count)
-                    rk_int8_dots(Int32(RK_LEVEL_SCALAR), &coarse, coded.codes, coded.terms, coded.codeStride, coded.count, &coarseDots)
+                    var (coarse, coarseDots) = coded.coarse(query)
                     withUnsafePointer(to: query.encoded) { encoded in
                         for r in 0..<coded.count {
                             let kernel = Double(coded.kernelDot(values, row: r))
@@ -371,14 +373,7 @@ import Testing
                 let coded = Coded(dimension: dimension, rows: rows)
                 for count in 1...5 {
                     let queries = (0..<count).map { Self.query(queryValues[$0 % queryValues.count], codeStride: coded.codeStride) }
-                    var expected: [Int32] = []
-                    for query in queries {
-                        var coarse = query.encoded
-                        coarse.codes = coarse.coarse
-                        var dots = [Int32](repeating: 0, count: coded.count)
-                        rk_int8_dots(Int32(RK_LEVEL_SCALAR), &coarse, coded.codes, coded.terms, coded.codeStride, coded.count, &dots)
-                        expected += dots
-                    }
+                    let expected = queries.flatMap { coded.coarse($0).dots }
                     for level in Prefilter.supportedLevels {
                         var dots = [Int32](repeating: 0, count: count * coded.count)
                         rk_coarse_dots(level, queries.map(\.encoded), count, coded.codes, coded.codeStride, coded.count, &dots)
