@@ -59,12 +59,13 @@ static float round_up(double value) {
     return f;
 }
 
-/// The code of one value: round-to-nearest-even of value / scale in float32, clamped to ±127 (the
-/// AVX-512 encoder computes the same with vdivps and vcvtps2dq, so every level makes the same codes).
-static int8_t quantise(float value, float scale) {
+/// The code of one value: round-to-nearest-even of value / scale in float32, clamped to ±limit (127
+/// for rows; the AVX-512 encoder computes the same with vdivps and vcvtps2dq, so every level makes
+/// the same codes).
+static int8_t quantise(float value, float scale, float limit) {
     float code = nearbyintf(value / scale);
-    if (code > 127) code = 127;
-    if (code < -127) code = -127;
+    if (code > limit) code = limit;
+    if (code < -limit) code = -limit;
     return (int8_t)code;
 }
 
@@ -77,11 +78,7 @@ static float quantise_query(const float *query, size_t dimension, float limit, i
     *residual = 0;
     *sum = 0;
     for (size_t i = 0; i < dimension; i++) {
-        int8_t code = 0;
-        if (scale > 0) {
-            float rounded = nearbyintf(query[i] / scale);
-            code = (int8_t)(rounded > limit ? limit : rounded < -limit ? -limit : rounded);
-        }
+        int8_t code = scale > 0 ? quantise(query[i], scale, limit) : 0;
         codes[i] = code;
         *sum += code;
         double difference = (double)query[i] - (double)scale * code;
@@ -105,7 +102,7 @@ void rk_encode_row_scalar(const float *row, size_t dimension, size_t code_stride
     double residual = 0, coded = 0, norm = 0;
     int32_t sum = 0;
     for (size_t i = 0; i < dimension; i++) {
-        int8_t code = scale > 0 ? quantise(row[i], scale) : 0;
+        int8_t code = scale > 0 ? quantise(row[i], scale, 127) : 0;
         codes[i] = code;
         sum += code;
         double approximation = (double)scale * code;  // exact: 24 × 8 significant bits
@@ -279,11 +276,9 @@ void rk_coarse_dots(int level, const rk_query *queries, size_t query_count, cons
 #endif
     (void)level;
     for (size_t q = 0; q < query_count; q++) {
-        for (size_t r = 0; r < rows; r++) {
-            int32_t sum = 0;
-            for (size_t i = 0; i < code_stride; i++) sum += (int32_t)queries[q].coarse[i] * codes[r * code_stride + i];
-            dots[q * rows + r] = sum;
-        }
+        rk_query coarse = queries[q];
+        coarse.codes = queries[q].coarse;
+        rk_dots_scalar(&coarse, codes, NULL, code_stride, rows, dots + q * rows);
     }
 }
 
