@@ -257,24 +257,40 @@ public final class Environment: @unchecked Sendable {
     private let readsAtRandom = Atomic<Bool>(false)
 
     private func adviseMap(_ advice: Int32) {
+        self.gate.withReadLock {
+            guard !self.closed.load(ordering: .relaxed) else { return }
+            for (start, length) in self.mapRanges() {
+                _ = madvise(UnsafeMutableRawPointer(bitPattern: start), length, advice)
+            }
+        }
+    }
+
+    /// The map's address ranges once found (nil: to be looked up). LMDB maps anew only when the size
+    /// is set (``grow(after:)``, and ``begin(readOnly:)`` after another process grew it), which
+    /// forgets them: so they are looked up once per mapping, not at every release of the map's pages
+    /// (every few MiB of rows a scan reads). Stale ranges must never be advised: `MADV_DONTNEED` on
+    /// memory mapped there since would zero it.
+    private let mappedRanges = Mutex<[(start: UInt, length: Int)]?>(nil)
+
+    /// Call holding the gate (so that the map is not replaced meanwhile by ``grow(after:)``).
+    private func mapRanges() -> [(start: UInt, length: Int)] {
+        if let cached = self.mappedRanges.withLock({ $0 }) { return cached }
         // LMDB does not expose its map address (`me_mapaddr` is only the MDB_FIXEDMAP address), so
         // the mapping of data.mdb is found in /proc/self/maps.
-        guard let maps = fopen("/proc/self/maps", "r") else { return }
+        guard let maps = fopen("/proc/self/maps", "r") else { return [] }
         defer { fclose(maps) }
         let dataFile = self.path + "/data.mdb"
         var line = [CChar](repeating: 0, count: 4096)
-        self.gate.withReadLock {
-            guard !self.closed.load(ordering: .relaxed) else { return }
-            while fgets(&line, Int32(line.count), maps) != nil {
-                let text = String(cString: line).dropLast(line.contains(10) ? 1 : 0)
-                guard text.hasSuffix(dataFile) else { continue }
-                let range = text.prefix { $0 != " " }.split(separator: "-")
-                guard range.count == 2, let start = UInt(range[0], radix: 16), let end = UInt(range[1], radix: 16),
-                    let address = UnsafeMutableRawPointer(bitPattern: start)
-                else { continue }
-                _ = madvise(address, Int(end - start), advice)
-            }
+        var ranges: [(start: UInt, length: Int)] = []
+        while fgets(&line, Int32(line.count), maps) != nil {
+            let text = String(cString: line).dropLast(line.contains(10) ? 1 : 0)
+            guard text.hasSuffix(dataFile) else { continue }
+            let range = text.prefix { $0 != " " }.split(separator: "-")
+            guard range.count == 2, let start = UInt(range[0], radix: 16), let end = UInt(range[1], radix: 16), start != 0 else { continue }
+            ranges.append((start, Int(end - start)))
         }
+        self.mappedRanges.withLock { $0 = ranges }
+        return ranges
     }
 
     /// The current map size in bytes.
@@ -395,6 +411,7 @@ public final class Environment: @unchecked Sendable {
         let target = min(self.options.maxMapSize, max(current * 2, current + (64 << 20)))
         try self.gate.withWriteLock { () throws(LMDBError) in
             try check(mdb_env_set_mapsize(self.handle, target), "mdb_env_set_mapsize(\(target))")
+            self.mappedRanges.withLock { $0 = nil }
         }
         self.currentMapSize.store(target, ordering: .relaxed)
         // A new size is a new mapping, without the advice the old one had.
@@ -408,6 +425,7 @@ public final class Environment: @unchecked Sendable {
         if rc == MDB_MAP_RESIZED {
             // Another process grew the map; adopting its size is safe with no transaction active here.
             mdb_env_set_mapsize(self.handle, 0)
+            self.mappedRanges.withLock { $0 = nil }
             rc = mdb_txn_begin(self.handle, nil, flags, &txn)
         }
         try check(rc, readOnly ? "mdb_txn_begin(read)" : "mdb_txn_begin(write)")

@@ -90,6 +90,57 @@ private struct Boom: Error {}
         #expect(count == 1024)
     }
 
+    /// Bytes of `path`/data.mdb's mappings resident in this process (/proc/self/smaps).
+    private static func residentMapBytes(_ path: String) -> Int {
+        guard let text = readFileBytes("/proc/self/smaps").map({ String(decoding: $0, as: UTF8.self) }) else { return -1 }
+        var inMap = false
+        var bytes = 0
+        for line in text.split(separator: "\n") {
+            if let first = line.first, first.isHexDigit, line.contains("-") {
+                inMap = line.hasSuffix(path + "/data.mdb")
+            } else if inMap, line.hasPrefix("Rss:") {
+                bytes += (Int(line.split(separator: " ")[1]) ?? 0) * 1024
+            }
+        }
+        return bytes
+    }
+
+    /// The map's pages leave the resident set when released, also after the map grew (a new mapping,
+    /// elsewhere: the ranges looked up for the old one must not be used), and read back unchanged.
+    @Test func releasedMapPagesLeaveTheResidentSetAlsoAfterTheMapGrows() throws {
+        let path = TemporaryDirectory("lmdb-tests").path
+        defer { removeDirectory(path) }
+        var options = Environment.Options()
+        options.mapSize = 256 << 10
+        let env = try Environment(path: path, options: options)
+        defer { env.close() }
+        let db = try env.write { txn in try txn.openDatabase("t", create: true) }
+        func fill(_ range: Range<Int>) throws {
+            try env.write { txn in
+                for i in range { try txn.put(db, key: [UInt8](String(i).utf8), value: [UInt8](repeating: UInt8(i & 0xFF), count: 4096)) }
+            }
+        }
+        func readAll(_ count: Int) throws -> Bool {
+            try env.read { txn in
+                (0..<count).allSatisfy { i in
+                    (try? txn.get(db, key: [UInt8](String(i).utf8)))??.allSatisfy { $0 == UInt8(i & 0xFF) } ?? false
+                }
+            }
+        }
+        try fill(0..<1024)
+        // The first growth takes the map to 64 MiB and more: the second fill must outgrow that.
+        for (count, grown) in [(1024, 0), (20_000, 1024)] {
+            let size = env.mapSize
+            if grown > 0 { try fill(grown..<count) }
+            #expect(grown == 0 || env.mapSize > size)
+            #expect(try readAll(count))
+            #expect(Self.residentMapBytes(path) > 2 << 20)
+            env.releaseResidentPages()
+            #expect(Self.residentMapBytes(path) < 256 << 10, "after \(count) values")
+            #expect(try readAll(count))
+        }
+    }
+
     @Test func theMapStopsGrowingAtItsMaximumWithMapFull() throws {
         let path = TemporaryDirectory("lmdb-tests").path
         defer { removeDirectory(path) }
