@@ -64,6 +64,10 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         /// well under a second; a lower value makes small stores write it too (the power-loss harness
         /// cuts inside its writes that way).
         public var snapshotMinimumTemplates: Int = EngineConfiguration().snapshotMinimumTemplates
+        /// The most float32 row bytes a vector registry keeps in memory beside its codes; a larger one
+        /// reads the rows it rescores from the store (docs/scans.md). 0: every one reads them from the
+        /// store (the least memory; authentications then read the store).
+        public var residentRowBytes: Int = EngineConfiguration().residentRowBytes
         /// Threads serving the socket (nil: one fewer than the cores, at least one). Clients of a Unix
         /// socket run on the same machine: measured on 2 cores with 50 connections, one event loop
         /// answered 90-96k authentications/s and two 79-86k (fewer context switches, and the other
@@ -82,7 +86,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         public enum CodingKeys: String, CodingKey, CaseIterable {
             case maximumFrameBytes, maximumConnections, maximumConnectionsPerUser, idleTimeoutSeconds, frameDeadlineSeconds
             case minimumFrameBytesPerSecond, maximumRequestsInFlight, maximumUnwrittenReplyBytes, maximumBufferedBytes
-            case drainDeadlineSeconds, storageReserveBytes, snapshotMinimumTemplates, eventLoops
+            case drainDeadlineSeconds, storageReserveBytes, snapshotMinimumTemplates, residentRowBytes, eventLoops
         }
 
         public init() {}
@@ -107,6 +111,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
             self.storageReserveBytes = try container.decodeIfPresent(Int.self, forKey: .storageReserveBytes)
             self.snapshotMinimumTemplates =
                 try container.decodeIfPresent(Int.self, forKey: .snapshotMinimumTemplates) ?? defaults.snapshotMinimumTemplates
+            self.residentRowBytes = try container.decodeIfPresent(Int.self, forKey: .residentRowBytes) ?? defaults.residentRowBytes
         }
     }
 
@@ -285,6 +290,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         require(limits.drainDeadlineSeconds >= 1, "limits.drainDeadlineSeconds must be at least 1")
         require((limits.storageReserveBytes ?? 0) >= 0, "limits.storageReserveBytes must not be negative")
         require(limits.snapshotMinimumTemplates >= 1, "limits.snapshotMinimumTemplates must be at least 1")
+        require(limits.residentRowBytes >= 0, "limits.residentRowBytes must not be negative")
         require((1...256).contains(limits.resolvedEventLoops), "limits.eventLoops must be within 1...256")
         var algorithms: [Algorithm] = []
         for (index, entry) in self.algorithms.enumerated() {
@@ -316,6 +322,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         var engine = EngineConfiguration(algorithms: algorithms)
         engine.storageReserveBytes = limits.storageReserveBytes
         engine.snapshotMinimumTemplates = limits.snapshotMinimumTemplates
+        engine.residentRowBytes = limits.residentRowBytes
         let credential = getenv("CREDENTIALS_DIRECTORY").map { String(cString: $0) + "/store-key" }
         if let path = self.keyFile ?? credential.flatMap({ Glibc.access($0, R_OK) == 0 ? $0 : nil }) {
             do {

@@ -220,9 +220,14 @@ import Testing
         #expect(try await engine.templates(identifier: "p5").count == 1)
     }
 
-    @Test func aRemovedRowLeavesNoCopyInTheIndexBuffers() async throws {
+    /// Both kinds of vector registry: one keeping its rows in memory (small, the default) and one
+    /// reading them from the store (`residentRowBytes` 0, as a million-template one does).
+    @Test(arguments: [true, false])
+    func aRemovedRowLeavesNoCopyInTheIndexBuffers(resident: Bool) async throws {
         var generator = SystemRandomNumberGenerator()
-        try await withEngine { engine in
+        var configuration = EngineConfiguration()
+        if !resident { configuration.residentRowBytes = 0 }
+        try await withEngine(configuration) { engine in
             var ids: [UInt64] = []
             for person in 0..<6 {
                 ids += try await engine.register(identifier: "p\(person)", face: Self.randomFace(&generator), force: true).stored.map(\.id)
@@ -230,10 +235,16 @@ import Testing
             for id in [ids[5], ids[1]] { #expect(try await engine.deleteTemplate(id: id)) }
             let registry = try #require(engine.state["default"]?.registries.first)
             #expect(registry.count == 4)
-            // The index keeps no float32 row (the store's payload is the only one, erased with it)...
-            #expect(registry.rows == nil)
-            // ...and the code slots past the last row (where the removed and moved rows' codes were)
-            // hold zeros only.
+            if let rows = registry.rows {
+                #expect(resident)
+                // The row slots past the last row (where the removed and moved rows were) hold zeros...
+                let rowTail = UnsafeBufferPointer(start: rows + registry.count * registry.stride, count: 2 * registry.stride)
+                #expect(rowTail.allSatisfy { $0.bitPattern == 0 })
+            } else {
+                // ...or the index keeps no float32 row (the store's payload is the only one, erased with it)...
+                #expect(!resident)
+            }
+            // ...and so do the code slots past the last row.
             let codes = try #require(registry.codes)
             let codeTail = UnsafeBufferPointer(start: codes + registry.count * registry.codeStride, count: 2 * registry.codeStride)
             #expect(codeTail.allSatisfy { $0 == 0 })

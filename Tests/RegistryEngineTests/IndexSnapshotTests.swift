@@ -13,9 +13,12 @@ import Testing
 @Suite struct IndexSnapshotTests {
     static let gallery = "snap"
 
-    static func configuration(minimum: Int = 0) -> EngineConfiguration {
+    /// - Parameter resident: whether the vector registry keeps its rows in memory (and the snapshot
+    ///   holds them) or reads them from the store, as a million-template one does.
+    static func configuration(minimum: Int = 0, resident: Bool = false) -> EngineConfiguration {
         var configuration = EngineConfiguration()
         configuration.snapshotMinimumTemplates = minimum
+        if !resident { configuration.residentRowBytes = 0 }
         return configuration
     }
 
@@ -66,8 +69,8 @@ import Testing
     }
 
     /// A populated store, closed (so with a snapshot), and its answers before the close.
-    static func closedStore(_ directory: TemporaryDirectory) async throws -> ([[Float]], [[IdentifyMatch]]) {
-        let engine = try Engine(path: directory.path, configuration: Self.configuration())
+    static func closedStore(_ directory: TemporaryDirectory, resident: Bool = false) async throws -> ([[Float]], [[IdentifyMatch]]) {
+        let engine = try Engine(path: directory.path, configuration: Self.configuration(resident: resident))
         defer { engine.close() }
         let vectors = try await Self.populate(engine)
         return (vectors, try await Self.answers(engine, vectors))
@@ -81,14 +84,15 @@ import Testing
         try engine.store.environment.read { txn in try txn.get(engine.store.meta, key: Keys.snapshotToken) != nil }
     }
 
-    @Test func aCleanCloseWritesASnapshotThatTheNextOpenMapsWithTheSameAnswers() async throws {
+    @Test(arguments: [false, true])
+    func aCleanCloseWritesASnapshotThatTheNextOpenMapsWithTheSameAnswers(resident: Bool) async throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let vectors: [[Float]]
         let before: [[IdentifyMatch]]
         let stored: StoreSnapshot
         do {
-            let engine = try Engine(path: directory.path, configuration: Self.configuration())
+            let engine = try Engine(path: directory.path, configuration: Self.configuration(resident: resident))
             #expect(!engine.indexLoad.fromSnapshot)
             vectors = try await Self.populate(engine)
             before = try await Self.answers(engine, vectors)
@@ -99,8 +103,9 @@ import Testing
         #expect(before.filter { !$0.isEmpty }.count >= 30 && before.contains { $0.isEmpty })
         #expect(Self.snapshotExists(directory))
         do {
-            let engine = try Engine(path: directory.path, configuration: Self.configuration())
+            let engine = try Engine(path: directory.path, configuration: Self.configuration(resident: resident))
             #expect(engine.indexLoad.fromSnapshot, "\(engine.indexLoad)")
+            #expect((engine.state[Self.gallery]?.registries.first?.rows != nil) == resident)
             // Good for this open only: the file is gone and the token consumed before anything is served.
             #expect(!Self.snapshotExists(directory))
             #expect(try !Self.hasToken(engine))
@@ -118,12 +123,12 @@ import Testing
             let changed = try await Self.answers(engine, vectors)
             engine.close()
             // Reopened in full (no snapshot) and from the new snapshot, the changed store answers alike.
-            let full = try Engine(path: directory.path, configuration: Self.configuration(minimum: .max))
+            let full = try Engine(path: directory.path, configuration: Self.configuration(minimum: .max, resident: resident))
             #expect(full.indexLoad.fromSnapshot)
             #expect(try await Self.answers(full, vectors) == changed)
             full.close()
             #expect(full.snapshotReport?.contains("load in full quickly") == true)
-            let again = try Engine(path: directory.path, configuration: Self.configuration())
+            let again = try Engine(path: directory.path, configuration: Self.configuration(resident: resident))
             defer { again.close() }
             #expect(!again.indexLoad.fromSnapshot && again.indexLoad.reason == nil, "\(again.indexLoad)")
             #expect(try await Self.answers(again, vectors) == changed)
@@ -227,31 +232,36 @@ import Testing
     }
 
     /// Damage to the file is found before anything is served, and the open loads in full.
-    @Test(arguments: ["terms", "codes", "header", "truncated"])
+    /// "rows": a resident registry's row (checked against its record's payload checksum).
+    @Test(arguments: ["terms", "codes", "header", "truncated", "rows"])
     func aDamagedSnapshotIsNotUsed(damage: String) async throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        let (vectors, expected) = try await Self.closedStore(directory)
+        let resident = damage == "rows"
+        let (vectors, expected) = try await Self.closedStore(directory, resident: resident)
         let path = IndexSnapshot.path(in: directory.path)
         var bytes = try #require(readFileBytes(path))
         let header = try bytes.withUnsafeBytes { try IndexSnapshot(decoding: $0, fileSize: bytes.count) }
         let arcface = try #require(header.registries.first { $0.algorithm == Algorithm.arcface.version && $0.count > 0 })
-        // A vector registry's float32 rows are the store's payloads: the snapshot holds its codes only.
-        #expect(arcface[.rows].length == 0 && arcface[.codes].length == arcface.count * arcface.codeBytes)
+        // A registry reading its rows from the store (their payloads) has only its codes in the snapshot.
+        #expect(arcface[.rows].length == (resident ? arcface.count * arcface.rowBytes : 0))
+        #expect(arcface[.codes].length == arcface.count * arcface.codeBytes)
         switch damage {
         case "terms": bytes[arcface[.terms].offset + 16 * 1234 + 3] ^= 0x04
         case "codes": bytes[arcface[.codes].offset + 999] ^= 0x01
+        case "rows": bytes[arcface[.rows].offset + 512 * 2021 + 77] ^= 0x10
         case "header": bytes[40] ^= 0x80
         default: bytes.removeLast(bytes.count - arcface[.codes].offset - 4096)
         }
         let file = open(path, O_WRONLY | O_TRUNC)
         #expect(bytes.withUnsafeBytes { write(file, $0.baseAddress!, $0.count) } == bytes.count)
         close(file)
-        let engine = try Engine(path: directory.path, configuration: Self.configuration())
+        let engine = try Engine(path: directory.path, configuration: Self.configuration(resident: resident))
         defer { engine.close() }
         #expect(!engine.indexLoad.fromSnapshot)
         let reason = engine.indexLoad.reason ?? ""
         switch damage {
+        case "rows": #expect(reason.contains("does not match the template's payload checksum"), "\(reason)")
         case "terms": #expect(reason.contains("terms section") && reason.contains("checksum"), "\(reason)")
         case "codes": #expect(reason.contains("codes section") && reason.contains("checksum"), "\(reason)")
         case "header": #expect(reason.contains("header"), "\(reason)")
@@ -259,6 +269,30 @@ import Testing
         }
         #expect(try await Self.answers(engine, vectors) == expected)
         #expect(try await engine.verify().problems.isEmpty)
+    }
+
+    /// The snapshot serves whatever the registries kept when it was written: one written with the
+    /// rows in memory opens where the limit is now 0 (its rows section unused: the rows are read from
+    /// the store), and one written with the rows in the store opens where the limit is the default
+    /// (the registry then keeps reading them from the store, as when it was written). A full load
+    /// decides afresh by the store's size. The answers never change.
+    @Test func aSnapshotIsUsedWhicheverWayItsRowsWereKept() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let (vectors, expected) = try await Self.closedStore(directory, resident: true)
+        func open(resident: Bool, minimum: Int = 0) throws -> Engine {
+            try Engine(path: directory.path, configuration: Self.configuration(minimum: minimum, resident: resident))
+        }
+        func keepsRows(_ engine: Engine) -> Bool { engine.state[Self.gallery]?.registries.first?.rows != nil }
+        for (configured, kept, fromSnapshot) in [(false, false, true), (true, false, true), (true, true, false)] {
+            // The third open finds no snapshot: the second (minimum .max) wrote none.
+            let engine = try open(resident: configured, minimum: configured ? .max : 0)
+            #expect(engine.indexLoad.fromSnapshot == fromSnapshot, "\(engine.indexLoad)")
+            #expect(keepsRows(engine) == kept)
+            #expect(try await Self.answers(engine, vectors) == expected)
+            #expect(try await engine.verify().problems.isEmpty)
+            engine.close()
+        }
     }
 
     /// An open that fails (here: a schema newer than this code) still takes the file out of the

@@ -44,6 +44,13 @@ import Testing
             self.refusal(#"{ "limits": { "snapshotMinimumTemplates": 0 } }"#)?.contains("limits.snapshotMinimumTemplates must be at least 1") == true)
     }
 
+    /// An edge box sets it to 0 to keep only codes in memory, whatever a registry's size.
+    @Test func theResidentRowLimitReachesTheEngineAndMustNotBeNegative() throws {
+        #expect(try self.configuration("{}").validated().engine.residentRowBytes == 64 << 20)
+        #expect(try self.configuration(#"{ "limits": { "residentRowBytes": 0 } }"#).validated().engine.residentRowBytes == 0)
+        #expect(self.refusal(#"{ "limits": { "residentRowBytes": -1 } }"#)?.contains("limits.residentRowBytes must not be negative") == true)
+    }
+
     // MARK: Keys and types
 
     /// The message of the configuration `json` refuses (decoding, then validation).

@@ -455,11 +455,10 @@ extension Engine {
                 case .landmarks: return registry.landmarkMatcher.map { Self.preparedLandmarks(bytes, $0) } ?? []
                 }
             }
-            if registry.rows != nil {
-                let actual = Array(UnsafeBufferPointer(start: registry.row(row), count: registry.stride))
-                if expected != actual { problems.append("template \(id) differs between the store and the index") }
-            } else if !Self.codesMatch(expected, registry, row: row) {
-                // Rows read from the store: the index's own copy is the row's codes and bound terms.
+            if registry.rows != nil, !Array(UnsafeBufferPointer(start: registry.row(row), count: registry.stride)).elementsEqual(expected) {
+                problems.append("template \(id) differs between the store and the index")
+            } else if registry.codes != nil && !Self.codesMatch(expected, registry, row: row) {
+                // The prefilter's copy: wrong codes or terms would make it skip rows it must not.
                 problems.append("template \(id) differs between the store and the index's codes")
             }
         }

@@ -36,7 +36,10 @@ extension Engine {
             }
 
             // Every registry reserves room for all templates: address space only (the row buffers
-            // are mappings whose pages are touched as rows are written), so no buffer regrows.
+            // are mappings whose pages are touched as rows are written), so no buffer regrows. The
+            // same bound decides which vector registries keep their rows in memory: one the whole
+            // store would fit (so that the record pass, which cannot pass `total`, never lets a
+            // registry's rows go while a snapshot may be mapped into them).
             let total = try txn.count(self.store.templates)
             // The count comes from the database's own record: bound it by what the file can hold (a
             // record and its key take more than 32 bytes) before reserving memory for it.
@@ -45,7 +48,10 @@ extension Engine {
             }
             let list = Array(registries.values.map(\.1))
             let position = Dictionary(uniqueKeysWithValues: list.enumerated().map { ($1.id, $0) })
-            for registry in list { registry.reserve(total) }
+            for registry in list {
+                registry.keepRows(registry.keepsRows(for: total))
+                registry.reserve(total)
+            }
             for gallery in self.state.values { gallery.reserveIdentifiers(total) }
 
             // Two passes in lockstep on two threads: this one walks the template records in id order,

@@ -105,7 +105,9 @@ final class SnapshotLoad: @unchecked Sendable {
         self.registries = registries
         var entries: [IndexSnapshot.Registry] = []
         for registry in registries {
-            guard let entry = opened.header.registries.first(where: { $0.id == registry.id }), registry.fits(entry) else {
+            let entry = opened.header.registries.first { $0.id == registry.id }
+            if let entry { registry.followResidency(of: entry) }
+            guard let entry, registry.fits(entry) else {
                 throw IndexSnapshot.Unusable("it does not describe registry \(registry.id) as the store does")
             }
             entries.append(entry)
@@ -152,10 +154,11 @@ final class SnapshotLoad: @unchecked Sendable {
                 // MADV_POPULATE_READ (Linux 5.14): maps the pages in bulk instead of a fault at a time.
                 _ = madvise(target, Self.pages(entry[kind].length), 22)
             }
-            // Vector rows are checked one by one against their records below; everything else here.
+            // Vector rows are checked one by one against their records below (or not used at all, by a
+            // registry that reads them from the store); everything else here.
             let rows = registry.isLandmarks ? nil : targets.first { $0.0 == .rows }.map { UnsafeRawPointer($0.1) }
             vectorRows.append(rows)
-            for kind in IndexSnapshot.Kind.allCases where entry[kind].length > 0 && !(kind == .rows && rows != nil) {
+            for kind in IndexSnapshot.Kind.allCases where entry[kind].length > 0 && !(kind == .rows && !registry.isLandmarks) {
                 let section = entry[kind]
                 let bytes = targets.first { $0.0 == kind }.map { UnsafeRawPointer($0.1) } ?? self.file + section.offset
                 guard CRC32C.checksum(UnsafeRawBufferPointer(start: bytes, count: section.length)) == section.checksum else {

@@ -24,7 +24,8 @@ public final class Engine: @unchecked Sendable {
     public let catalog: AlgorithmCatalog
 
     let store: Store
-    /// Where vector registries read the rows their scans rescore (only codes are kept in memory).
+    /// Where vector registries read the rows their scans rescore once their rows outgrow
+    /// `residentRowBytes` (only their codes are then kept in memory).
     let storedRows: StoredRows
     /// The data directory (where the index snapshot is written at close).
     let path: String
@@ -91,7 +92,7 @@ public final class Engine: @unchecked Sendable {
         } catch {
             throw RegistryError.opening(path, error)
         }
-        self.storedRows = StoredRows(store: self.store)
+        self.storedRows = StoredRows(store: self.store, residentBytes: configuration.residentRowBytes)
         if readOnly {
             do {
                 try FaultReport.during(fault) {

@@ -11,10 +11,12 @@ import RegistryModel
 ///
 /// Vector registries keep beside the float32 rows their int8 codes (`codeStride` bytes a row) and
 /// per-row bound terms, for the prefilter (``Prefilter``): they follow every append, removal and load.
-/// A vector registry given a ``StoredRows`` keeps no float32 rows at all: only its codes and terms
-/// are resident, and scans read the rows they rescore from the store (``withRows(_:)``). The engine
-/// makes every vector registry so; resident rows remain for landmark registries (which have no
-/// codes) and for tests, which compare the two.
+/// A vector registry given a ``StoredRows`` keeps its float32 rows in memory only while they fit the
+/// source's ``StoredRows/residentBytes`` (``keepsRows(for:)``); beyond, only its codes and terms are
+/// resident, and scans read the rows they rescore from the store (``withRows(_:)``). Small registries
+/// thus answer authentications from memory, and million-template ones need only their codes. The
+/// engine gives every vector registry a source; landmark registries (which have no codes) always
+/// keep their rows. The two kinds answer identically (StoredRowsTests compares them).
 ///
 /// Not thread-safe by itself: the engine mutates it only from its writer thread while holding the
 /// index write lock, and reads it under the read lock (or from the writer thread itself).
@@ -29,9 +31,9 @@ final class RegistryIndex {
 
     /// The float32 rows, when resident (nil: read from ``source``).
     private(set) var rows: UnsafeMutablePointer<Float>?
-    /// Where the rows are read when they are not resident.
+    /// Where the rows are read once they are not resident (nil: they always are).
     let source: StoredRows?
-    /// Room for one row being appended to a registry without resident rows (writer thread only).
+    /// Room for one row being appended while the rows are not resident (writer thread only).
     private let appending: UnsafeMutablePointer<Float>?
     /// Int8 codes, `codeStride` bytes per row, and their bound terms (vector registries; nil for landmarks).
     private(set) var codes: UnsafeMutablePointer<Int8>?
@@ -58,7 +60,8 @@ final class RegistryIndex {
     /// grown in place: the grown part would map the file beyond the section.
     var holdsFileMappings = false
 
-    /// - Parameter source: where a vector registry reads its rows (nil: it keeps them in memory).
+    /// - Parameter source: where a vector registry reads its rows once they outgrow the source's
+    ///   ``StoredRows/residentBytes`` (nil: it always keeps them in memory).
     init(id: UInt32, algorithm: Algorithm, thresholds: Thresholds, source: StoredRows? = nil) {
         self.id = id
         self.algorithm = algorithm
@@ -67,13 +70,13 @@ final class RegistryIndex {
         self.capacity = 0
         if case .vector = algorithm.kind, let source {
             self.source = source
-            self.rows = nil
             self.appending = .allocate(capacity: self.stride)
         } else {
             self.source = nil
-            self.rows = Self.remap(nil, capacity: 0, live: 0, to: 0, width: self.stride)
             self.appending = nil
         }
+        self.rows =
+            Self.keepsRows(0, stride: self.stride, source: self.source) ? Self.remap(nil, capacity: 0, live: 0, to: 0, width: self.stride) : nil
         if case .vector(let dimension) = algorithm.kind {
             self.codeStride = rk_code_stride(dimension)
             self.codes = Self.remap(nil, capacity: 0, live: 0, to: 0, width: self.codeStride)
@@ -127,6 +130,30 @@ final class RegistryIndex {
         return ids
     }
 
+    /// Whether `count` rows of this registry are kept in memory: always without a source; with one,
+    /// while their float32 values take at most its ``StoredRows/residentBytes``.
+    func keepsRows(for count: Int) -> Bool { Self.keepsRows(count, stride: self.stride, source: self.source) }
+
+    private static func keepsRows(_ count: Int, stride: Int, source: StoredRows?) -> Bool {
+        guard let source else { return true }
+        return source.residentBytes > 0 && count * 4 * stride <= source.residentBytes
+    }
+
+    /// Keeps the float32 rows in memory from now on, or lets them go and reads them from the source
+    /// (a registry without one always keeps them). Letting go frees the buffer: the rows stay in the
+    /// store, which is where they are read from next. Keeping them makes an empty buffer, so only for
+    /// the start-up load, before its payload pass fills the rows in. Writer thread (or the load),
+    /// holding the index write lock: no scan may be using the rows.
+    func keepRows(_ resident: Bool) {
+        guard self.source != nil, resident != (self.rows != nil) else { return }
+        if let rows {
+            Self.release(rows, rows: self.capacity, width: self.stride)
+            self.rows = nil
+        } else {
+            self.rows = Self.remap(nil, capacity: 0, live: 0, to: self.capacity, width: self.stride)
+        }
+    }
+
     /// What a scan streams per row, in floats, for sizing its chunks (``Scan/chunks(rows:stride:rowsPerChunk:)``):
     /// the row itself, or, when the rows are read from the store, only its codes and terms (a chunk
     /// of the same bytes then holds four times the rows, and a scan opens a quarter of the reads).
@@ -159,6 +186,9 @@ final class RegistryIndex {
     /// - Parameter encodes: whether to make the row's codes now; the start-up load fills rows later
     ///   and encodes each as it fills it (``encode(row:)``).
     func append(templateId: UInt64, ordinal: UInt32, mask: UInt32, encodes: Bool = true, fill: (UnsafeMutablePointer<Float>) -> Void) {
+        // Outgrowing the resident limit lets the rows go for good (removals do not bring them back:
+        // a registry hovering at the limit would copy them in and out).
+        if self.rows != nil && !self.keepsRows(for: self.count + 1) { self.keepRows(false) }
         if self.count == self.capacity { self.grow() }
         let row = self.count
         if let rows = self.rows {

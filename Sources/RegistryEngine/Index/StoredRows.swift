@@ -9,8 +9,14 @@ import Synchronization
 /// store's rows are opened one by one, so no plaintext row, code or term of it reaches the disk.
 final class StoredRows: Sendable {
     let store: Store
+    /// The most float32 row bytes a registry reading from here keeps in memory instead
+    /// (``RegistryIndex/keepsRows(for:)``; `EngineConfiguration.residentRowBytes`).
+    let residentBytes: Int
 
-    init(store: Store) { self.store = store }
+    init(store: Store, residentBytes: Int = 0) {
+        self.store = store
+        self.residentBytes = residentBytes
+    }
 
     /// Calls `body` with a function that reads row `index` of `registry` and returns it, valid until
     /// the function is called again (nil: the template is no longer stored, having been removed after
