@@ -157,11 +157,17 @@ final class LoadProgress: @unchecked Sendable {
     func fail() { self.final.store(-2, ordering: .releasing) }
 
     /// Waits until template `index` is placed. Returns false when there will be no such template.
+    /// Yields at first (the record pass publishes every 64 templates), then sleeps in steps of
+    /// 50 µs: a follower that is faster than the record pass (the snapshot check always is; so is
+    /// the payload pass when the disk is cold) would otherwise keep a core busy yielding for the
+    /// whole load.
     func wait(for index: Int) -> Bool {
+        var waits = 0
         while self.placed.load(ordering: .acquiring) <= index {
             let final = self.final.load(ordering: .acquiring)
             if final != -1 { return self.placed.load(ordering: .acquiring) > index }
-            sched_yield()
+            waits += 1
+            if waits < 64 { sched_yield() } else { usleep(50) }
         }
         return true
     }
