@@ -196,7 +196,7 @@ public struct EngineConfiguration: Sendable {
     /// The most float32 row bytes a vector registry keeps in memory. A registry within it keeps its
     /// rows beside its int8 codes (an authentication or a rescored row costs no store read); a larger
     /// one keeps only its codes and reads the rows a scan rescores from the store, whose pages the
-    /// kernel may evict (docs/scans.md, *Stored rows*). The default keeps registries up to about
+    /// kernel may evict (docs/scans.md, *Where the rows are*). The default keeps registries up to about
     /// 130,000 templates of 128 floats resident, and any million-template registry stored; 0: every
     /// vector registry reads its rows from the store.
     public var residentRowBytes: Int = 64 << 20

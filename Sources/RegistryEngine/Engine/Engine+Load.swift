@@ -158,9 +158,8 @@ final class LoadProgress: @unchecked Sendable {
 
     /// Waits until template `index` is placed. Returns false when there will be no such template.
     /// Yields at first (the record pass publishes every 64 templates), then sleeps in steps of
-    /// 50 µs: a follower that is faster than the record pass (the snapshot check always is; so is
-    /// the payload pass when the disk is cold) would otherwise keep a core busy yielding for the
-    /// whole load.
+    /// 50 µs: a follower that is faster than the record pass (the snapshot check, which reads only
+    /// ids and row checksums, always is) would otherwise keep a core busy yielding for the whole load.
     func wait(for index: Int) -> Bool {
         var waits = 0
         while self.placed.load(ordering: .acquiring) <= index {
