@@ -68,11 +68,16 @@ enum StoreBench {
     /// - Parameter threshold: identify at this identification threshold, as an app's gallery would,
     ///   instead of the store's 1e-6 (exact top k): the gallery is redefined with it after start-up
     ///   and memory are measured, and back to 1e-6 after the queries.
-    static func identify(store path: String, dimension: Int, k: Int, queries: String, threshold: Float? = nil) async throws {
+    /// - Parameter residentRowBytes: the engine's `residentRowBytes` (nil: its default).
+    static func identify(
+        store path: String, dimension: Int, k: Int, queries: String, threshold: Float? = nil, residentRowBytes: Int? = nil
+    ) async throws {
         let algorithm = try Self.algorithm(dimension: dimension)
         let queries = try readRows(queries, dimension: dimension)
+        var configuration = EngineConfiguration()
+        if let residentRowBytes { configuration.residentRowBytes = residentRowBytes }
         let start = now()
-        let engine = try Engine(path: path)
+        let engine = try Engine(path: path, configuration: configuration)
         let startup = now() - start
         defer { engine.close() }
         let memory = residentMemory()
@@ -181,10 +186,13 @@ struct IdentifyInStore: AsyncParsableCommand {
     @OptionGroup var query: QueryOptions
     @Option(help: "Identify at this identification threshold, as an app's gallery would (default: the store's 1e-6, the exact top k).")
     var threshold: Float?
+    @Option(help: "Keep a registry's float32 rows in memory up to this many bytes (default: the daemon's, 64 MiB; rows beyond are read from the store).")
+    var residentRowBytes: Int?
 
     func run() async throws {
         try await StoreBench.identify(
-            store: self.store, dimension: self.query.dimension, k: self.query.k, queries: self.query.queries, threshold: self.threshold)
+            store: self.store, dimension: self.query.dimension, k: self.query.k, queries: self.query.queries, threshold: self.threshold,
+            residentRowBytes: self.residentRowBytes)
     }
 }
 
