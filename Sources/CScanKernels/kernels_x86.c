@@ -490,87 +490,128 @@ static inline int32_t four_bytes(const int8_t *bytes) {
     return value;
 }
 
-/// One row's sixteen biased dot products (`acc`): the exact integers, the integer test against each
-/// lane's least B of the row's group, and the bound for the lanes that pass.
-AVX512 static inline void lane_survivors(const rk_query *queries, const double *dot_cutoffs, const rk_block *block, const rk_row_terms *terms,
-                                         __mmask16 active, const __m512i *least, size_t r, __m512i acc, uint32_t *survivors, size_t *count) {
-    __m512i exact = _mm512_sub_epi32(acc, _mm512_set1_epi32(block->code_sum[r] * 128));
-    __mmask16 passing = _mm512_mask_cmpge_epi32_mask(active, exact, least[r / RK_BLOCK]);
-    if (passing == 0) return;
-    int32_t dots[16];
-    _mm512_storeu_si512((void *)dots, exact);
-    // An INT32_MIN threshold stands for "every B": the bound decides, as in block_by_query.
-    for (; passing != 0; passing &= passing - 1) {
-        unsigned j = (unsigned)__builtin_ctz(passing);
-        if (rk_bound(&queries[j], terms + r, dots[j]) >= dot_cutoffs[j]) survivors[j * RK_BLOCK_ROWS + count[j]++] = (uint32_t)r;
+/// The queries-across-the-lanes kernel, generated for two register widths: 512 bits (sixteen queries,
+/// `__mmask16`) and 256 bits (eight, `__mmask8`). The code is the same; only the vector type and the
+/// intrinsics' names differ (`_mm512_…` / `_mm256_…`, pasted from W). Eight lanes serve a remainder of
+/// at most eight queries: `vpdpbusd` on 256 bits issues twice as often as on 512 on the CPUs that have
+/// both, so eight queries in eight lanes go as fast per product as sixteen in sixteen, where in
+/// sixteen lanes half would idle.
+///
+/// lane_survivorsW: one row's biased dot products (`acc`), one per lane: the exact integers, the
+/// integer test against each lane's least B of the row's group, and the bound for the lanes that pass.
+///
+/// block_by_lanesW: the block for up to LANES queries at once, one query per lane. Their biased codes
+/// are laid out once per block so that vector k holds the four bytes k of every query; a row's four
+/// bytes k are then broadcast to all lanes, and code_stride / 4 vpdpbusd give the row's biased dot
+/// product with every query, with no horizontal sums (which cost more than the products in
+/// block_by_query). The same exact integers, so the same test, bound and survivors (ascending) as
+/// block_by_query. Eight rows at a time: eight independent accumulations keep vpdpbusd busy (one
+/// chain per row would wait on its latency), and each vector of query bytes is loaded once for the
+/// eight.
+#define LANE_KERNELS(W, LANES, MASK)                                                                                                         \
+    AVX512 static inline void lane_survivors##W(const rk_query *queries, const double *dot_cutoffs, const rk_block *block,               \
+                                                const rk_row_terms *terms, MASK active, const __m##W##i *least, size_t r, __m##W##i acc, \
+                                                uint32_t *survivors, size_t *count) {                                                    \
+        __m##W##i exact = _mm##W##_sub_epi32(acc, _mm##W##_set1_epi32(block->code_sum[r] * 128));                                        \
+        MASK passing = _mm##W##_mask_cmpge_epi32_mask(active, exact, least[r / RK_BLOCK]);                                               \
+        if (passing == 0) return;                                                                                                        \
+        int32_t dots[LANES];                                                                                                             \
+        _mm##W##_storeu_si##W((void *)dots, exact);                                                                                      \
+        /* An INT32_MIN threshold stands for "every B": the bound decides, as in block_by_query. */                                      \
+        for (unsigned pass = passing; pass != 0; pass &= pass - 1) {                                                                     \
+            unsigned j = (unsigned)__builtin_ctz(pass);                                                                                  \
+            if (rk_bound(&queries[j], terms + r, dots[j]) >= dot_cutoffs[j]) survivors[j * RK_BLOCK_ROWS + count[j]++] = (uint32_t)r;    \
+        }                                                                                                                                \
+    }                                                                                                                                    \
+                                                                                                                                         \
+    AVX512 static void block_by_lanes##W(const rk_query *queries, size_t n, const double *dot_cutoffs, const rk_block *block,            \
+                                         const int8_t *codes, const rk_row_terms *terms, size_t code_stride, uint32_t *survivors,        \
+                                         size_t *counts) {                                                                               \
+        const size_t dwords = code_stride / 4;                                                                                           \
+        __m##W##i lanes[LANE_QUERIES_MAX_DWORDS];                                                                                        \
+        for (size_t k = 0; k < dwords; k++) {                                                                                            \
+            int32_t column[LANES];                                                                                                       \
+            for (size_t j = 0; j < LANES; j++) {                                                                                         \
+                /* Unused lanes: a biased zero query (every byte 128); their results are masked off. */                                  \
+                int32_t value = (int32_t)0x80808080u;                                                                                    \
+                if (j < n) memcpy(&value, queries[j].biased + 4 * k, 4);                                                                 \
+                column[j] = value;                                                                                                       \
+            }                                                                                                                            \
+            lanes[k] = _mm##W##_loadu_si##W((const void *)column);                                                                       \
+        }                                                                                                                                \
+        const MASK active = (MASK)((1u << n) - 1);                                                                                       \
+        /* Per group, each lane's least B as the integer test's threshold (INT32_MAX: no row can pass). */                               \
+        __m##W##i least[RK_BLOCK_ROWS / RK_BLOCK];                                                                                       \
+        for (size_t start = 0, group = 0; start < block->rows; start += RK_BLOCK, group++) {                                             \
+            int32_t column[LANES];                                                                                                       \
+            for (size_t j = 0; j < LANES; j++) {                                                                                         \
+                int64_t value = j < n ? rk_least_dot(&queries[j], block->largest[group], dot_cutoffs[j]) : INT64_MAX;                    \
+                column[j] = value < INT32_MIN ? INT32_MIN : value > INT32_MAX ? INT32_MAX : (int32_t)value;                              \
+            }                                                                                                                            \
+            least[group] = _mm##W##_loadu_si##W((const void *)column);                                                                   \
+        }                                                                                                                                \
+        size_t count[LANES] = {0};                                                                                                       \
+        size_t r = 0;                                                                                                                    \
+        for (; r + 8 <= block->rows; r += 8) {                                                                                           \
+            __m##W##i acc[8];                                                                                                            \
+            for (int i = 0; i < 8; i++) acc[i] = _mm##W##_setzero_si##W();                                                              \
+            for (size_t k = 0; k < dwords; k++) {                                                                                        \
+                const __m##W##i q = lanes[k];                                                                                            \
+                for (int i = 0; i < 8; i++) {                                                                                            \
+                    acc[i] = _mm##W##_dpbusd_epi32(acc[i], q, _mm##W##_set1_epi32(four_bytes(codes + (r + i) * code_stride + 4 * k)));   \
+                }                                                                                                                        \
+            }                                                                                                                            \
+            for (int i = 0; i < 8; i++) {                                                                                                \
+                lane_survivors##W(queries, dot_cutoffs, block, terms, active, least, r + i, acc[i], survivors, count);                   \
+            }                                                                                                                            \
+        }                                                                                                                                \
+        for (; r < block->rows; r++) {                                                                                                   \
+            __m##W##i acc = _mm##W##_setzero_si##W();                                                                                    \
+            for (size_t k = 0; k < dwords; k++) {                                                                                        \
+                acc = _mm##W##_dpbusd_epi32(acc, lanes[k], _mm##W##_set1_epi32(four_bytes(codes + r * code_stride + 4 * k)));            \
+            }                                                                                                                            \
+            lane_survivors##W(queries, dot_cutoffs, block, terms, active, least, r, acc, survivors, count);                              \
+        }                                                                                                                                \
+        for (size_t j = 0; j < n; j++) counts[j] = count[j];                                                                             \
     }
-}
 
-/// The block for up to sixteen queries at once, one query per lane. Their biased codes are laid out
-/// once per block so that vector k holds the four bytes k of every query; a row's four bytes k are
-/// then broadcast to all lanes, and code_stride / 4 vpdpbusd give the row's biased dot product with
-/// every query, with no horizontal sums (which cost more than the products in block_by_query). The
-/// same exact integers, so the same test, bound and survivors (ascending) as block_by_query.
-AVX512 static void block_by_lanes(const rk_query *queries, size_t n, const double *dot_cutoffs, const rk_block *block,
-                                  const int8_t *codes, const rk_row_terms *terms, size_t code_stride, uint32_t *survivors, size_t *counts) {
-    const size_t dwords = code_stride / 4;
-    __m512i lanes[LANE_QUERIES_MAX_DWORDS];
-    for (size_t k = 0; k < dwords; k++) {
-        int32_t column[16];
-        for (size_t j = 0; j < 16; j++) {
-            // Unused lanes: a biased zero query (every byte 128); their results are masked off.
-            int32_t value = (int32_t)0x80808080u;
-            if (j < n) memcpy(&value, queries[j].biased + 4 * k, 4);
-            column[j] = value;
-        }
-        lanes[k] = _mm512_loadu_si512((const void *)column);
-    }
-    const __mmask16 active = (__mmask16)((1u << n) - 1);
-    // Per group, each lane's least B as the integer test's threshold (INT32_MAX: no row can pass).
-    __m512i least[RK_BLOCK_ROWS / RK_BLOCK];
-    for (size_t start = 0, group = 0; start < block->rows; start += RK_BLOCK, group++) {
-        int32_t column[16];
-        for (size_t j = 0; j < 16; j++) {
-            int64_t value = j < n ? rk_least_dot(&queries[j], block->largest[group], dot_cutoffs[j]) : INT64_MAX;
-            column[j] = value < INT32_MIN ? INT32_MIN : value > INT32_MAX ? INT32_MAX : (int32_t)value;
-        }
-        least[group] = _mm512_loadu_si512((const void *)column);
-    }
-    size_t count[16] = {0};
-    // Eight rows at a time: eight independent accumulations keep vpdpbusd busy (one chain per row
-    // would wait on its latency), and each vector of query bytes is loaded once for the eight.
-    size_t r = 0;
-    for (; r + 8 <= block->rows; r += 8) {
-        __m512i acc[8];
-        for (int i = 0; i < 8; i++) acc[i] = _mm512_setzero_si512();
-        for (size_t k = 0; k < dwords; k++) {
-            const __m512i q = lanes[k];
-            for (int i = 0; i < 8; i++) {
-                acc[i] = _mm512_dpbusd_epi32(acc[i], q, _mm512_set1_epi32(four_bytes(codes + (r + i) * code_stride + 4 * k)));
-            }
-        }
-        for (int i = 0; i < 8; i++) lane_survivors(queries, dot_cutoffs, block, terms, active, least, r + i, acc[i], survivors, count);
-    }
-    for (; r < block->rows; r++) {
-        __m512i acc = _mm512_setzero_si512();
-        for (size_t k = 0; k < dwords; k++) acc = _mm512_dpbusd_epi32(acc, lanes[k], _mm512_set1_epi32(four_bytes(codes + r * code_stride + 4 * k)));
-        lane_survivors(queries, dot_cutoffs, block, terms, active, least, r, acc, survivors, count);
-    }
-    for (size_t j = 0; j < n; j++) counts[j] = count[j];
-}
+LANE_KERNELS(512, 16, __mmask16)
+LANE_KERNELS(256, 8, __mmask8)
 
-/// rk_prefilter_block at the AVX-512 VNNI level: sixteen queries at a time across the lanes when at
-/// least eight are left (a group of fewer wastes more lanes than the per-query kernel's sums cost),
-/// the rest query by query.
+/// Fewest queries left over from the groups of sixteen that go through the eight-lane kernel rather
+/// than query by query, and the longest rows it takes (in code bytes). Measured with a C harness over
+/// 200,000 rows (docs/scans.md): at 128 and 256 bytes eight lanes beat query by query from three
+/// queries on (at 128 bytes and eight queries, 118 G products a second against 80 G for eight of
+/// sixteen lanes); at 512 bytes they lose to it (45 against 58 G at eight queries), as each product
+/// needs its row bytes from L2 twice as often as in sixteen lanes.
+#ifndef RK_LANES8_MINIMUM
+#define RK_LANES8_MINIMUM 3
+#endif
+#define RK_LANES8_LONGEST_ROW 256
+
+/// rk_prefilter_block at the AVX-512 VNNI level: sixteen queries at a time across the lanes, a
+/// remainder of nine to fifteen as one more group of sixteen lanes (as many idle lanes as two groups
+/// of eight would leave), a smaller one in eight lanes where they pay (short rows, three queries or
+/// more; for long rows a remainder of eight still takes sixteen lanes), and the rest, with what the
+/// lanes cannot take (rows longer than LANE_QUERIES_MAX_DWORDS four-byte groups), query by query.
 AVX512 void rk_prefilter_block_avx512_vnni(const rk_query *queries, size_t query_count, const double *dot_cutoffs, const rk_block *block,
                                            const int8_t *codes, const rk_row_terms *terms, size_t code_stride, uint32_t *survivors,
                                            size_t *counts) {
     size_t first = 0;
     if (code_stride / 4 <= LANE_QUERIES_MAX_DWORDS) {
-        while (query_count - first >= 8) {
-            size_t n = query_count - first < 16 ? query_count - first : 16;
-            block_by_lanes(queries + first, n, dot_cutoffs + first, block, codes, terms, code_stride, survivors + first * RK_BLOCK_ROWS,
-                           counts + first);
+        while (first < query_count) {
+            size_t left = query_count - first;
+            size_t n = left < 16 ? left : 16;
+            int short_rows = code_stride <= RK_LANES8_LONGEST_ROW;
+            if (n > 8 || (n == 8 && !short_rows)) {
+                block_by_lanes512(queries + first, n, dot_cutoffs + first, block, codes, terms, code_stride, survivors + first * RK_BLOCK_ROWS,
+                                  counts + first);
+            } else if (short_rows && n >= RK_LANES8_MINIMUM) {
+                block_by_lanes256(queries + first, n, dot_cutoffs + first, block, codes, terms, code_stride, survivors + first * RK_BLOCK_ROWS,
+                                  counts + first);
+            } else {
+                break;
+            }
             first += n;
         }
     }

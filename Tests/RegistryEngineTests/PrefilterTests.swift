@@ -226,7 +226,8 @@ import Testing
     }
 
     /// Many queries over prepared blocks at once (sixteen to a vector at the AVX-512 level, a
-    /// remainder of fewer than eight one by one; at the AVX2 level the tiled kernel, 64 queries a pass,
+    /// remainder of three to eight in eight lanes for rows of up to 256 code bytes, and fewer, or
+    /// fewer than eight of longer rows, one by one; at the AVX2 level the tiled kernel, 64 queries a pass,
     /// two at a time and a last one alone, when there are enough queries for the row length, else
     /// query by query, as rows longer than 2,048 bytes of codes): each keeps exactly the rows its own
     /// prefilter keeps (less, through the tiled kernel, those its coarse bound excludes), whatever its
@@ -234,8 +235,8 @@ import Testing
     /// one would move the row across. 1,301 rows: two whole blocks and a partial one whose second
     /// group is partial too, and whose last sixteen rows are not all there.
     @Test(arguments: [
-        (2, 128), (4, 128), (8, 128), (13, 128), (16, 128), (21, 128), (40, 128), (70, 128), (3, 512), (6, 512), (37, 512), (70, 512),
-        (9, 1100),
+        (2, 128), (3, 128), (4, 128), (8, 128), (13, 128), (16, 128), (21, 128), (40, 128), (70, 128), (5, 256), (24, 256), (3, 512),
+        (6, 512), (8, 512), (37, 512), (70, 512), (9, 1100),
     ])
     func manyQueriesAtOnceKeepEachQuerysOwnSurvivors(count: Int, dimension: Int) {
         var random = SeededGenerator(seed: UInt64(count * dimension))
