@@ -186,7 +186,7 @@ struct IdentifyInStore: AsyncParsableCommand {
     @OptionGroup var query: QueryOptions
     @Option(help: "Identify at this identification threshold, as an app's gallery would (default: the store's 1e-6, the exact top k).")
     var threshold: Float?
-    @Option(help: "Keep a registry's float32 rows in memory up to this many bytes (default: the daemon's, 64 MiB; rows beyond are read from the store).")
+    @Option(help: "Keep a registry's float32 rows in memory up to this many bytes (default: the daemon's, 64 MiB).")
     var residentRowBytes: Int?
 
     func run() async throws {
