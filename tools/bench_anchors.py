@@ -797,9 +797,10 @@ def cmd_table(a):
         top_anchor = median(raw.pooled("confined-top10", "anchor", "identify_ms"))
         details["confined-top10"] = {"ours_median": top_ours, "anchor_median": top_anchor,
                                      "ratio": top_ours / top_anchor if top_ours and top_anchor else None}
-        limit_file = os.path.join(os.path.dirname(a.raw), "out", "confined.limit")
-        limit = int(open(limit_file).read()) if os.path.exists(limit_file) else a.vector_rows * 512 * 4 * 2 // 5
         if confined and free:
+            # The limit tools/bench gave the cgroup (0.4x the raw float32, floored), as it wrote it.
+            with open(os.path.join(os.path.dirname(a.raw), "out", "confined.limit")) as f:
+                limit = int(f.read())
             top = (f"; top-10 without a threshold {fmt_ms(top_ours)} confined, {fmt_ms(top_anchor)} not"
                    if top_ours is not None and top_anchor is not None else "")
             notes.append(f"confined: identify at 0.6 in a memory cgroup of {fmt_bytes(limit)} ({limit / (a.vector_rows * 512 * 4):.2f}x the raw float32), "

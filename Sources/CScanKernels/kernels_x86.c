@@ -584,9 +584,7 @@ LANE_KERNELS(256, 8, __mmask8)
 /// queries on (at 128 bytes and eight queries, 118 G products a second against 80 G for eight of
 /// sixteen lanes); at 512 bytes they lose to it (45 against 58 G at eight queries), as each product
 /// needs its row bytes from L2 twice as often as in sixteen lanes.
-#ifndef RK_LANES8_MINIMUM
 #define RK_LANES8_MINIMUM 3
-#endif
 #define RK_LANES8_LONGEST_ROW 256
 
 /// rk_prefilter_block at the AVX-512 VNNI level: sixteen queries at a time across the lanes, a
@@ -599,10 +597,10 @@ AVX512 void rk_prefilter_block_avx512_vnni(const rk_query *queries, size_t query
                                            size_t *counts) {
     size_t first = 0;
     if (code_stride / 4 <= LANE_QUERIES_MAX_DWORDS) {
+        const int short_rows = code_stride <= RK_LANES8_LONGEST_ROW;
         while (first < query_count) {
             size_t left = query_count - first;
             size_t n = left < 16 ? left : 16;
-            int short_rows = code_stride <= RK_LANES8_LONGEST_ROW;
             if (n > 8 || (n == 8 && !short_rows)) {
                 block_by_lanes512(queries + first, n, dot_cutoffs + first, block, codes, terms, code_stride, survivors + first * RK_BLOCK_ROWS,
                                   counts + first);

@@ -105,9 +105,7 @@ final class SnapshotLoad: @unchecked Sendable {
         self.registries = registries
         var entries: [IndexSnapshot.Registry] = []
         for registry in registries {
-            let entry = opened.header.registries.first { $0.id == registry.id }
-            if let entry { registry.followResidency(of: entry) }
-            guard let entry, registry.fits(entry) else {
+            guard let entry = opened.header.registries.first(where: { $0.id == registry.id }), registry.fits(entry) else {
                 throw IndexSnapshot.Unusable("it does not describe registry \(registry.id) as the store does")
             }
             entries.append(entry)
@@ -121,6 +119,7 @@ final class SnapshotLoad: @unchecked Sendable {
         }
         self.file = UnsafeRawPointer(file)
         for (registry, entry) in zip(registries, entries) {
+            registry.followResidency(of: entry)
             for (kind, target) in registry.snapshotTargets(entry) where entry[kind].length > 0 {
                 let length = Self.pages(entry[kind].length)
                 // Recorded first: a MAP_FIXED that fails may already have unmapped the range, which

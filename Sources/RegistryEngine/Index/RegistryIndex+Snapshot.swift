@@ -59,20 +59,22 @@ extension RegistryIndex {
     }
 
     /// Whether `entry` describes rows of this registry as the load placed them (same id, algorithm
-    /// and layout; the count the record pass reached is checked after it). A vector registry that
-    /// reads its rows from the store leaves a rows section unused (written while it kept them).
+    /// and layout; the count the record pass reached is checked after it). A vector registry that can
+    /// read its rows from the store takes a snapshot written either way: with its rows or without
+    /// (``followResidency(of:)``).
     func fits(_ entry: IndexSnapshot.Registry) -> Bool {
         entry.id == self.id && entry.algorithm == self.algorithm.version && entry.rowBytes == 4 * self.stride
             && entry.codeBytes == self.codeStride && entry.count <= self.capacity
             && IndexSnapshot.Kind.allCases.allSatisfy { kind in
                 entry[kind].length == self.snapshotLength(kind, rows: entry.count)
-                    || (kind == .rows && self.rows == nil && self.source != nil && entry[kind].length == entry.count * entry.rowBytes)
+                    || (kind == .rows && self.source != nil && [0, entry.count * entry.rowBytes].contains(entry[kind].length))
             }
     }
 
-    /// Takes the snapshot's word on whether the rows were resident when it was written: a registry
-    /// whose snapshot holds no rows reads them from the store (it had outgrown the resident limit),
-    /// so that the snapshot is still used. Before the record pass (the registry is empty).
+    /// Takes the snapshot's word on whether the rows were resident when it was written, once it fits:
+    /// a registry whose snapshot holds no rows reads them from the store (it had outgrown the resident
+    /// limit), so that the snapshot is still used; one that reads them from the store leaves a rows
+    /// section unused. Before the record pass (the registry is empty).
     func followResidency(of entry: IndexSnapshot.Registry) {
         if entry[.rows].length == 0 { self.keepRows(false) }
     }

@@ -75,8 +75,8 @@ final class RegistryIndex {
             self.source = nil
             self.appending = nil
         }
-        self.rows =
-            Self.keepsRows(0, stride: self.stride, source: self.source) ? Self.remap(nil, capacity: 0, live: 0, to: 0, width: self.stride) : nil
+        let keepsRows = self.source?.keepsRows(0, stride: self.stride) ?? true
+        self.rows = keepsRows ? Self.remap(nil, capacity: 0, live: 0, to: 0, width: self.stride) : nil
         if case .vector(let dimension) = algorithm.kind {
             self.codeStride = rk_code_stride(dimension)
             self.codes = Self.remap(nil, capacity: 0, live: 0, to: 0, width: self.codeStride)
@@ -131,13 +131,8 @@ final class RegistryIndex {
     }
 
     /// Whether `count` rows of this registry are kept in memory: always without a source; with one,
-    /// while their float32 values take at most its ``StoredRows/residentBytes``.
-    func keepsRows(for count: Int) -> Bool { Self.keepsRows(count, stride: self.stride, source: self.source) }
-
-    private static func keepsRows(_ count: Int, stride: Int, source: StoredRows?) -> Bool {
-        guard let source else { return true }
-        return source.residentBytes > 0 && count * 4 * stride <= source.residentBytes
-    }
+    /// as it says (``StoredRows/keepsRows(_:stride:)``).
+    func keepsRows(for count: Int) -> Bool { self.source?.keepsRows(count, stride: self.stride) ?? true }
 
     /// Keeps the float32 rows in memory from now on, or lets them go and reads them from the source
     /// (a registry without one always keeps them). Letting go frees the buffer: the rows stay in the

@@ -10,13 +10,17 @@ import Synchronization
 final class StoredRows: Sendable {
     let store: Store
     /// The most float32 row bytes a registry reading from here keeps in memory instead
-    /// (``RegistryIndex/keepsRows(for:)``; `EngineConfiguration.residentRowBytes`).
+    /// (``keepsRows(_:stride:)``; `EngineConfiguration.residentRowBytes`).
     let residentBytes: Int
 
     init(store: Store, residentBytes: Int = 0) {
         self.store = store
         self.residentBytes = residentBytes
     }
+
+    /// Whether a registry keeps `count` rows of `stride` floats in memory rather than reading them
+    /// from here: while their float32 values take at most ``residentBytes`` (never when it is 0).
+    func keepsRows(_ count: Int, stride: Int) -> Bool { self.residentBytes > 0 && count * 4 * stride <= self.residentBytes }
 
     /// Calls `body` with a function that reads row `index` of `registry` and returns it, valid until
     /// the function is called again (nil: the template is no longer stored, having been removed after
