@@ -149,6 +149,22 @@ double rk_upper_bound(const rk_query *query, const rk_row_terms *terms, int32_t 
     return rk_bound(query, terms, dot);
 }
 
+static int higher_bound_first(const void *a, const void *b) {
+    double x = ((const rk_ranked *)a)->bound, y = ((const rk_ranked *)b)->bound;
+    return (x < y) - (x > y);
+}
+
+void rk_rank_survivors(int level, const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
+                       const uint32_t *rows, size_t count, rk_ranked *ranked) {
+    for (size_t i = 0; i < count; i++) {
+        int32_t dot;
+        rk_int8_dots(level, query, codes + (size_t)rows[i] * code_stride, terms + rows[i], code_stride, 1, &dot);
+        ranked[i].bound = rk_bound(query, terms + rows[i], dot);
+        ranked[i].row = rows[i];
+    }
+    qsort(ranked, count, sizeof *ranked, higher_bound_first);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Scalar level: the reference every other level is tested against.
 // ---------------------------------------------------------------------------------------------

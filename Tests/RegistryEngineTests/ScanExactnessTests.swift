@@ -145,6 +145,56 @@ import Testing
         }
     }
 
+    /// A top-k scan without a threshold starts from a cut-off every row reaches, so all of its first
+    /// block's rows survive the bound. Rescored best bound first, the few best of them raise the
+    /// cut-off past the rest before those are read (89 rows of 4,096 at 128 floats, 128 at 512).
+    /// Rescored in row order, every one was — about half the block, each a read from the store when
+    /// the rows are not in memory — and here that tipped the scan into scoring every row (3,612).
+    /// At every level, the same best scores as the float32 kernel over every row.
+    @Test(arguments: [128, 512])
+    func aBlockWithManySurvivorsIsRescoredBestBoundFirst(dimension: Int) {
+        let registry = Self.registry(rows: 4_096, dimension: dimension, identifiers: 4_096, scoreFunction: .cosine) { random, _, _ in
+            Float(random.normal())
+        }
+        for row in 0..<registry.count {
+            Self.normalise(registry.mutableRow(row), dimension)
+            registry.encode(row: row)
+        }
+        var random = SeededGenerator(seed: 5)
+        var query = (0..<dimension).map { _ in Float(random.normal()) }
+        query.withUnsafeMutableBufferPointer { Self.normalise($0.baseAddress!, dimension) }
+        let limit = 10
+        let coded = query.withUnsafeBufferPointer { Prefilter.Query($0.baseAddress!, for: registry) }
+        for level in Prefilter.supportedLevels {
+            // The identification's own bookkeeping, reduced to scores: keep what reaches the cut-off,
+            // and at twice the limit keep the best `limit` and raise the cut-off to the last of them.
+            var cutoff: Float = 0
+            var kept: [Float] = []
+            var memo = Prefilter.DotCutoff()
+            let rescored = query.withUnsafeBufferPointer { query in
+                Scan.scoreSurvivors(
+                    registry, 0..<registry.count, query: query.baseAddress!, coded: coded, level: level, memo: &memo, cutoff: { cutoff }
+                ) { _, score in
+                    guard score >= cutoff else { return }
+                    kept.append(score)
+                    if kept.count == 2 * limit {
+                        kept.sort(by: >)
+                        kept.removeLast(limit)
+                        cutoff = kept[limit - 1]
+                    }
+                }
+            }
+            kept.sort(by: >)
+            let expected = query.withUnsafeBufferPointer { query in
+                (0..<registry.count).map { row in
+                    registry.algorithm.scoreFunction.score(dot: Kernels.dot(query.baseAddress!, registry.row(row), count: dimension))
+                }
+            }.sorted(by: >).prefix(limit)
+            #expect(kept.prefix(limit).elementsEqual(expected), "\(Prefilter.name(of: level))")
+            #expect(rescored < registry.count / 16, "\(Prefilter.name(of: level)): \(rescored) of \(registry.count) rows rescored")
+        }
+    }
+
     /// The registration check: the best row of any other identifier and the best of one's own,
     /// skipping excluded templates, on one core and many.
     @Test func theCheckScanFindsTheBestOtherAndOwnRows() {

@@ -137,6 +137,19 @@ void rk_coarse_dots(int level, const rk_query *queries, size_t query_count, cons
 /// The upper bound the prefilter uses for one row, given its exact integer dot product.
 double rk_upper_bound(const rk_query *query, const rk_row_terms *terms, int32_t dot);
 
+/// A survivor and its bound.
+typedef struct {
+    double bound;
+    uint32_t row;
+} rk_ranked;
+
+/// The `count` rows given by offset from `codes` and `terms` (`rows`), each with the upper bound the
+/// prefilter uses (from its exact integer dot product at `level`), written to `ranked` highest bound
+/// first: a scan with many survivors rescores them in that order and stops at the first below its
+/// cut-off.
+void rk_rank_survivors(int level, const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride,
+                       const uint32_t *rows, size_t count, rk_ranked *ranked);
+
 /// Whether the CPU has the SSE4.2 crc32 instruction (CRC-32C).
 /// Doubles per row written by rk_landmark_moments: five groups of four lanes (x, y, z, unused).
 #define RK_LANDMARK_MOMENTS 20

@@ -36,6 +36,12 @@ enum Prefilter {
     /// more than reading them all.
     static let fallbackFraction = 0.4
 
+    /// From this many survivors in a block, a scan rescores them best bound first and stops at the
+    /// first bound below its cut-off, which rescoring raises: with a low cut-off (top k without a
+    /// threshold, before the k best are known) nearly every row of a chunk's first block survives,
+    /// and a handful of them settle the cut-off that excludes the rest.
+    static let orderedSurvivors = 32
+
     /// Whether a scan of `registry` uses the prefilter by default: always when its rows are read
     /// from the store (reading every row costs far more than its codes).
     static func applies(to registry: RegistryIndex) -> Bool {
@@ -97,6 +103,19 @@ enum Prefilter {
                 let codes = registry.codes! + range.lowerBound * registry.codeStride
                 let terms = registry.terms! + range.lowerBound
                 return rk_prefilter(level, encoded, codes, terms, registry.codeStride, range.count, dotCutoff, survivors)
+            }
+        }
+
+        /// `count` survivors of the block starting at `start` (offsets from it), highest bound first,
+        /// with their bounds.
+        func rank(
+            _ registry: RegistryIndex, from start: Int, survivors: UnsafePointer<UInt32>, count: Int, into ranked: UnsafeMutablePointer<rk_ranked>,
+            level: Int32 = Prefilter.level
+        ) {
+            withUnsafePointer(to: &self.encoded) { encoded in
+                rk_rank_survivors(
+                    level, encoded, registry.codes! + start * registry.codeStride, registry.terms! + start, registry.codeStride, survivors,
+                    count, ranked)
             }
         }
     }

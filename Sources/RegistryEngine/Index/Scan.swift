@@ -254,34 +254,50 @@ enum Scan {
         var start = range.lowerBound
         registry.withRows { row in
             withUnsafeTemporaryAllocation(of: UInt32.self, capacity: Prefilter.blockRows) { survivors in
-                // With the row length a constant (common lengths), the kernel unrolls.
-                @inline(__always)
-                func scan(_ dimension: Int) {
-                    while start < range.upperBound {
-                        let done = start - range.lowerBound
-                        if fallsBack && done >= 2 * Prefilter.blockRows && Double(rescored) > Prefilter.fallbackFraction * Double(done) {
-                            for index in start..<range.upperBound {
-                                visit(index, function.score(dot: Kernels.dot(query, row(index)!, count: dimension)))
+                withUnsafeTemporaryAllocation(of: rk_ranked.self, capacity: Prefilter.blockRows) { ranked in
+                    // With the row length a constant (common lengths), the kernel unrolls.
+                    @inline(__always)
+                    func scan(_ dimension: Int) {
+                        while start < range.upperBound {
+                            let done = start - range.lowerBound
+                            if fallsBack && done >= 2 * Prefilter.blockRows && Double(rescored) > Prefilter.fallbackFraction * Double(done) {
+                                for index in start..<range.upperBound {
+                                    visit(index, function.score(dot: Kernels.dot(query, row(index)!, count: dimension)))
+                                }
+                                rescored += range.upperBound - start
+                                return
                             }
-                            rescored += range.upperBound - start
-                            return
+                            let dotCutoff = memo.value(function, score: cutoff())
+                            let block = start..<min(range.upperBound, start + Prefilter.blockRows)
+                            let count = coded.survivors(registry, block, dotCutoff: dotCutoff, into: survivors.baseAddress!, level: level)
+                            if count < Prefilter.orderedSurvivors {
+                                rescored += count
+                                for offset in survivors[0..<count] {
+                                    let index = start + Int(offset)
+                                    guard let pointer = row(index) else { continue }
+                                    visit(index, function.score(dot: Kernels.dot(query, pointer, count: dimension)))
+                                }
+                            } else {
+                                // Best bound first: `visit` raises the cut-off as it compacts, and the first
+                                // bound below it ends the block.
+                                coded.rank(
+                                    registry, from: start, survivors: survivors.baseAddress!, count: count, into: ranked.baseAddress!, level: level)
+                                for survivor in ranked[0..<count] {
+                                    guard survivor.bound >= memo.value(function, score: cutoff()) else { break }
+                                    rescored += 1
+                                    let index = start + Int(survivor.row)
+                                    guard let pointer = row(index) else { continue }
+                                    visit(index, function.score(dot: Kernels.dot(query, pointer, count: dimension)))
+                                }
+                            }
+                            start = block.upperBound
                         }
-                        let dotCutoff = memo.value(function, score: cutoff())
-                        let block = start..<min(range.upperBound, start + Prefilter.blockRows)
-                        let count = coded.survivors(registry, block, dotCutoff: dotCutoff, into: survivors.baseAddress!, level: level)
-                        rescored += count
-                        for offset in survivors[0..<count] {
-                            let index = start + Int(offset)
-                            guard let pointer = row(index) else { continue }
-                            visit(index, function.score(dot: Kernels.dot(query, pointer, count: dimension)))
-                        }
-                        start = block.upperBound
                     }
-                }
-                switch dimension {
-                case 128: scan(128)
-                case 512: scan(512)
-                default: scan(dimension)
+                    switch dimension {
+                    case 128: scan(128)
+                    case 512: scan(512)
+                    default: scan(dimension)
+                    }
                 }
             }
         }
