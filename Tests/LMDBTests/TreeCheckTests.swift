@@ -56,6 +56,8 @@ import Testing
         let path = directory.path
         let file = try DataView(path)
         #expect(file.record("records").depth >= 2)
+        // Large enough to be walked on two threads: every test of damage to it goes through the split.
+        #expect(file.record("records").leafPages >= TreeCheck.parallelLeafPages)
         #expect(file.record("big").overflowPages > 0)
         #expect(file.record("empty").root == UInt64.max)
         #expect(file.record(free: ()).entries > 0, "the deletions should have left a free-page list")
@@ -213,6 +215,22 @@ import Testing
         }
     }
 
+    @Test func aPageBothHalvesOfASplitWalkReachIsRefused() throws {
+        try Self.expectRefused("reached twice") { file in
+            // The root's children in page order; the first of the second half (walked on the other
+            // thread) pointed at the last of the first.
+            let root = Int(file.record("records").root)
+            let children = file.nodes(of: root).map { node in
+                (node: node, pgno: Int(file.u16(node)) | Int(file.u16(node + 2)) << 16 | Int(file.u16(node + 4)) << 32)
+            }.sorted { $0.pgno < $1.pgno }
+            try #require(children.count >= 2)
+            let (last, first) = (children[children.count / 2 - 1], children[children.count / 2])
+            file.write(UInt16(last.pgno & 0xFFFF), at: first.node)
+            file.write(UInt16(last.pgno >> 16), at: first.node + 2)
+            return "page \(last.pgno) of database 'records' is reached twice"
+        }
+    }
+
     @Test func anOverflowRunOfTheWrongLengthIsRefused() throws {
         try Self.expectRefused("a run of 9 pages") { file in
             let leaf = file.leaves(of: "big")[0]
@@ -325,13 +343,16 @@ final class DataView {
 
     struct Record {
         var depth: Int
+        var leafPages: UInt64
         var overflowPages: UInt64
         var entries: UInt64
         var root: UInt64
     }
 
     func record(at offset: Int) -> Record {
-        Record(depth: Int(self.u16(offset + 6)), overflowPages: self.u64(offset + 24), entries: self.u64(offset + 32), root: self.u64(offset + 40))
+        Record(
+            depth: Int(self.u16(offset + 6)), leafPages: self.u64(offset + 16), overflowPages: self.u64(offset + 24), entries: self.u64(offset + 32),
+            root: self.u64(offset + 40))
     }
 
     func record(free: Void) -> Record { self.record(at: self.meta + 40) }

@@ -1,5 +1,6 @@
 import Glibc
 import LMDB
+import Locks
 import RegistryModel
 import Synchronization
 
@@ -300,27 +301,4 @@ private final class PayloadLoader: @unchecked Sendable {
             next += 1
         }
     }
-}
-
-/// Runs `background` on a new thread while `body` runs on this one; returns once both are done.
-func runAlongside<T>(_ background: @escaping @Sendable () -> Void, _ body: () throws -> T) rethrows -> T {
-    var thread = pthread_t()
-    let rc = pthread_create(
-        &thread, nil,
-        { context in
-            Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue().run()
-            return nil
-        }, Unmanaged.passRetained(ThreadBody(background)).toOpaque())
-    guard rc == 0 else {
-        // No second thread: run the background work first, then the body (still correct, slower).
-        background()
-        return try body()
-    }
-    defer { pthread_join(thread, nil) }
-    return try body()
-}
-
-private final class ThreadBody {
-    let run: @Sendable () -> Void
-    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
 }
