@@ -37,7 +37,7 @@ final class StoredRows: Sendable {
         }
         let row = UnsafePointer(scratch.bindMemory(to: Float.self, capacity: registry.stride))
         var reads = 0
-        defer { self.count(reads, bytes: bytes) }
+        defer { self.count(reads) }
         return registry.templateIds.withUnsafeBufferPointer { ids in
             let store = self.store
             let sealed = store.cipher.withLock { $0 != nil } || store.pendingCipher.withLock { $0 != nil }
@@ -56,29 +56,29 @@ final class StoredRows: Sendable {
         }
     }
 
-    /// Row bytes read since the store's map was last released.
+    /// Rows read since the store's map was last released.
     private let readSinceRelease = Atomic<Int>(0)
 
     /// The rows a scan reads stay in the page cache, but the pages of LMDB's map they were read
-    /// through (and their neighbours, which the kernel maps along on a fault) would otherwise stay in
-    /// this process's resident set for good, until it held most of the store. Every
-    /// ``releaseEvery`` bytes of rows read, the map's pages are released
-    /// (``Environment/releaseResidentPages()``): they stay cached, the kernel's to keep or evict,
-    /// and the next read maps what it needs again.
-    private func count(_ rows: Int, bytes: Int) {
+    /// through (and their neighbours, which the kernel maps along on a fault: up to 16 pages a
+    /// fault, whatever the advice) would otherwise stay in this process's resident set for good,
+    /// until it held most of the store. Every ``releaseEvery`` rows read, the map's pages are
+    /// released (``Environment/releaseResidentPages()``): they stay cached, the kernel's to keep or
+    /// evict, and the next read maps what it needs again.
+    private func count(_ rows: Int) {
         guard rows > 0 else { return }
-        let total = self.readSinceRelease.add(rows * bytes, ordering: .relaxed).newValue
+        let total = self.readSinceRelease.add(rows, ordering: .relaxed).newValue
         guard total >= Self.releaseEvery,
             self.readSinceRelease.compareExchange(expected: total, desired: 0, ordering: .relaxed).exchanged
         else { return }
         self.store.environment.releaseResidentPages()
     }
 
-    /// Row bytes read between two releases of the map's pages: about two identifications of a
-    /// million 512-d faces (measured: the resident set after 20 of them was 0.47x the raw float32
-    /// without releases, 0.30x with them; their median time did not change beyond this machine's
-    /// run-to-run noise).
-    static let releaseEvery = 4 << 20
+    /// Rows read between two releases of the map's pages. Counted in rows, not bytes: what a read
+    /// leaves mapped is the fault's neighbourhood (64 KiB), whatever the row's length. At 512 rows
+    /// that is at most 32 MiB (measured on a million 512-d templates, 20 top-10 identifications:
+    /// see docs/scans.md).
+    static let releaseEvery = 512
 
     /// Scans that could not open a read transaction at all (tests expect none).
     static let unreadable = Atomic<Int>(0)
