@@ -283,7 +283,10 @@ public final class Environment: @unchecked Sendable {
         var line = [CChar](repeating: 0, count: 4096)
         var ranges: [(start: UInt, length: Int)] = []
         while fgets(&line, Int32(line.count), maps) != nil {
-            let text = String(cString: line).dropLast(line.contains(10) ? 1 : 0)
+            // The line ends at its terminator (bytes after it are left from longer lines), without its newline.
+            var bytes = line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+            if bytes.last == 10 { bytes.removeLast() }
+            let text = String(decoding: bytes, as: UTF8.self)
             guard text.hasSuffix(dataFile) else { continue }
             let range = text.prefix { $0 != " " }.split(separator: "-")
             guard range.count == 2, let start = UInt(range[0], radix: 16), let end = UInt(range[1], radix: 16), start != 0 else { continue }

@@ -71,7 +71,7 @@ struct PeriodicReportService: Service {
     func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             // Woken early by a graceful shutdown, so that stopping never waits for the minute.
-            guard (try? await cancelOnGracefulShutdown({ try await Task.sleep(for: self.period) })) != nil else { break }
+            guard (try? await cancelWhenGracefulShutdown({ try await Task.sleep(for: self.period) })) != nil else { break }
             self.dispatcher.refusals.flush()
             self.notify("STATUS=\(Self.status(self.engine, self.dispatcher.counters))")
         }
