@@ -102,8 +102,8 @@ enum TreeCheck {
     /// A tree with at least this many leaf pages is walked on two threads: its root's children split
     /// in two halves (in page order), the second half walked by a second walker. Reading the pages is
     /// most of an open's time for a large store (a million 512-float templates: about 540,000 leaf
-    /// pages, 0.85 s on one thread). From about 64 pages (some 80 µs of walking) a thread pays for
-    /// its start.
+    /// pages, 0.85 s on one thread: 1.6 µs a page). From about 64 pages, some 100 µs of walking, the
+    /// work to share is well above the cost of starting a thread.
     static let parallelLeafPages: UInt64 = 64
 
     /// Where a key lies in the file.
