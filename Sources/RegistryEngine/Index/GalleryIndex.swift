@@ -21,12 +21,14 @@ final class GalleryIndex {
         self.profilesByIdentifier[IdentifierKey(identifier)] = profile
     }
 
-    private(set) var names: [String] = []
-    private var ordinals = OrdinalTable()
+    // Interned on every append, under the same discipline as RegistryIndex's row properties, and
+    // likewise without dynamic exclusivity checks (see there).
+    @exclusivity(unchecked) private(set) var names: [String] = []
+    @exclusivity(unchecked) private var ordinals = OrdinalTable()
     /// Templates per identifier ordinal across all registries; 0 = no longer in the gallery.
-    private var templateCounts: [UInt32] = []
+    @exclusivity(unchecked) private var templateCounts: [UInt32] = []
     /// Identifiers with at least one template in any registry.
-    private(set) var identifierCount = 0
+    @exclusivity(unchecked) private(set) var identifierCount = 0
 
     init(id: UInt32, name: String, registries: [RegistryIndex]) {
         self.id = id
