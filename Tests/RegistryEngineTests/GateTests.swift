@@ -327,7 +327,7 @@ let poorCapture = CaptureMetadata(
     }
 
     @Test func aLivenessKBeyondTheMaximumIsRefused() async throws {
-        try await withEngine { engine in
+        _ = try await withEngine { engine in
             await expectRegistryError(.malformedRequest) {
                 _ = try await engine.defineGallery(
                     GalleryConfiguration(
