@@ -506,10 +506,14 @@ extension ServerMetrics {
         ]
         static let batchBuckets: [Double] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 
-        private func help(_ label: String) -> String { Self.help[label] ?? "" }
+        /// The metric named `label`, with its help text. A descriptor joins its non-empty parts, so with
+        /// no unit the exposed name is the label itself.
+        private func descriptor(_ label: String) -> MetricNameDescriptor {
+            MetricNameDescriptor(metricName: label, unitName: "", helpText: Self.help[label] ?? "")
+        }
 
         func reportedCounter(label: String, dimensions: [(String, String)]) -> ReportedCounter {
-            ReportedCounter(exposed: self.registry.makeCounter(name: label, labels: dimensions, help: self.help(label)))
+            ReportedCounter(exposed: self.registry.makeCounter(descriptor: self.descriptor(label), labels: dimensions))
         }
 
         /// The readable histogram of `label` and `dimensions`, with the request buckets.
@@ -518,29 +522,29 @@ extension ServerMetrics {
             return self.readable.histogram(key) {
                 ReadableHistogram(
                     exposed: self.registry.makeDurationHistogram(
-                        name: label, labels: dimensions, buckets: Self.requestBuckets, help: self.help(label)),
+                        descriptor: self.descriptor(label), labels: dimensions, buckets: Self.requestBuckets),
                     buckets: Self.requestBuckets)
             }
         }
 
         func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
-            self.registry.makeCounter(name: label, labels: dimensions, help: self.help(label))
+            self.registry.makeCounter(descriptor: self.descriptor(label), labels: dimensions)
         }
 
         func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
-            self.registry.makeCounter(name: label, labels: dimensions, help: self.help(label))
+            self.registry.makeCounter(descriptor: self.descriptor(label), labels: dimensions)
         }
 
         func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
             if label == EngineMetrics.queueDepthLabel && dimensions.isEmpty && !aggregate {
-                return self.readable.queueDepth { ReadableGauge(exposed: self.registry.makeGauge(name: label, labels: [], help: self.help(label))) }
+                return self.readable.queueDepth { ReadableGauge(exposed: self.registry.makeGauge(descriptor: self.descriptor(label), labels: [])) }
             }
-            guard aggregate else { return self.registry.makeGauge(name: label, labels: dimensions, help: self.help(label)) }
-            return self.registry.makeValueHistogram(name: label, labels: dimensions, buckets: Self.batchBuckets, help: self.help(label))
+            guard aggregate else { return self.registry.makeGauge(descriptor: self.descriptor(label), labels: dimensions) }
+            return self.registry.makeValueHistogram(descriptor: self.descriptor(label), labels: dimensions, buckets: Self.batchBuckets)
         }
 
         func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
-            self.registry.makeGauge(name: label, labels: dimensions, help: self.help(label))
+            self.registry.makeGauge(descriptor: self.descriptor(label), labels: dimensions)
         }
 
         func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
