@@ -130,7 +130,8 @@ final class ConnectionHandler<Requests: ConnectionRequests>: ChannelDuplexHandle
     func refuse(with reply: RequestDispatcher.Reply) {
         guard let context = self.context else { return }
         self.stopWatch()
-        context.writeAndFlush(self.wrapOutboundOut(reply.framed)).whenComplete { _ in context.close(promise: nil) }
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)  // the write completes on this loop
+        context.writeAndFlush(self.wrapOutboundOut(reply.framed)).whenComplete { _ in bound.value.close(promise: nil) }
     }
 
     // MARK: Channel events
@@ -285,7 +286,8 @@ final class ConnectionHandler<Requests: ConnectionRequests>: ChannelDuplexHandle
             case .close:
                 // Closed once every reply written before has left: writes complete in order.
                 self.unflushed = false
-                context.writeAndFlush(self.wrapOutboundOut(ByteBuffer())).whenComplete { _ in context.close(promise: nil) }
+                let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+                context.writeAndFlush(self.wrapOutboundOut(ByteBuffer())).whenComplete { _ in bound.value.close(promise: nil) }
             }
         }
         self.processing = false
