@@ -270,13 +270,15 @@ enum Scan {
                             let dotCutoff = memo.value(function, score: cutoff())
                             let block = start..<min(range.upperBound, start + Prefilter.blockRows)
                             let count = coded.survivors(registry, block, dotCutoff: dotCutoff, into: survivors.baseAddress!, level: level)
+                            @inline(__always)
+                            func rescore(_ offset: UInt32) {
+                                rescored += 1
+                                let index = start + Int(offset)
+                                guard let pointer = row(index) else { return }
+                                visit(index, function.score(dot: Kernels.dot(query, pointer, count: dimension)))
+                            }
                             if count < Prefilter.orderedSurvivors {
-                                rescored += count
-                                for offset in survivors[0..<count] {
-                                    let index = start + Int(offset)
-                                    guard let pointer = row(index) else { continue }
-                                    visit(index, function.score(dot: Kernels.dot(query, pointer, count: dimension)))
-                                }
+                                for offset in survivors[0..<count] { rescore(offset) }
                             } else {
                                 // Best bound first: `visit` raises the cut-off as it compacts, and the first
                                 // bound below it ends the block.
@@ -284,10 +286,7 @@ enum Scan {
                                     registry, from: start, survivors: survivors.baseAddress!, count: count, into: ranked.baseAddress!, level: level)
                                 for survivor in ranked[0..<count] {
                                     guard survivor.bound >= memo.value(function, score: cutoff()) else { break }
-                                    rescored += 1
-                                    let index = start + Int(survivor.row)
-                                    guard let pointer = row(index) else { continue }
-                                    visit(index, function.score(dot: Kernels.dot(query, pointer, count: dimension)))
+                                    rescore(survivor.row)
                                 }
                             }
                             start = block.upperBound
