@@ -17,10 +17,14 @@ public struct AuditEntry: Sendable, Hashable {
     public var score: Float?
     /// The error code of a refusal (`PERMISSION_DENIED`, `SIMILAR_FACE_REGISTERED`, …).
     public var errorCode: String?
+    /// How many requests the entry stands for: 1, or, for a summary of refusals of one kind from one
+    /// peer in one period (docs/security.md, "Refusals"), how many there were beyond the one recorded
+    /// in full; `pid` is then the last one's.
+    public var count: UInt32
 
     public init(
         time: Int64, uid: UInt32, pid: Int32, operation: String, gallery: String, identifiers: [String], outcome: AuditOutcome,
-        score: Float? = nil, errorCode: String? = nil
+        score: Float? = nil, errorCode: String? = nil, count: UInt32 = 1
     ) {
         self.time = time
         self.uid = uid
@@ -31,6 +35,7 @@ public struct AuditEntry: Sendable, Hashable {
         self.outcome = outcome
         self.score = score
         self.errorCode = errorCode
+        self.count = count
     }
 
     /// Microseconds since the Unix epoch, now.
@@ -89,9 +94,17 @@ public struct AuditQuery: Sendable, Hashable {
 public struct AuditRetention: Sendable, Hashable {
     public var maximumEntries: Int?
     public var maximumAgeSeconds: Int64?
+    /// The stored size of the trail's blocks together: a bound on disk whatever the entries hold.
+    public var maximumBytes: Int?
 
-    public init(maximumEntries: Int? = 1_000_000, maximumAgeSeconds: Int64? = 365 * 86_400) {
+    public init(maximumEntries: Int? = 1_000_000, maximumAgeSeconds: Int64? = 365 * 86_400, maximumBytes: Int? = Self.defaultMaximumBytes) {
         self.maximumEntries = maximumEntries
         self.maximumAgeSeconds = maximumAgeSeconds
+        self.maximumBytes = maximumBytes
     }
+
+    /// 256 MiB: about three times what 1,000,000 entries of a typical size take (about 80 bytes each),
+    /// so the count is what usually bounds the trail and the bytes only when entries are unusually
+    /// large (long identifiers, identify results listing many people).
+    public static let defaultMaximumBytes = 256 << 20
 }

@@ -257,9 +257,9 @@ extension LivenessProfile: Encodable {
 }
 
 extension AuditEntry: Encodable {
-    private enum CodingKeys: String, CodingKey { case time, uid, pid, operation, gallery, identifiers, outcome, score, errorCode }
+    private enum CodingKeys: String, CodingKey { case time, uid, pid, operation, gallery, identifiers, outcome, score, errorCode, count }
 
-    /// `time` ISO-8601 UTC.
+    /// `time` ISO-8601 UTC; `count` only for an entry that stands for more than one request.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(Timestamp.iso8601(micros: self.time), forKey: .time)
@@ -271,5 +271,6 @@ extension AuditEntry: Encodable {
         try container.encode(self.outcome.rawValue, forKey: .outcome)
         try container.encodeIfPresent(self.score, forKey: .score)
         try container.encodeIfPresent(self.errorCode, forKey: .errorCode)
+        if self.count != 1 { try container.encode(self.count, forKey: .count) }
     }
 }

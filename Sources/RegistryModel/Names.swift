@@ -30,4 +30,32 @@ package enum Names {
                 "gallery name '\(name.prefix(64))' is invalid: use 1-64 ASCII letters, digits, '.', '_' or '-'")
         }
     }
+
+    /// `text` cut to at most `maximum` UTF-8 bytes, whole Unicode scalars only (a name in a log line,
+    /// an audit entry or a message, where a request may have carried far more).
+    public static func cut(_ text: String, toBytes maximum: Int) -> String {
+        guard text.utf8.count > maximum else { return text }
+        var count = 0
+        var kept = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            count += UTF8.width(scalar)
+            guard count <= maximum else { break }
+            kept.append(scalar)
+        }
+        return String(kept)
+    }
+
+    /// `text` for a log line: cut to `maximum` bytes, control characters and line breaks shown as
+    /// `\u{…}` escapes, so a name from a request can neither flood a line nor forge another one.
+    public static func loggable(_ text: String, maximum: Int = 64) -> String {
+        var escaped = ""
+        for scalar in Self.cut(text, toBytes: maximum).unicodeScalars {
+            if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.properties.isPatternWhitespace && scalar != " " {
+                escaped += "\\u{" + String(scalar.value, radix: 16) + "}"
+            } else {
+                escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped + (text.utf8.count > maximum ? "…" : "")
+    }
 }

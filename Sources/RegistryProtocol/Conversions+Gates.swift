@@ -202,6 +202,7 @@ extension Registry_V1_AuditEntry {
         self.outcome = entry.outcome.rawValue
         if let score = entry.score { self.score = score }
         self.errorCode = entry.errorCode ?? ""
+        self.count = entry.count
     }
 }
 
@@ -210,6 +211,6 @@ extension AuditEntry {
         self.init(
             time: message.timeMicros, uid: message.uid, pid: message.pid, operation: message.operation, gallery: message.gallery,
             identifiers: message.identifiers, outcome: AuditOutcome(rawValue: message.outcome), score: message.hasScore ? message.score : nil,
-            errorCode: message.errorCode.isEmpty ? nil : message.errorCode)
+            errorCode: message.errorCode.isEmpty ? nil : message.errorCode, count: max(1, message.count))
     }
 }

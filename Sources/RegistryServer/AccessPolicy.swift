@@ -110,8 +110,26 @@ public struct AccessPolicy: Sendable {
     }
 
     /// Whether `peer` may perform an operation of `operationClass` in `gallery` ("" = every gallery).
+    ///
+    /// An operation on the whole store (backup, verify, set_encryption_key) touches every gallery, so
+    /// it needs the right in every entry: the `*` entry (every gallery without one of its own) and
+    /// each gallery's own. An admin of `*` whom a gallery's entry leaves out may not copy, check or
+    /// re-key the store that holds that gallery. (Entries of galleries not defined in the store count
+    /// too: the policy does not know the store's galleries, and a refusal is the safe side.)
     public func allows(_ peer: Peer, _ operationClass: OperationClass, gallery: String) -> Bool {
-        let principals = (self.rules[gallery] ?? self.rules["*"])?[operationClass] ?? []
+        guard gallery.isEmpty else { return Self.holds(peer, (self.rules[gallery] ?? self.rules["*"])?[operationClass]) }
+        return self.rules.values.allSatisfy { Self.holds(peer, $0[operationClass]) } && self.rules["*"] != nil
+    }
+
+    /// Whether `peer` holds `operationClass` in at least one entry: enough to read the audit trail,
+    /// which then shows only the entries of the galleries it holds the right in
+    /// (``allows(_:_:gallery:)`` per entry).
+    public func allowsSomewhere(_ peer: Peer, _ operationClass: OperationClass) -> Bool {
+        self.rules.values.contains { Self.holds(peer, $0[operationClass]) }
+    }
+
+    private static func holds(_ peer: Peer, _ principals: Set<Principal>?) -> Bool {
+        guard let principals else { return false }
         if principals.contains(.uid(peer.uid)) { return true }
         return peer.groups.contains { principals.contains(.gid($0)) }
     }

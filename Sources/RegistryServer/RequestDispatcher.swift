@@ -57,13 +57,28 @@ public final class RequestDispatcher: Sendable {
         self.engine = engine
         self.logger = logger
         self.policy = Mutex(policy)
-        self.refusals = RefusalSummary(logger: logger)
+        self.refusals = RefusalSummary(logger: logger, engine: engine)
         self.metrics = metrics
+        self.operations = OperationTable(metrics: metrics)
     }
 
-    /// What operations run with.
-    var context: OperationContext {
-        OperationContext(engine: self.engine, logger: self.logger, counters: self.counters, metrics: self.metrics)
+    /// What every kind of request needs before it is decoded, by its field number in `Request`.
+    let operations: OperationTable
+
+    /// What operations run with, for a request from `peer`.
+    func context(for peer: Peer?) -> OperationContext {
+        OperationContext(engine: self.engine, logger: self.logger, counters: self.counters, metrics: self.metrics, peer: peer)
+    }
+
+    /// Whether `peer` (nil: no credentials, no right) holds `right` for an operation of `scope`.
+    func allows(_ peer: Peer?, _ right: OperationClass, _ scope: OperationScope) -> Bool {
+        guard let peer else { return false }
+        return self.policy.withLock { policy in
+            switch scope {
+            case .permittedGalleries: policy.allowsSomewhere(peer, right)
+            case .gallery, .store: policy.allows(peer, right, gallery: scope.galleryName)
+            }
+        }
     }
 
     /// What to send back, and whether to close the connection after it.
@@ -104,10 +119,31 @@ public final class RequestDispatcher: Sendable {
         _ frame: ByteBuffer, from peer: Peer?, draining: Bool = false, on eventLoop: (any EventLoop)?, replyTo receiver: any ReplyReceiver,
         sequence: UInt64
     ) {
-        // The id is 0 until the frame is decoded (a frame that does not decode is answered with 0).
+        // The id is 0 until the frame is read (a frame without one is answered with 0).
         var call = Call(
             dispatcher: self, id: 0, peer: peer, start: ContinuousClock.now, draining: draining, eventLoop: eventLoop, receiver: receiver,
             sequence: sequence)
+        // Bounds before anything else: no field longer, no count larger than the protocol allows, before
+        // the request is decoded, checked for rights, audited or logged (RequestBounds).
+        let envelope: RequestBounds.Envelope
+        switch RequestBounds.check(frame) {
+        case .success(let read): envelope = read
+        case .failure(let violation):
+            self.counters.requestsServed.add(1, ordering: .relaxed)
+            call.id = violation.envelope.id
+            return call.reply(
+                self.refuse(violation.envelope, call, with: RegistryError(.malformedRequest, "the request breaks a bound: \(violation.reason)")))
+        }
+        call.id = envelope.id
+        // Rights before cost: a peer without the right is refused from the wire bytes read so far,
+        // and its request is never decoded.
+        if let kind = envelope.operation.flatMap({ self.operations[$0] }), let right = kind.right {
+            guard self.allows(peer, right, kind.scope(envelope)) else {
+                self.counters.requestsServed.add(1, ordering: .relaxed)
+                return call.reply(self.refuse(envelope, call, with: self.permissionDenied(peer, right, kind.scope(envelope))))
+            }
+            call.rightChecked = true
+        }
         // Most traffic: read without the generic decoder when it has the usual shape.
         if self.readsAuthenticationsByHand, let (id, authenticate) = AuthenticateDecoding.decode(frame) {
             self.counters.requestsServed.add(1, ordering: .relaxed)
@@ -129,8 +165,7 @@ public final class RequestDispatcher: Sendable {
         if case .hello(let hello) = operation {
             // Who connects, for debugging a deployment; the name is the client's free text, so it is
             // cut short and kept on one line.
-            let name = String(
-                hello.clientName.unicodeScalars.prefix(100).map { $0.properties.isPatternWhitespace || $0.value < 0x20 ? " " : Character($0) })
+            let name = Names.loggable(hello.clientName, maximum: 100)
             self.logger.debug(
                 "hello",
                 metadata: [
@@ -172,6 +207,8 @@ public final class RequestDispatcher: Sendable {
         let eventLoop: (any EventLoop)?
         let receiver: any ReplyReceiver
         let sequence: UInt64
+        /// The peer's right was checked before the request was decoded.
+        var rightChecked = false
 
         func reply(_ reply: Reply) {
             self.receiver.received(reply, for: self.sequence)
@@ -187,23 +224,9 @@ public final class RequestDispatcher: Sendable {
 
     /// The checks, then the operation started; its reply made on the call's event loop.
     private func start<Operation: RegistryOperation>(_ operation: Operation, _ call: Call) {
-        if let right = Operation.right {
-            let gallery = operation.scope.galleryName
-            let peer = call.peer
-            let allowed = peer.map { peer in self.policy.withLock { $0.allows(peer, right, gallery: gallery) } } ?? false
-            guard allowed else {
-                // Names the missing right only: nothing about who is enrolled.
-                let who = peer.map { "uid \($0.uid)" } ?? "a peer without credentials"
-                let scope = gallery.isEmpty ? "on every gallery" : "in gallery '\(gallery)'"
-                self.logger.notice(
-                    "permission denied",
-                    metadata: [
-                        "uid": "\(peer.map { String($0.uid) } ?? "?")", "pid": "\(peer.map { String($0.pid) } ?? "?")",
-                        "operation": "\(Operation.name)", "right": "\(right.rawValue)", "gallery": "\(gallery)",
-                    ])
-                return call.reply(
-                    self.refuse(operation, call, with: RegistryError(.permissionDenied, "\(who) lacks the '\(right.rawValue)' right \(scope)")))
-            }
+        // Checked here only for a kind of request the wire bounds do not know (see OperationTable).
+        if let right = Operation.right, !call.rightChecked, !self.allows(call.peer, right, operation.scope) {
+            return call.reply(self.refuse(operation, call, with: self.permissionDenied(call.peer, right, operation.scope)))
         }
         do {
             try Self.checkTemplates(operation.templates)
@@ -214,7 +237,9 @@ public final class RequestDispatcher: Sendable {
             return call.reply(
                 self.refuse(operation, call, with: RegistryError(.shuttingDown, "the daemon is shutting down; the request was not carried out")))
         }
-        operation.start(in: self.context, completion: Running(dispatcher: self, operation: operation, call: call))
+        var context = self.context(for: call.peer)
+        if case .permittedGalleries = operation.scope { context.policy = self.policy.withLock { $0 } }
+        operation.start(in: context, completion: Running(dispatcher: self, operation: operation, call: call))
     }
 
     /// A started operation's completion: a value, so that an answer given at once allocates
@@ -248,7 +273,7 @@ public final class RequestDispatcher: Sendable {
         let outcome = operation.audit(result)
         if Operation.isAudited {
             self.audit(
-                Operation.self, gallery: operation.scope.galleryName, identifiers: outcome.identifiers, outcome: outcome.outcome,
+                Operation.name, gallery: operation.scope.galleryName, identifiers: outcome.identifiers, outcome: outcome.outcome,
                 score: outcome.score, errorCode: nil, peer: peer)
         }
         let frame =
@@ -270,33 +295,67 @@ public final class RequestDispatcher: Sendable {
 
     /// The reply carrying an operation's refusal or failure, logged by code (never with templates) and audited.
     fileprivate func refuse<Operation: RegistryOperation>(_ operation: Operation, _ call: Call, with failure: any Error) -> Reply {
-        let (id, peer, start) = (call.id, call.peer, call.start)
         let error: RegistryError
         if let refusal = failure as? RegistryError {
-            if refusal.code != .permissionDenied {  // logged with the peer where it is decided
-                self.refusals.record(operation: Operation.name, code: refusal.code.rawValue)
-            }
             error = refusal
         } else {
             self.logger.warning("request failed", metadata: ["operation": "\(Operation.name)", "error": "\(failure)"])
             error = RegistryError(.internal, "\(failure)")
         }
-        if Operation.isAudited {
-            self.audit(
-                Operation.self, gallery: operation.scope.galleryName, identifiers: operation.auditedIdentifiers, outcome: .refused,
-                score: nil, errorCode: error.code.rawValue, peer: peer)
+        return self.refuse(
+            Operation.name, audited: Operation.isAudited, metrics: Operation.metrics(in: self.metrics), gallery: operation.scope.galleryName,
+            identifiers: operation.auditedIdentifiers, right: Operation.right, call, with: error)
+    }
+
+    /// The reply refusing a request refused before it was decoded: a bound broken, or a right missing.
+    private func refuse(_ envelope: RequestBounds.Envelope, _ call: Call, with error: RegistryError) -> Reply {
+        guard let kind = envelope.operation.flatMap({ self.operations[$0] }) else {
+            // Not a request of a known kind: answered and counted, not audited (as a frame that
+            // does not decode), and summarised in the log.
+            self.refusals.record(peer: call.peer, operation: Self.undecodedOperation, code: error.code)
+            self.metrics.operation(Self.undecodedOperation).refused(code: error.code, since: call.start)
+            return self.reply(id: call.id, error: error)
         }
-        let reply = self.reply(id: id, error: error)
-        Operation.metrics(in: self.metrics).refused(code: error.code, since: start)
-        return reply
+        return self.refuse(
+            kind.name, audited: kind.right != nil, metrics: kind.metrics, gallery: kind.scope(envelope).galleryName,
+            identifiers: envelope.identifier.isEmpty ? [] : [envelope.identifier], right: kind.right, call, with: error)
+    }
+
+    /// A refusal: summarised in the log and, but for decisions about a person, in the audit trail
+    /// (``RefusalSummary``); counted; answered.
+    private func refuse(
+        _ name: String, audited: Bool, metrics: OperationMetrics, gallery: String, identifiers: [String], right: OperationClass?,
+        _ call: Call, with error: RegistryError
+    ) -> Reply {
+        let first = self.refusals.record(
+            peer: call.peer, operation: name, code: error.code, gallery: gallery, right: error.code == .permissionDenied ? right : nil,
+            audited: audited)
+        if audited && (first || RefusalSummary.isAuditedEachTime(error.code)) {
+            self.audit(
+                name, gallery: gallery, identifiers: identifiers, outcome: .refused, score: nil, errorCode: error.code.rawValue, peer: call.peer)
+        }
+        metrics.refused(code: error.code, since: call.start)
+        return self.reply(id: call.id, error: error)
+    }
+
+    /// `PERMISSION_DENIED`: names the peer's uid, the missing right and where, nothing about who is enrolled.
+    private func permissionDenied(_ peer: Peer?, _ right: OperationClass, _ scope: OperationScope) -> RegistryError {
+        let who = peer.map { "uid \($0.uid)" } ?? "a peer without credentials"
+        let place =
+            switch scope {
+            case .gallery: "in gallery '\(Names.cut(scope.galleryName, toBytes: 64))'"
+            case .store: "on every gallery"
+            case .permittedGalleries: "in any gallery"
+            }
+        return RegistryError(.permissionDenied, "\(who) lacks the '\(right.rawValue)' right \(place)")
     }
 
     /// Adds the request to the audit trail: who, what, which identifiers, the outcome. Never templates.
-    private func audit<Operation: RegistryOperation>(
-        _: Operation.Type, gallery: String, identifiers: [String], outcome: AuditOutcome, score: Float?, errorCode: String?, peer: Peer?
+    private func audit(
+        _ operation: String, gallery: String, identifiers: [String], outcome: AuditOutcome, score: Float?, errorCode: String?, peer: Peer?
     ) {
         self.engine.recordAudit(
-            time: AuditEntry.now(), uid: peer?.uid ?? .max, pid: peer?.pid ?? -1, operation: Operation.name, gallery: gallery,
+            time: AuditEntry.now(), uid: peer?.uid ?? .max, pid: peer?.pid ?? -1, operation: operation, gallery: gallery,
             identifiers: identifiers, outcome: outcome, score: score, errorCode: errorCode)
     }
 

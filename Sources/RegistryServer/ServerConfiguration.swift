@@ -183,7 +183,8 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     /// allowed (`uid:N`, `gid:N`, `user:NAME`, `group:NAME`). Absent: the default policy (root, the
     /// daemon's user and group registryd-admin everything; group registryd identify and enrol in default).
     public var access: [String: [String: [String]]]?
-    /// Audit trail retention: `maximumEntries` (default 1,000,000) and `maximumAgeDays` (default 365).
+    /// Audit trail retention: `maximumEntries` (default 1,000,000), `maximumAgeDays` (default 365) and
+    /// `maximumBytes` (default 256 MiB, at least 1 MiB).
     public var audit: AuditEntryRetention?
     /// The file holding the key of templates at rest (32 bytes or 64 hex characters). Absent: the
     /// systemd credential `store-key` ($CREDENTIALS_DIRECTORY/store-key) when there is one, else none.
@@ -195,9 +196,10 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     public struct AuditEntryRetention: Sendable, Codable, Equatable {
         public var maximumEntries: Int?
         public var maximumAgeDays: Int?
+        public var maximumBytes: Int?
 
         public enum CodingKeys: String, CodingKey, CaseIterable {
-            case maximumEntries, maximumAgeDays
+            case maximumEntries, maximumAgeDays, maximumBytes
         }
     }
 
@@ -339,11 +341,17 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
             if let days = audit.maximumAgeDays, !(1...Self.maximumAuditAgeDays).contains(days) {
                 problems.append("audit.maximumAgeDays must be within 1...\(Self.maximumAuditAgeDays)")
             }
+            // At least one full block of entries of the largest size, so that retention never removes
+            // the block it has just written.
+            if let bytes = audit.maximumBytes, bytes < 1 << 20 {
+                problems.append("audit.maximumBytes must be at least 1048576 (1 MiB)")
+            }
             let defaults = AuditRetention()
             let days = audit.maximumAgeDays.flatMap { (1...Self.maximumAuditAgeDays).contains($0) ? $0 : nil }
             engine.auditRetention = AuditRetention(
                 maximumEntries: audit.maximumEntries ?? defaults.maximumEntries,
-                maximumAgeSeconds: days.map { Int64($0) * 86_400 } ?? defaults.maximumAgeSeconds)
+                maximumAgeSeconds: days.map { Int64($0) * 86_400 } ?? defaults.maximumAgeSeconds,
+                maximumBytes: audit.maximumBytes ?? defaults.maximumBytes)
         }
         if let configuredDefault = galleries.first(where: { $0.name == GalleryConfiguration.defaultName }) {
             engine.defaultGallery = configuredDefault

@@ -200,7 +200,7 @@ public final class SocketServer: Service, Sendable {
                 self.dispatcher.metrics.connectionsRefused.increment()
                 // Counted, and logged once a minute, not per attempt: a client retrying in a loop
                 // would otherwise flood the journal.
-                self.dispatcher.refusals.record(operation: "connect", code: RegistryError.Code.tooManyConnections.rawValue)
+                self.dispatcher.refusals.record(peer: peer, operation: "connect", code: .tooManyConnections)
                 let reply = self.dispatcher.reply(id: 0, error: RegistryError(.tooManyConnections, reason))
                 let handler = accepted.handler
                 handler.eventLoop.execute { handler.value.refuse(with: reply) }

@@ -68,7 +68,8 @@ struct AuditCommand: AsyncParsableCommand {
             guard !self.entries.isEmpty else { return "no audit entries match" }
             var table = Table(header: ["TIME", "UID", "PID", "OPERATION", "GALLERY", "IDENTIFIERS", "OUTCOME", "SCORE/CODE"])
             for entry in self.entries {
-                let detail = entry.errorCode ?? entry.score.map { Format.score($0) } ?? "-"
+                // A summary of refusals of one kind says how many it stands for.
+                let detail = (entry.errorCode ?? entry.score.map { Format.score($0) } ?? "-") + (entry.count == 1 ? "" : " ×\(entry.count)")
                 table.append([
                     Timestamp.iso8601(micros: entry.time), String(entry.uid), String(entry.pid), entry.operation,
                     entry.gallery.isEmpty ? "*" : entry.gallery,

@@ -52,10 +52,12 @@ import Testing
             #expect(line.first == "<" && line.dropFirst().first?.isNumber == true && line.dropFirst(2).first == ">", "\(line)")
             #expect(!line.contains("+0000"), "a timestamp of its own: \(line)")
         }
-        #expect(lines.contains { $0.hasPrefix("<7>hello") && $0.contains("client=door-kiosk/2.1 forged line") && $0.contains("pid=\(getpid())") })
-        #expect(lines.contains("<5>request refused code=INVALID_TEMPLATE operation=register"))
+        // The client's free text on one line: the line break it carried shown escaped.
+        #expect(
+            lines.contains { $0.hasPrefix("<7>hello") && $0.contains("client=door-kiosk/2.1\\u{a}forged line") && $0.contains("pid=\(getpid())") })
+        #expect(lines.contains("<5>request refused code=INVALID_TEMPLATE gallery=default operation=register pid=\(getpid()) uid=\(getuid())"))
         // Refused connections go through the refusal summary (once a minute, at notice), not a warning each.
-        #expect(lines.contains("<5>request refused code=TOO_MANY_CONNECTIONS operation=connect"), "\(lines)")
+        #expect(lines.contains("<5>request refused code=TOO_MANY_CONNECTIONS operation=connect pid=\(getpid()) uid=\(getuid())"), "\(lines)")
         #expect(!text.contains("0.4242"))
     }
 }

@@ -1,5 +1,6 @@
 import Glibc
 import Logging
+import RegistryModel
 import Synchronization
 import Testing
 
@@ -47,28 +48,46 @@ import Testing
         #expect(!LogOutput.standardErrorIsTheJournal(environment: "garbage"))
     }
 
-    @Test("refusals: the first of each kind at once, the rest counted and summed up at the flush")
+    @Test("refusals: the first of each kind (uid, operation, code) at once, the rest counted and summed up at the flush")
     func refusalSummary() {
         let lines = Lines()
         let start = ContinuousClock.now
         let summary = RefusalSummary(logger: lines.logger(level: .notice), since: start)
-        for _ in 0..<5 { summary.record(operation: "register", code: "SIMILAR_FACE_REGISTERED") }
-        summary.record(operation: "authenticate", code: "IDENTIFIER_NOT_REGISTERED")
+        let kiosk = Peer(uid: 1001, gid: 1001, pid: 77, groups: [1001])
+        let other = Peer(uid: 1002, gid: 1002, pid: 88, groups: [1002])
+        for _ in 0..<5 { summary.record(peer: kiosk, operation: "register", code: .similarFaceRegistered, gallery: "default") }
+        summary.record(peer: kiosk, operation: "authenticate", code: .identifierNotRegistered)
+        // Another uid's refusal of the same kind is a kind of its own.
+        summary.record(peer: other, operation: "register", code: .similarFaceRegistered)
         #expect(
             lines.all == [
-                "<5>request refused code=SIMILAR_FACE_REGISTERED operation=register",
-                "<5>request refused code=IDENTIFIER_NOT_REGISTERED operation=authenticate",
+                "<5>request refused code=SIMILAR_FACE_REGISTERED gallery=default operation=register pid=77 uid=1001",
+                "<5>request refused code=IDENTIFIER_NOT_REGISTERED operation=authenticate pid=77 uid=1001",
+                "<5>request refused code=SIMILAR_FACE_REGISTERED operation=register pid=88 uid=1002",
             ])
         let flushed = summary.flush(now: start + .milliseconds(60_004))
-        #expect(flushed.map(\.kind) == ["register SIMILAR_FACE_REGISTERED"] && flushed.map(\.count) == [5])
-        #expect(lines.all.last == "<5>requests refused in the last 1 min refusals=register SIMILAR_FACE_REGISTERED ×5")
+        #expect(flushed.map(\.kind) == ["uid 1001 register SIMILAR_FACE_REGISTERED"] && flushed.map(\.count) == [5])
+        #expect(lines.all.last == "<5>requests refused in the last 1 min refusals=uid 1001 register SIMILAR_FACE_REGISTERED ×5")
         // A new period: the next refusal is logged at once again; nothing more to flush.
         #expect(summary.flush(now: start + .seconds(61)).isEmpty)
-        summary.record(operation: "register", code: "SIMILAR_FACE_REGISTERED")
-        #expect(lines.all.count == 4)
+        summary.record(peer: kiosk, operation: "register", code: .similarFaceRegistered)
+        #expect(lines.all.count == 5)
         // The last period, cut short by a shutdown, says how long it was.
-        summary.record(operation: "register", code: "SIMILAR_FACE_REGISTERED")
+        summary.record(peer: kiosk, operation: "register", code: .similarFaceRegistered)
         summary.flush(now: start + .seconds(61 + 37))
-        #expect(lines.all.last == "<5>requests refused in the last 37 s refusals=register SIMILAR_FACE_REGISTERED ×2")
+        #expect(lines.all.last == "<5>requests refused in the last 37 s refusals=uid 1001 register SIMILAR_FACE_REGISTERED ×2")
+    }
+
+    @Test("a refused request's gallery reaches the log cut short and escaped: no line is longer for a longer name, none is forged")
+    func refusalLinesCarryNamesCutAndEscaped() {
+        let lines = Lines()
+        let summary = RefusalSummary(logger: lines.logger(level: .notice))
+        let peer = Peer(uid: 1001, gid: 1001, pid: 77, groups: [1001])
+        summary.record(
+            peer: peer, operation: "identify", code: .permissionDenied, gallery: "a\nforged line" + String(repeating: "x", count: 70_000),
+            right: .identify)
+        #expect(lines.all.count == 1)
+        let line = lines.all[0]
+        #expect(!line.contains("\n") && line.contains("a\\u{a}forged line") && line.utf8.count < 300)
     }
 }

@@ -1,9 +1,21 @@
 import RegistryModel
 
 /// An audit entry's stored form (little-endian): i64 time, u32 uid, i32 pid, operation, gallery, u16
-/// count and the identifiers, outcome, f32 score (NaN: none), error code ("" : none); strings as u16
-/// length and UTF-8. Entries are stored in blocks (``AuditBlock``).
+/// count and the identifiers, outcome, f32 score (NaN: none), error code ("" : none), then, only when
+/// the entry stands for more than one request, a u32 count; strings as u16 length and UTF-8, each cut
+/// to ``maximumStringBytes``. Entries are stored in blocks (``AuditBlock``).
+///
+/// The count is a trailing field rather than a new schema: an entry's frame gives its length, so an
+/// entry without it (every entry written before it existed) reads as one request, and an older
+/// daemon reading a newer store stops before it.
 extension AuditEntry {
+    /// The longest string an entry keeps (a name cut short is still a name an operator recognises;
+    /// requests are bounded before they are audited, so this only guards the encoder).
+    static let maximumStringBytes = 1_024
+    /// The most identifiers an entry keeps (identify lists those it found; no operation lists more
+    /// than a reply does).
+    static let maximumIdentifiers = 1_024
+
     func encoded() -> [UInt8] {
         var writer = ByteWriter(capacity: 64)
         self.encode(into: &writer)
@@ -13,27 +25,27 @@ extension AuditEntry {
     func encode(into writer: inout ByteWriter) {
         Self.encode(
             into: &writer, time: self.time, uid: self.uid, pid: self.pid, operation: self.operation, gallery: self.gallery,
-            identifiers: self.identifiers, outcome: self.outcome, score: self.score, errorCode: self.errorCode)
+            identifiers: self.identifiers, outcome: self.outcome, score: self.score, errorCode: self.errorCode, count: self.count)
     }
 
     /// An entry's stored form from its parts, without an entry value.
     static func encode(
         into writer: inout ByteWriter, time: Int64, uid: UInt32, pid: Int32, operation: String, gallery: String, identifiers: [String],
-        outcome: AuditOutcome, score: Float?, errorCode: String?
+        outcome: AuditOutcome, score: Float?, errorCode: String?, count: UInt32 = 1
     ) {
+        let cut = Self.maximumStringBytes
         writer.append(time)
         writer.append(uid)
         writer.append(pid)
-        writer.append(string: operation)
-        writer.append(string: gallery)
-        // The count is 16 bits: an entry keeps the first 65,535 identifiers (none of today's
-        // operations audits more; a longer list must not stop the daemon).
-        let kept = identifiers.prefix(Int(UInt16.max))
+        writer.append(string: operation, cutTo: cut)
+        writer.append(string: gallery, cutTo: cut)
+        let kept = identifiers.prefix(Self.maximumIdentifiers)
         writer.append(UInt16(kept.count))
-        for identifier in kept { writer.append(string: identifier) }
-        writer.append(string: outcome.rawValue)
+        for identifier in kept { writer.append(string: identifier, cutTo: cut) }
+        writer.append(string: outcome.rawValue, cutTo: cut)
         writer.append(score ?? .nan)
-        writer.append(string: errorCode ?? "")
+        writer.append(string: errorCode ?? "", cutTo: cut)
+        if count != 1 { writer.append(count) }
     }
 
     init(decoding bytes: UnsafeRawBufferPointer) throws(StoreCorruption) {
@@ -44,15 +56,17 @@ extension AuditEntry {
             let pid: Int32 = try reader.read()
             let operation = try reader.readString()
             let gallery = try reader.readString()
-            let count: UInt16 = try reader.read()
+            let identifierCount: UInt16 = try reader.read()
             var identifiers: [String] = []
-            for _ in 0..<count { identifiers.append(try reader.readString()) }
+            for _ in 0..<identifierCount { identifiers.append(try reader.readString()) }
             let outcome = try reader.readString()
             let score = try reader.read(Float.self)
             let code = try reader.readString()
+            let count: UInt32 = reader.remaining == 0 ? 1 : try reader.read()
             self.init(
                 time: time, uid: uid, pid: pid, operation: operation, gallery: gallery, identifiers: identifiers,
-                outcome: AuditOutcome(rawValue: outcome), score: score.isNaN ? nil : score, errorCode: code.isEmpty ? nil : code)
+                outcome: AuditOutcome(rawValue: outcome), score: score.isNaN ? nil : score, errorCode: code.isEmpty ? nil : code,
+                count: count)
         } catch {
             throw StoreCorruption("truncated audit entry")
         }

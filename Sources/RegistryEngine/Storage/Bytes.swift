@@ -39,9 +39,14 @@ struct ByteWriter {
         self.bytes.append(contentsOf: bytes)
     }
 
-    /// A string as a 16-bit length and its UTF-8 bytes (read in place: no array per string).
-    mutating func append(string: String) {
+    /// A string as a 16-bit length and its UTF-8 bytes (read in place: no array per string), cut to
+    /// `maximum` bytes (at most 65,535, what the length can say) at a character boundary. Never traps:
+    /// what is stored is bounded where it enters (names are validated before they are written), so
+    /// a cut here only keeps a bug elsewhere from stopping the daemon.
+    mutating func append(string: String, cutTo maximum: Int = Int(UInt16.max)) {
         var string = string
+        let maximum = min(maximum, Int(UInt16.max))
+        if string.utf8.count > maximum { string = Names.cut(string, toBytes: maximum) }
         string.withUTF8 { utf8 in
             self.append(UInt16(utf8.count))
             self.bytes.append(contentsOf: utf8)

@@ -25,6 +25,9 @@ enum Keys {
     static let snapshotToken = Array("snapshot_token".utf8)
     /// The audit trail's entry count (u64; absent means 0), kept for its retention.
     static let auditEntries = Array("audit_entries".utf8)
+    /// The stored size of the audit trail's blocks together (u64; absent: not counted yet, counted at
+    /// the next flush), kept for its retention by bytes.
+    static let auditBytes = Array("audit_bytes".utf8)
     /// The last commit made only so that a removal's freed pages can be erased (u64 transaction id).
     static let erasureCommit = Array("erasure_commit".utf8)
 

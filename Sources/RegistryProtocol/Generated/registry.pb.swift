@@ -2859,6 +2859,11 @@ public nonisolated struct Registry_V1_AuditEntry: Sendable {
 
   public var errorCode: String = String()
 
+  /// How many requests the entry stands for: 1, or for a summary of refused requests of one kind
+  /// (operation and error code) from one uid in one period, how many came after the one recorded in
+  /// full (pid is then the last one's). 0 from a daemon older than this field: read it as 1.
+  public var count: UInt32 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -7397,7 +7402,7 @@ nonisolated extension Registry_V1_AuditQueryRequest: SwiftProtobuf.Message, Swif
 
 nonisolated extension Registry_V1_AuditEntry: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AuditEntry"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}time_micros\0\u{1}uid\0\u{1}pid\0\u{1}operation\0\u{1}gallery\0\u{1}identifiers\0\u{1}outcome\0\u{1}score\0\u{3}error_code\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}time_micros\0\u{1}uid\0\u{1}pid\0\u{1}operation\0\u{1}gallery\0\u{1}identifiers\0\u{1}outcome\0\u{1}score\0\u{3}error_code\0\u{1}count\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -7414,6 +7419,7 @@ nonisolated extension Registry_V1_AuditEntry: SwiftProtobuf.Message, SwiftProtob
       case 7: try { try decoder.decodeSingularStringField(value: &self.outcome) }()
       case 8: try { try decoder.decodeSingularFloatField(value: &self._score) }()
       case 9: try { try decoder.decodeSingularStringField(value: &self.errorCode) }()
+      case 10: try { try decoder.decodeSingularUInt32Field(value: &self.count) }()
       default: break
       }
     }
@@ -7451,6 +7457,9 @@ nonisolated extension Registry_V1_AuditEntry: SwiftProtobuf.Message, SwiftProtob
     if !self.errorCode.isEmpty {
       try visitor.visitSingularStringField(value: self.errorCode, fieldNumber: 9)
     }
+    if self.count != 0 {
+      try visitor.visitSingularUInt32Field(value: self.count, fieldNumber: 10)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -7464,6 +7473,7 @@ nonisolated extension Registry_V1_AuditEntry: SwiftProtobuf.Message, SwiftProtob
     if lhs.outcome != rhs.outcome {return false}
     if lhs._score != rhs._score {return false}
     if lhs.errorCode != rhs.errorCode {return false}
+    if lhs.count != rhs.count {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

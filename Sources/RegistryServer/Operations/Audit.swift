@@ -8,7 +8,10 @@ extension Registry_V1_AuditQueryRequest: AsyncRegistryOperation {
     static let right: OperationClass? = .admin
     static func response(_ result: Registry_V1_AuditQueryResult) -> Registry_V1_Response.OneOf_Result { .audit(result) }
 
-    var scope: OperationScope { .store }
+    /// Entries of the galleries the peer is an admin of, and of operations on the whole store when it
+    /// is an admin of every gallery: an admin of `*` whom a gallery's own entry leaves out learns
+    /// nothing of that gallery here either.
+    var scope: OperationScope { .permittedGalleries }
 
     var auditedIdentifiers: [String] { self.identifier.isEmpty ? [] : [self.identifier] }
 
@@ -23,7 +26,7 @@ extension Registry_V1_AuditQueryRequest: AsyncRegistryOperation {
             identifier: self.identifier.isEmpty ? nil : self.identifier, since: self.sinceMicros == 0 ? nil : self.sinceMicros,
             until: self.untilMicros == 0 ? nil : self.untilMicros, outcome: outcome,
             limit: self.limit == 0 ? 100 : Int(self.limit))
-        let entries = try await context.engine.auditEntries(query)
+        let entries = try await context.engine.auditEntries(query) { gallery in context.peerHolds(.admin, gallery: gallery) }
         return .with { $0.entries = entries.map(Registry_V1_AuditEntry.init) }
     }
 }

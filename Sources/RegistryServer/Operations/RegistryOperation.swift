@@ -58,14 +58,17 @@ protocol RegistryOperation: Sendable {
 enum OperationScope: Sendable, Equatable {
     /// One gallery, as the request names it ("" : the default gallery).
     case gallery(String)
-    /// Every gallery: the store, the daemon.
+    /// Every gallery: the store, the daemon. Needs the right in every gallery.
     case store
+    /// The galleries the peer holds the right in, and only those (the audit trail, whose entries are
+    /// shown for those galleries alone). Needs the right in at least one.
+    case permittedGalleries
 
     /// The gallery name the access policy and the audit trail use; "" for the whole store.
     var galleryName: String {
         switch self {
         case .gallery(let name): name.isEmpty ? GalleryConfiguration.defaultName : name
-        case .store: ""
+        case .store, .permittedGalleries: ""
         }
     }
 }
@@ -109,13 +112,23 @@ extension AsyncRegistryOperation {
     }
 }
 
-/// What operations run with: the engine, the log, the daemon's counters and metrics. Nothing here
-/// blocks: the engine runs its reads of the store on its own threads behind async calls.
+/// What operations run with: the engine, the log, the daemon's counters and metrics, and who asked.
+/// Nothing here blocks: the engine runs its reads of the store on its own threads behind async calls.
 struct OperationContext: Sendable {
     let engine: Engine
     let logger: Logger
     let counters: ServerCounters
     let metrics: ServerMetrics
+    /// The peer that sent the request (nil: its credentials could not be read).
+    var peer: Peer? = nil
+    /// The access policy in force (for an operation that shows only what the peer may see).
+    var policy: AccessPolicy? = nil
+
+    /// Whether the peer holds `right` in `gallery` ("": every gallery).
+    func peerHolds(_ right: OperationClass, gallery: String) -> Bool {
+        guard let peer, let policy else { return false }
+        return policy.allows(peer, right, gallery: gallery)
+    }
 }
 
 /// Something done with a request's operation, generic over its kind: handed to

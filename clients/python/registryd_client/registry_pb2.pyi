@@ -51,7 +51,8 @@ class Algorithm(_message.Message):
     def __init__(self, version: _Optional[int] = ..., name: _Optional[str] = ..., kind: _Optional[_Union[Algorithm.Kind, str]] = ..., dimension: _Optional[int] = ..., score_function: _Optional[str] = ..., default_threshold: _Optional[float] = ...) -> None: ...
 
 class AuditEntry(_message.Message):
-    __slots__ = ["error_code", "gallery", "identifiers", "operation", "outcome", "pid", "score", "time_micros", "uid"]
+    __slots__ = ["count", "error_code", "gallery", "identifiers", "operation", "outcome", "pid", "score", "time_micros", "uid"]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     GALLERY_FIELD_NUMBER: _ClassVar[int]
     IDENTIFIERS_FIELD_NUMBER: _ClassVar[int]
@@ -61,6 +62,7 @@ class AuditEntry(_message.Message):
     SCORE_FIELD_NUMBER: _ClassVar[int]
     TIME_MICROS_FIELD_NUMBER: _ClassVar[int]
     UID_FIELD_NUMBER: _ClassVar[int]
+    count: int
     error_code: str
     gallery: str
     identifiers: _containers.RepeatedScalarFieldContainer[str]
@@ -70,7 +72,7 @@ class AuditEntry(_message.Message):
     score: float
     time_micros: int
     uid: int
-    def __init__(self, time_micros: _Optional[int] = ..., uid: _Optional[int] = ..., pid: _Optional[int] = ..., operation: _Optional[str] = ..., gallery: _Optional[str] = ..., identifiers: _Optional[_Iterable[str]] = ..., outcome: _Optional[str] = ..., score: _Optional[float] = ..., error_code: _Optional[str] = ...) -> None: ...
+    def __init__(self, time_micros: _Optional[int] = ..., uid: _Optional[int] = ..., pid: _Optional[int] = ..., operation: _Optional[str] = ..., gallery: _Optional[str] = ..., identifiers: _Optional[_Iterable[str]] = ..., outcome: _Optional[str] = ..., score: _Optional[float] = ..., error_code: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
 class AuditQueryRequest(_message.Message):
     __slots__ = ["identifier", "limit", "outcome", "since_micros", "until_micros"]
