@@ -49,6 +49,11 @@ public final class Environment: @unchecked Sendable {
         /// has one, is held shared, so no registry process opens it for writing meanwhile (and one
         /// that has it open makes this open fail with `EBUSY`).
         public var readOnly: Bool = false
+        /// Use the path as given instead of resolving it (`realpath`) first: for a directory named
+        /// through a descriptor this process holds (`/proc/self/fd/N`), which resolving would turn back
+        /// into a name that whoever may write its parent can point elsewhere meanwhile. Read-only
+        /// opens only.
+        public var keepsPath: Bool = false
 
         public init() {}
     }
@@ -125,11 +130,16 @@ public final class Environment: @unchecked Sendable {
         if !options.readOnly && mkdir(path, 0o700) != 0 && errno != EEXIST {
             throw LMDBError(code: errno, operation: "mkdir(\(path))")
         }
-        guard let resolved = realpath(path, nil) else {
-            throw LMDBError(code: errno, operation: "realpath(\(path))")
+        let canonical: String
+        if options.keepsPath && options.readOnly {
+            canonical = path
+        } else {
+            guard let resolved = realpath(path, nil) else {
+                throw LMDBError(code: errno, operation: "realpath(\(path))")
+            }
+            canonical = String(cString: resolved)
+            free(resolved)
         }
-        let canonical = String(cString: resolved)
-        free(resolved)
 
         let claimed = Self.openPaths.withLock { $0.insert(canonical).inserted }
         guard claimed else { throw LMDBError(code: EBUSY, operation: "open(\(canonical)): already open in this process") }
@@ -447,6 +457,18 @@ public final class Environment: @unchecked Sendable {
                 mdb_env_copy2(self.handle, path, compact ? UInt32(MDB_CP_COMPACT) : 0),
                 "mdb_env_copy2(\(path))"
             )
+        }
+    }
+
+    /// Writes a consistent copy of the environment into the open file `descriptor`
+    /// (`mdb_env_copyfd2`), compacted when `compact` is true: the caller creates the file, so it
+    /// decides how (`O_EXCL | O_NOFOLLOW`, its mode from the first instant) and where (`openat` in a
+    /// directory it holds open), which a path could not guarantee. Safe while the store is in use.
+    /// The file is not synced.
+    public func copy(toDescriptor descriptor: Int32, compact: Bool = true) throws(LMDBError) {
+        try self.gate.withReadLock { () throws(LMDBError) in
+            guard !self.closed.load(ordering: .relaxed) else { throw LMDBError.environmentClosed }
+            try check(mdb_env_copyfd2(self.handle, descriptor, compact ? UInt32(MDB_CP_COMPACT) : 0), "mdb_env_copyfd2")
         }
     }
 

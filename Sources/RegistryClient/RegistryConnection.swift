@@ -295,10 +295,15 @@ public final class RegistryConnection: Sendable {
             profilesSkipped: Int(imported.livenessProfilesSkipped))
     }
 
-    public func backup(to directory: String) async throws -> Int {
+    /// Has the daemon write a hot copy of the store into a new directory it names (by the copy's
+    /// UTC start time) inside its backup root, or inside `directory` when the daemon's configuration
+    /// allows that one (`backup.allowedDirectories`; any other is refused with `PERMISSION_DENIED`).
+    /// - Parameter directory: an absolute path as the daemon sees it; empty for the backup root.
+    /// - Returns: the new directory the daemon wrote, and the copy's size in bytes.
+    public func backup(into directory: String = "") async throws -> (directory: String, bytes: Int) {
         let result = try await self.send(.backup(.with { $0.directory = directory }))
         guard case .backup(let backup) = result else { throw Self.unexpected(result) }
-        return Int(backup.bytes)
+        return (backup.directory, Int(backup.bytes))
     }
 
     public func verify() async throws -> (checked: Int, problems: [String]) {

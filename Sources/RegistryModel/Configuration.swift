@@ -200,6 +200,13 @@ public struct EngineConfiguration: Sendable {
     /// 130,000 templates of 128 floats resident, and any million-template registry stored; 0: every
     /// vector registry reads its rows from the store.
     public var residentRowBytes: Int = 64 << 20
+    /// Where backups go (the backup root): each is a new directory in it, named by the engine. nil:
+    /// the data directory's path with `-backups` appended (`/var/lib/registryd` →
+    /// `/var/lib/registryd-backups`). Created (0700) at the first backup when missing.
+    public var backupDirectory: String? = nil
+    /// Further directories a backup request may name instead of the root (absolute paths, compared
+    /// as strings). No other directory is ever written.
+    public var allowedBackupDirectories: [String] = []
 
     public init(
         algorithms: [Algorithm] = [],

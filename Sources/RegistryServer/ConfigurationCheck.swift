@@ -15,13 +15,14 @@ enum ConfigurationCheck {
     static let gallery = Self.keys(ServerConfiguration.GalleryEntry.CodingKeys.self)
     static let registry = Self.keys(ServerConfiguration.RegistryEntry.CodingKeys.self)
     static let audit = Self.keys(ServerConfiguration.AuditEntryRetention.CodingKeys.self)
+    static let backup = Self.keys(ServerConfiguration.BackupEntry.CodingKeys.self)
     static let operationClasses = Set(OperationClass.allCases.map(\.rawValue))
 
     /// The known keys of each object, by its place in the file (`[]`: any element of a list), as
     /// ``unknownKeys(in:file:)`` checks them.
     static let knownKeys: [String: Set<String>] = [
-        "": Self.topLevel, "limits": Self.limits, "audit": Self.audit, "algorithms[]": Self.algorithm, "galleries[]": Self.gallery,
-        "galleries[].registries[]": Self.registry,
+        "": Self.topLevel, "limits": Self.limits, "audit": Self.audit, "backup": Self.backup, "algorithms[]": Self.algorithm,
+        "galleries[]": Self.gallery, "galleries[].registries[]": Self.registry,
     ]
 
     private static func keys<Key: CodingKey & CaseIterable>(_ type: Key.Type) -> Set<String> {
@@ -71,6 +72,9 @@ enum ConfigurationCheck {
         if case .object(let audit) = top["audit"] {
             check(audit, Self.audit, at: "audit")
             wholeNumbers(audit, Self.audit, at: "audit", within: anyInt)
+        }
+        if case .object(let backup) = top["backup"] {
+            check(backup, Self.backup, at: "backup")
         }
         if case .array(let algorithms) = top["algorithms"] {
             for (index, entry) in algorithms.enumerated() {
@@ -246,6 +250,10 @@ public struct ConfigurationReport: Sendable {
         lines.append(
             "  access       \(configuration.access == nil ? "the default policy" : "configured for \(configuration.access!.keys.sorted().joined(separator: ", "))")"
         )
+        let backupRoot = engine.backupDirectory ?? configuration.dataDirectory + "-backups"
+        let allowed =
+            engine.allowedBackupDirectories.isEmpty ? "" : "; a request may also name " + engine.allowedBackupDirectories.joined(separator: ", ")
+        lines.append("  backups      into \(backupRoot)\(allowed)")
         lines.append("  at rest      \(engine.encryptionKey == nil ? "not encrypted (no key)" : "encrypted (the key file reads)")")
         lines.append("The store is not opened: whether it accepts these galleries is checked at start.")
         self.text = lines.joined(separator: "\n")

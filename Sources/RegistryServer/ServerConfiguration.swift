@@ -186,6 +186,9 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     /// Audit trail retention: `maximumEntries` (default 1,000,000), `maximumAgeDays` (default 365) and
     /// `maximumBytes` (default 256 MiB, at least 1 MiB).
     public var audit: AuditEntryRetention?
+    /// Where backups go (`backup.directory`, default: the data directory's path with `-backups`
+    /// appended) and which other directories a backup request may name (`backup.allowedDirectories`).
+    public var backup: BackupEntry?
     /// The file holding the key of templates at rest (32 bytes or 64 hex characters). Absent: the
     /// systemd credential `store-key` ($CREDENTIALS_DIRECTORY/store-key) when there is one, else none.
     public var keyFile: String?
@@ -203,12 +206,32 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         }
     }
 
+    /// The `backup` section. A backup request may name no directory but these: the daemon writes
+    /// the copy as itself, so it decides where (docs/security.md).
+    public struct BackupEntry: Sendable, Codable, Equatable {
+        /// The backup root: where a request that names no directory has its copy made (relative: to
+        /// the daemon's working directory, as `dataDirectory`). Created (0700) when missing.
+        public var directory: String?
+        /// Further directories, absolute, that a request may name; compared with the request as
+        /// strings (after trailing slashes), never resolved.
+        public var allowedDirectories: [String]?
+
+        public init(directory: String? = nil, allowedDirectories: [String]? = nil) {
+            self.directory = directory
+            self.allowedDirectories = allowedDirectories
+        }
+
+        public enum CodingKeys: String, CodingKey, CaseIterable {
+            case directory, allowedDirectories
+        }
+    }
+
     /// The keys of the file's top level. Each type of the file spells out its keys (`CodingKeys`,
     /// `CaseIterable`): the decoder reads them and ``ConfigurationCheck`` takes them as the keys it
     /// knows, so a setting added to a type is known to the check without a second list
     /// (ConfigurationTests decodes with every key present and compares).
     public enum CodingKeys: String, CodingKey, CaseIterable {
-        case socketPath, dataDirectory, logLevel, limits, algorithms, galleries, access, audit, keyFile
+        case socketPath, dataDirectory, logLevel, limits, algorithms, galleries, access, audit, backup, keyFile
     }
 
     public init() {}
@@ -224,6 +247,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         self.galleries = try container.decodeIfPresent([GalleryEntry].self, forKey: .galleries) ?? []
         self.access = try container.decodeIfPresent([String: [String: [String]]].self, forKey: .access)
         self.audit = try container.decodeIfPresent(AuditEntryRetention.self, forKey: .audit)
+        self.backup = try container.decodeIfPresent(BackupEntry.self, forKey: .backup)
         self.keyFile = try container.decodeIfPresent(String.self, forKey: .keyFile)
     }
 
@@ -353,6 +377,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
                 maximumAgeSeconds: days.map { Int64($0) * 86_400 } ?? defaults.maximumAgeSeconds,
                 maximumBytes: audit.maximumBytes ?? defaults.maximumBytes)
         }
+        Self.checkBackup(self.backup, dataDirectory: self.dataDirectory, into: &engine, problems: &problems)
         if let configuredDefault = galleries.first(where: { $0.name == GalleryConfiguration.defaultName }) {
             engine.defaultGallery = configuredDefault
         }
@@ -381,6 +406,55 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         }
         guard problems.isEmpty, let result else { throw ConfigurationError(problems.joined(separator: "\n")) }
         return result
+    }
+
+    /// The `backup` section, checked and handed to the engine. The root may be relative (to the
+    /// working directory, as `dataDirectory` is); an allowed directory must be absolute, as requests
+    /// name it so. None may be the data directory or inside it: a copy there would be taken for part
+    /// of the store, and removed or overwritten with it.
+    private static func checkBackup(
+        _ backup: BackupEntry?, dataDirectory: String, into engine: inout EngineConfiguration, problems: inout [String]
+    ) {
+        guard let backup else { return }
+        let data = Self.comparable(dataDirectory)
+        func check(_ path: String, at place: String) -> Bool {
+            guard !path.isEmpty else {
+                problems.append("\(place) must not be empty")
+                return false
+            }
+            let compared = Self.comparable(path)
+            guard compared != data && !compared.hasPrefix(data == "/" ? "/" : data + "/") else {
+                problems.append("\(place): \(path) is the data directory or inside it; backups must be kept apart from the store")
+                return false
+            }
+            return true
+        }
+        if let directory = backup.directory, check(directory, at: "backup.directory") {
+            engine.backupDirectory = directory
+        }
+        var seen = Set<String>()
+        for (index, directory) in (backup.allowedDirectories ?? []).enumerated() {
+            let place = "backup.allowedDirectories[\(index)]"
+            guard check(directory, at: place) else { continue }
+            guard directory.hasPrefix("/") else {
+                problems.append("\(place): \(directory) must be an absolute path (requests name it so)")
+                continue
+            }
+            if seen.insert(Self.comparable(directory)).inserted { engine.allowedBackupDirectories.append(directory) }
+        }
+    }
+
+    /// A path made absolute against the working directory, without trailing slashes, for comparing
+    /// configured directories with one another (not resolved: no links followed).
+    private static func comparable(_ path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        while trimmed.hasPrefix("./") { trimmed = trimmed.dropFirst(2) }
+        guard !trimmed.hasPrefix("/") else { return String(trimmed) }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return String(trimmed) }
+        let cwd = String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return trimmed == "." ? cwd : (cwd == "/" ? "" : cwd) + "/" + trimmed
     }
 
     /// One gallery of the file as the engine takes it, or nil with its problems added: its

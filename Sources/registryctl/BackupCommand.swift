@@ -4,42 +4,49 @@ import RegistryClient
 import RegistryCtlInput
 import RegistryModel
 
-/// `registryctl backup DIRECTORY`: a compacting hot copy of the store, written by the daemon.
-/// `registryctl backup --into DIR --keep N`: the same into a new timestamped directory of DIR, then
-/// the older ones beyond N removed (``BackupRetention``), as the backup timer runs it.
+/// `registryctl backup [DIR]`: the daemon writes a compacting hot copy of the store into a new
+/// directory it names, in its backup root or in DIR when its configuration allows that one.
+/// `--keep N`: then the older backups beside it beyond N removed (``BackupRetention``), as the backup
+/// timer runs it.
 struct BackupCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backup",
-        abstract: "Write a compacted hot copy of the store into a new directory.",
+        abstract: "Have the daemon write a compacted hot copy of the store into a new directory.",
         discussion: """
-            The daemon writes the copy, so the directory must be one it can create and write. A \
-            relative path is made absolute against the current directory first.
+            The daemon writes the copy, as itself, so it decides where: into a new directory named \
+            by the copy's UTC start time (20261126T234000Z; with -2, -3, ... after it when that \
+            name is taken), made in its backup root (backup.directory in its configuration; by \
+            default the data directory's path with -backups appended, /var/lib/registryd-backups \
+            under systemd). Without a directory the copy goes into the root; with one (or --into), \
+            which is made absolute against the current directory, into that directory, which must \
+            be the root or one of backup.allowedDirectories exactly: any other is refused \
+            (PERMISSION_DENIED) and nothing is written. The directory written is printed.
 
-            With --into DIR instead of a directory, the copy is named by its UTC start time \
-            (DIR/20261126T234000Z); with --keep N too, the backups in DIR beyond the newest N are \
-            then removed, their files overwritten with zeros first (a backup holds the templates \
-            of people erased since it was taken). Only directories with such a name and a \
-            manifest.json are counted or removed, and nothing is removed when the copy failed. \
-            This is what registryd-backup.timer runs.
+            With --keep N, the backups beside the new one beyond the newest N are then removed, \
+            their files overwritten with zeros first (a backup holds the templates of people erased \
+            since it was taken). Only directories with a backup's name and a manifest.json are \
+            counted or removed; one named for a time later than now (more than a minute ahead) is \
+            never counted nor removed, so a directory named for the future cannot make the copy \
+            just made count as old. Nothing is removed when the copy failed. This is what \
+            registryd-backup.timer runs.
             """)
 
     @OptionGroup var options: GlobalOptions
 
-    @Argument(help: "The new directory for the copy.", completion: .directory)
+    @Argument(help: "A directory the daemon may write backups into (default: its backup root).", completion: .directory)
     var directory: String?
 
-    @Option(help: ArgumentHelp("Write the copy into a new directory of this one, named by the time.", valueName: "dir"), completion: .directory)
+    @Option(help: ArgumentHelp("The same as the directory argument.", valueName: "dir"), completion: .directory)
     var into: String?
 
-    @Option(help: ArgumentHelp("With --into: keep this many backups in it, removing older ones.", valueName: "count"))
+    @Option(help: ArgumentHelp("Keep this many backups beside the new one, removing older ones.", valueName: "count"))
     var keep: Int?
 
     func validate() throws {
-        guard (self.directory == nil) != (self.into == nil) else {
+        guard self.directory == nil || self.into == nil else {
             throw ValidationError("Give either a directory or --into, not both.")
         }
         if let keep = self.keep {
-            guard self.into != nil else { throw ValidationError("--keep needs --into.") }
             guard keep >= 1 else { throw ValidationError("--keep must be at least 1: the copy just made is kept.") }
         }
     }
@@ -71,12 +78,13 @@ struct BackupCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let parent = self.into.map(FileIO.absolute)
-        let directory = parent.map { $0 + "/" + BackupRetention.name(at: time(nil)) } ?? FileIO.absolute(self.directory ?? "")
+        // A path as the daemon sees it: absolute, since it runs in another directory. None: the root.
+        let requested = (self.directory ?? self.into).map(FileIO.absolute) ?? ""
         try await Runner(self.options).run { client in
-            var result = Result(directory: directory, bytes: try await client.backup(to: directory))
-            if let parent, let keep = self.keep {
-                let outcome = BackupRetention.prune(directory: parent, keep: keep)
+            let (directory, bytes) = try await client.backup(into: requested)
+            var result = Result(directory: directory, bytes: bytes)
+            if let keep = self.keep {
+                let outcome = BackupRetention.prune(directory: BackupRetention.parent(of: directory), keep: keep)
                 result.removed = outcome.removed
                 result.retentionProblems = outcome.problems
             }

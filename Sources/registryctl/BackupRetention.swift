@@ -1,35 +1,33 @@
 import Glibc
 import RegistryCtlInput
+import RegistryModel
 
-/// Timestamped backups side by side in one directory (`registryctl backup --into DIR --keep N`, what
-/// the backup timer runs): each is named by its UTC start time, and all but the newest few are
-/// removed after a successful backup.
+/// Timestamped backups side by side in one directory (`registryctl backup --keep N`, what the backup
+/// timer runs): the daemon names each by its UTC start time (``BackupName``), and all but the newest
+/// few are removed after a successful backup.
 ///
 /// Removing a backup wipes its files with zeros before unlinking them. A backup holds the templates
 /// of people erased since it was taken, so an erasure is complete on this machine only when the last
 /// backup older than it is gone; unlinking alone would leave their blocks on the disk as it does for
 /// any deleted file (the store wipes its own freed pages the same way). The limits of overwriting in
 /// place (copy-on-write file systems, an SSD's remapping) are the store's too: docs/security.md.
+///
+/// A name later than now is not a backup this machine made: whoever can write the directory could
+/// plant one (`29991231T000000Z`), and counted as the newest it would make the copy just taken the
+/// oldest, removed at once. Such names are never counted nor removed.
 enum BackupRetention {
-    /// The name of a backup started at `time`: `20261126T234000Z`, ISO 8601's basic format, which
-    /// sorts by time as text and has no `:` for `scp` or `tar` to misread.
-    static func name(at time: time_t) -> String {
-        var seconds = time
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func digits(_ value: Int32, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return digits(parts.tm_year + 1900, 4) + digits(parts.tm_mon + 1, 2) + digits(parts.tm_mday, 2) + "T"
-            + digits(parts.tm_hour, 2) + digits(parts.tm_min, 2) + digits(parts.tm_sec, 2) + "Z"
-    }
+    /// How far ahead of this machine's clock a backup's name may be and still count (a daemon whose
+    /// clock runs a little ahead of registryctl's).
+    static let clockSlack: Int64 = 60
 
-    /// Whether `name` is one ``name(at:)`` makes. Nothing else in the directory is ever touched.
-    static func isBackupName(_ name: String) -> Bool {
-        let bytes = Array(name.utf8)
-        guard bytes.count == 16, bytes[8] == UInt8(ascii: "T"), bytes[15] == UInt8(ascii: "Z") else { return false }
-        return (bytes[0..<8] + bytes[9..<15]).allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+    /// Whether `name` is one the daemon gives its backups (``BackupName``). Nothing else in the
+    /// directory is ever touched.
+    static func isBackupName(_ name: String) -> Bool { BackupName.parse(name) != nil }
+
+    /// The directory holding the backup `path` (`/` for one at the top).
+    static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
     /// What pruning did.
@@ -41,15 +39,19 @@ enum BackupRetention {
     }
 
     /// Removes the backups in `directory` beyond the newest `keep`. Only directories with a backup's
-    /// name and a `manifest.json` count, so a copy that failed half-way is neither kept in place of a
-    /// good one nor removed.
-    static func prune(directory: String, keep: Int) -> Outcome {
+    /// name no later than `now` (and ``clockSlack``) and a `manifest.json` count, so a copy that
+    /// failed half-way is neither kept in place of a good one nor removed, and a name from the future
+    /// neither.
+    static func prune(directory: String, keep: Int, now: Int64 = Int64(time(nil))) -> Outcome {
         var outcome = Outcome()
         let backups: [String]
         do {
-            backups = try self.entries(of: directory).filter {
-                self.isBackupName($0) && self.exists(directory + "/" + $0 + "/manifest.json")
-            }.sorted()
+            let named = try self.entries(of: directory).compactMap { name -> (name: String, time: Int64, sequence: Int)? in
+                guard let (time, sequence) = BackupName.parse(name), time <= now + Self.clockSlack else { return nil }
+                return (name, time, sequence)
+            }
+            backups = named.filter { self.exists(directory + "/" + $0.name + "/manifest.json") }
+                .sorted { ($0.time, $0.sequence) < ($1.time, $1.sequence) }.map(\.name)
         } catch {
             outcome.problems.append(error.description)
             return outcome

@@ -31,10 +31,16 @@ extension FileIO {
 
 /// A buffered writer to a file or standard output. A file is written under a temporary name and
 /// renamed into place by ``commit()``, so a failed export never leaves a truncated file behind.
+///
+/// The temporary file is always a new one, created by this process (`O_EXCL | O_NOFOLLOW`) and 0600
+/// until it is complete: registryctl often runs as root in directories others may write, and a
+/// symbolic link planted at the temporary name must make it fail, never write through the link.
 final class OutputSink {
     let name: String
     private let fd: Int32
     private let temporaryPath: String?
+    /// The mode the file gets once complete, just before it is renamed into place.
+    private let mode: mode_t
     private var buffer: [UInt8] = []
     private var closed = false
     private static let flushThreshold = 1 << 16
@@ -43,13 +49,22 @@ final class OutputSink {
     /// - Throws: ``OutputFileError``.
     init(path: String, mode: mode_t = 0o600) throws(OutputFileError) {
         self.name = path
+        self.mode = mode
         if path == "-" {
             self.fd = STDOUT_FILENO
             self.temporaryPath = nil
         } else {
             let temporary = "\(path).partial-\(getpid())"
-            let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
-            guard fd >= 0 else { throw OutputFileError(file: path, message: "cannot create: \(errnoDescription())") }
+            let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                let reason = errno
+                let message =
+                    reason == EEXIST || reason == ELOOP
+                    ? "cannot create the temporary file \(temporary): something is already there (it is never overwritten, nor "
+                        + "followed if it is a symbolic link); remove it if it is yours"
+                    : "cannot create \(temporary): \(errnoDescription(reason))"
+                throw OutputFileError(file: path, message: message)
+            }
             self.fd = fd
             self.temporaryPath = temporary
         }
@@ -93,6 +108,9 @@ final class OutputSink {
         try self.flush()
         guard let temporary = self.temporaryPath else { return }
         guard fsync(self.fd) == 0 else { throw OutputFileError(file: self.name, message: "cannot sync: \(errnoDescription())") }
+        if self.mode != 0o600 && fchmod(self.fd, self.mode & ~umaskValue()) != 0 {
+            throw OutputFileError(file: self.name, message: "cannot set its mode: \(errnoDescription())")
+        }
         self.closed = true
         close(self.fd)
         guard rename(temporary, self.name) == 0 else {
@@ -101,4 +119,11 @@ final class OutputSink {
             throw OutputFileError(file: self.name, message: "cannot rename into place: \(message)")
         }
     }
+}
+
+/// The process's umask (reading it means setting it: set back at once).
+private func umaskValue() -> mode_t {
+    let value = umask(0o077)
+    umask(value)
+    return value
 }

@@ -140,6 +140,12 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Nothing the daemon creates is for its group or others (the store, its lock files, backups,
+        // the index snapshot, a restore's copies), whatever umask it was started with: every file is
+        // created with its mode anyway, and this keeps one forgotten mode from meaning a readable
+        // copy of the store. The socket, which its group must reach, is bound under a umask of 0117
+        // of its own (SocketServer), and stays 0660.
+        umask(0o077)
         var configuration = ServerConfiguration()
         do {
             if let path = self.file ?? self.config {

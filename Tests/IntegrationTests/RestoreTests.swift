@@ -22,8 +22,7 @@ import Testing
         let daemon = try Daemon()
         var client = try await daemon.client()
         for index in 0..<6 { _ = try await client.register(identifier: "p\(index)", face: Self.face(index), force: true) }
-        let backup = daemon.directory + "/backup"
-        _ = try await client.backup(to: backup)
+        let backup = try await client.backup().directory
         for index in 6..<9 { _ = try await client.register(identifier: "p\(index)", face: Self.face(index), force: true) }
 
         // The daemon holds its store: neither works on it while it runs.
@@ -74,8 +73,7 @@ import Testing
         var client = try await daemon.client()
         for index in 0..<8 { _ = try await client.register(identifier: "p\(index)", face: Self.face(index), force: true) }
         #expect(try await client.deleteIdentifier(identifier: "p3") == 1)
-        let backup = daemon.directory + "/backup"
-        _ = try await client.backup(to: backup)
+        let backup = try await client.backup().directory
         var result = try self.registryd(["--verify-store", daemon.dataPath], in: daemon.directory)
         #expect(result.status == 1 && result.output.contains("another process has it open"), "\(result.output)")
         await client.close()

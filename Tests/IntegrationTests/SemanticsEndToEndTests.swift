@@ -171,9 +171,10 @@ import Testing
         #expect(again.skipped == 28 && again.templateIds == Array(first.templateIds.prefix(25)) + first.templateIds.prefix(3))
         #expect(try await client.templates(gallery: "mirror", identifier: "p7").count == 1)
 
-        let bytes = try await client.backup(to: daemon.directory + "/backup")
-        #expect(bytes > 0)
-        #expect(access(daemon.directory + "/backup/data.mdb", R_OK) == 0)
+        // Into the daemon's default backup root: the data directory's path with -backups appended.
+        let (backup, bytes) = try await client.backup()
+        #expect(bytes > 0 && backup.hasPrefix(daemon.dataPath + "-backups/"), "\(backup)")
+        #expect(access(backup + "/data.mdb", R_OK) == 0)
         await client.close()
     }
 }

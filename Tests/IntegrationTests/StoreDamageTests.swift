@@ -59,9 +59,8 @@ import Testing
     @Test(arguments: [false, true])
     func randomBlocksOverACompactedStoreAreRefusedOrServedUnaltered(keepingPageHeaders: Bool) async throws {
         let (daemon, stored) = try await Self.daemonWithTemplates(count: 10_000)
-        let backup = daemon.directory + "/backup"
         let client = try await daemon.client()
-        _ = try await client.backup(to: backup)
+        let backup = try await client.backup().directory
         await client.close()
         daemon.stop()
         let pristine = daemon.directory + "/pristine"

@@ -519,6 +519,43 @@ struct TemplateStreamTests {
         #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o600)
     }
 
+    /// registryctl often runs as root in directories others may write: a symbolic link planted at
+    /// the temporary name (`export` and `metrics` write `FILE.partial-PID` first) makes it fail
+    /// with a clear error, and its target is neither created nor written.
+    @Test(arguments: [0o600, 0o644] as [mode_t])
+    func aLinkPlantedAtTheTemporaryNameIsNeverWrittenThrough(mode: mode_t) throws {
+        let directory = TemporaryDirectory("registryctl-tests")
+        defer { directory.remove() }
+        let path = directory.path + "/out.prom"
+        let victim = directory.path + "/victim"
+        let existing = directory.path + "/existing"
+        #expect(writeText("keep\n", to: existing))
+        for target in [victim, existing] {
+            #expect(symlink(target, path + ".partial-\(getpid())") == 0)
+            var refusal: String?
+            do {
+                _ = try OutputSink(path: path, mode: mode)
+            } catch {
+                refusal = "\(error)"
+            }
+            #expect(refusal?.contains("symbolic link") == true && refusal?.contains(".partial-") == true, "\(refusal ?? "written")")
+            unlink(path + ".partial-\(getpid())")
+        }
+        #expect(access(victim, F_OK) != 0 && access(path, F_OK) != 0)
+        #expect(readFileText(existing) == "keep\n")
+        // Without the link it writes, 0600 until complete, then with the mode asked for (the umask's
+        // bits taken out, as open would).
+        let sink = try OutputSink(path: path, mode: mode)
+        var info = stat()
+        #expect(stat(path + ".partial-\(getpid())", &info) == 0 && info.st_mode & 0o777 == 0o600)
+        try sink.write("x 1\n")
+        try sink.commit()
+        let mask = umask(0o022)
+        umask(mask)
+        #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == mode & ~mask)
+        #expect(readFileText(path) == "x 1\n")
+    }
+
     @Test(arguments: TemplateFileFormat.allCases)
     func emptyExportRoundTrips(_ format: TemplateFileFormat) throws {
         let path = TemporaryDirectory("registryctl-tests").path + "/empty.\(format.rawValue)"
@@ -866,4 +903,12 @@ struct TextOutputTests {
         // Any other reason gets no such advice.
         #expect(ErrorReport(RegistryClientError.unreachable(socketPath: path, reason: String(cString: strerror(ENOENT)))).text(.builtIn).count == 1)
     }
+}
+
+/// Writes `text` to a new file (0600).
+private func writeText(_ text: String, to path: String) -> Bool {
+    let file = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    guard file >= 0 else { return false }
+    defer { close(file) }
+    return text.utf8CString.withUnsafeBytes { write(file, $0.baseAddress, $0.count - 1) } == text.utf8.count
 }

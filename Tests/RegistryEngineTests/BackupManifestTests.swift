@@ -31,7 +31,11 @@ import Testing
     }
 
     @Test func aBackupCarriesAManifestOfItsOwnFile() async throws {
-        try await withEngine { engine in
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var configuration = EngineConfiguration()
+        configuration.backupDirectory = directory.path + "/backups/"
+        try await withEngine(configuration) { engine in
             _ = try await engine.defineGallery(
                 GalleryConfiguration(name: "door", registries: [RegistryConfiguration(algorithm: 24), RegistryConfiguration(algorithm: 16)]))
             for index in 0..<5 {
@@ -39,11 +43,20 @@ import Testing
             }
             _ = try await engine.register(gallery: "door", identifier: "p0", face: Face(arcface([7, 9])), force: true)
             _ = try await engine.register(identifier: "ann", face: Face(arcface([3])), force: true)
-            let directory = TemporaryDirectory()
-            defer { directory.remove() }
-            let copy = directory.path + "/backup"
             let before = Int64(time(nil))
-            let bytes = try await engine.backup(to: copy)
+            let (copy, bytes) = try await engine.backup()
+            // A new directory of the root (made at the first backup), named by the start time, and
+            // everything in it the daemon's user's alone.
+            let name = String(copy.dropFirst((directory.path + "/backups/").count))
+            #expect(copy.hasPrefix(directory.path + "/backups/") && BackupName.parse(name) != nil, "\(copy)")
+            #expect(BackupName.parse(name).map { $0.time >= before && $0.time <= Int64(time(nil)) } == true)
+            for (path, mode) in [(directory.path + "/backups", 0o700), (copy, 0o700), (copy + "/data.mdb", 0o600), (copy + "/manifest.json", 0o600)] {
+                var info = stat()
+                #expect(lstat(path, &info) == 0 && Int(info.st_mode & 0o7777) == mode, "\(path)")
+            }
+            // A second one in the same second takes the next name.
+            let (second, _) = try await engine.backup(into: directory.path + "/backups")
+            #expect(second.hasPrefix(directory.path + "/backups/") && second != copy)
 
             let text = String(decoding: try #require(readFileBytes(copy + "/manifest.json")), as: UTF8.self)
             let manifest = try JSONDecoder().decode(Manifest.self, from: Data(text.utf8))

@@ -75,11 +75,9 @@ import Testing
             #expect(try await StoreSnapshot(engine) == snapshot)
             // LMDB does not wipe freed pages: the live file may still hold the old plaintext pages
             // until they are reused. A compacting copy (backup) leaves free pages out, so it is clean.
-            let copy = directory.path + "-compacted"
-            _ = try await engine.backup(to: copy)
+            let (copy, _) = try await engine.backup()
             #expect(!DataFileScan(directory: copy).contains(Self.storedPrefix), "a compacted encrypted copy must hold no template bytes")
-            unlink(copy + "/data.mdb")
-            rmdir(copy)
+            _ = system("rm -rf '\(engine.backupRoot)'")
             engine.close()
         }
         await expectRegistryError(.internal) { _ = try self.open(directory, key: nil) }

@@ -29,6 +29,30 @@ import Testing
         #expect(error?.description.contains("audit.maximum") == true)
     }
 
+    /// `backup`: the root and the allowed directories reach the engine; every problem is reported
+    /// at once, each naming its place.
+    @Test func backupDirectoriesAreCheckedAndPassedOn() throws {
+        let unset = try self.configuration(#"{ "dataDirectory": "/var/lib/registryd" }"#).validated().engine
+        #expect(unset.backupDirectory == nil && unset.allowedBackupDirectories.isEmpty)
+        let set = try self.configuration(
+            #"{ "backup": { "directory": "/srv/backups", "allowedDirectories": ["/mnt/offsite/", "/mnt/offsite", "/srv/b"] } }"#
+        ).validated().engine
+        #expect(set.backupDirectory == "/srv/backups" && set.allowedBackupDirectories == ["/mnt/offsite/", "/srv/b"])
+        let bad = #"""
+            { "dataDirectory": "/var/lib/registryd/", "backup": { "directory": "/var/lib/registryd/backups",
+              "allowedDirectories": ["relative", "", "/var/lib/registryd", "/ok"] } }
+            """#
+        let problems = self.refusal(bad)?.split(separator: "\n").map(String.init)
+        #expect(
+            problems == [
+                "backup.directory: /var/lib/registryd/backups is the data directory or inside it; backups must be kept apart from the store",
+                "backup.allowedDirectories[0]: relative must be an absolute path (requests name it so)",
+                "backup.allowedDirectories[1] must not be empty",
+                "backup.allowedDirectories[2]: /var/lib/registryd is the data directory or inside it; backups must be kept apart from the store",
+            ])
+        #expect(self.refusal(#"{"backup": {"directroy": "/x"}}"#) == #"test.json: unknown key "directroy" in backup (did you mean "directory"?)"#)
+    }
+
     @Test func auditRetentionInRangeIsKeptInSeconds() throws {
         let configuration = try self.configuration(#"{ "audit": { "maximumAgeDays": 36500, "maximumEntries": 1 } }"#)
         let (engine, _) = try configuration.validated()
@@ -138,6 +162,7 @@ import Testing
             switch key {
             case "limits": object("limits") { _ in "1" }
             case "audit": object("audit") { _ in "1" }
+            case "backup": object("backup") { $0 == "directory" ? #""/srv/registryd-backups""# : #"["/srv/offsite"]"# }
             case "algorithms": "[\(algorithm)]"
             case "galleries": "[\(gallery)]"
             case "access": #"{"*": {"identify": ["uid:0"]}}"#

@@ -29,6 +29,12 @@ public final class Engine: @unchecked Sendable {
     let storedRows: StoredRows
     /// The data directory (where the index snapshot is written at close).
     let path: String
+    /// Where backups go unless a request names one of ``allowedBackupDirectories``: absolute, without
+    /// a trailing `/` (``EngineConfiguration/backupDirectory``, made absolute against the working
+    /// directory at open).
+    public let backupRoot: String
+    /// The other directories a backup request may name, as ``backupRoot`` is written.
+    public let allowedBackupDirectories: [String]
     /// How the index was built at open.
     public private(set) var indexLoad = IndexLoad(fromSnapshot: false, reason: nil)
     /// What the open cleared away to create the store afresh (a first start that stopped before its
@@ -83,6 +89,8 @@ public final class Engine: @unchecked Sendable {
         self.reserve = StorageReserve(directory: path, reserveBytes: configuration.storageReserveBytes, metrics: self.metrics)
         self.auditRetention = configuration.auditRetention
         self.path = path
+        self.backupRoot = Self.backupDirectory(configuration.backupDirectory ?? Self.withoutTrailingSlashes(path) + "-backups")
+        self.allowedBackupDirectories = configuration.allowedBackupDirectories.map(Self.backupDirectory)
         self.snapshotMinimumTemplates = configuration.snapshotMinimumTemplates
         self.isReadOnly = readOnly
         // What liblmdb cannot check (wild page pointers in a damaged file) faults; say what it means.

@@ -32,9 +32,12 @@ struct BackupManifest: Sendable, Equatable, Codable {
 
     static let fileName = "manifest.json"
 
-    /// Reads the copy in `directory` (its `data.mdb`), read-only, and describes it.
-    static func describe(directory: String, catalog: AlgorithmCatalog, now: Int64 = Int64(time(nil))) throws -> BackupManifest {
-        let store = try Store(path: directory, configuration: EngineConfiguration(), readOnly: true)
+    /// Reads the copy in `directory` (its `data.mdb`), read-only, and describes it. `keepsPath`: open
+    /// `directory` as given (a `/proc/self/fd/N` name of a directory held open, see ``Store``).
+    static func describe(
+        directory: String, catalog: AlgorithmCatalog, now: Int64 = Int64(time(nil)), keepsPath: Bool = false
+    ) throws -> BackupManifest {
+        let store = try Store(path: directory, configuration: EngineConfiguration(), readOnly: true, keepsPath: keepsPath)
         defer { store.close() }
         let (schema, galleries) = try store.environment.read { txn in
             let schema = try store.readUInt32(txn, Keys.schemaVersion) ?? 0
@@ -86,10 +89,12 @@ struct BackupManifest: Sendable, Equatable, Codable {
         return bytes == self.bytes && digest == self.sha256
     }
 
-    /// Writes `manifest.json` into `directory` (0600: it names the galleries).
-    func write(into directory: String) throws(RegistryError) {
-        let path = directory + "/" + Self.fileName
-        let file = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    /// Writes `manifest.json` into the directory open as `directory` (`path` names it in messages):
+    /// a new file (never one already there, never through a symbolic link), 0600, as it names the
+    /// galleries.
+    func write(into directory: Int32, path: String) throws(RegistryError) {
+        let path = path + "/" + Self.fileName
+        let file = openat(directory, Self.fileName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard file >= 0 else { throw RegistryError(.internal, "cannot write \(path): \(String(cString: strerror(errno)))") }
         defer { close(file) }
         let encoder = JSONEncoder()

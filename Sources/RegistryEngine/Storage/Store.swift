@@ -118,14 +118,16 @@ final class Store: @unchecked Sendable {
     private static let databaseNames = ["meta", "algorithms", "galleries", "templates", "vectors", "identifiers", "profiles", "audit"]
 
     /// Opens (creating if needed) the store in `path`; `readOnly` opens an existing one without
-    /// writing anything into its directory (``Environment/Options/readOnly``).
-    init(path: String, configuration: EngineConfiguration, readOnly: Bool = false) throws {
+    /// writing anything into its directory (``Environment/Options/readOnly``), and `keepsPath` with
+    /// it opens `path` as given (``Environment/Options/keepsPath``: a `/proc/self/fd/N` directory).
+    init(path: String, configuration: EngineConfiguration, readOnly: Bool = false, keepsPath: Bool = false) throws {
         var options = Environment.Options()
         options.mapSize = configuration.initialMapSize
         options.maxMapSize = configuration.maximumMapSize
         options.durable = configuration.durable
         options.damageAdvice = RegistryError.restoreAdvice
         options.readOnly = readOnly
+        options.keepsPath = keepsPath
         let environment = try Environment(path: path, options: options)
         let handles: [Database]
         do {

@@ -2610,7 +2610,11 @@ public nonisolated struct Registry_V1_DumpRecord: Sendable {
   public init() {}
 }
 
-/// A compacting hot copy of the store into a new directory the daemon can write.
+/// A compacting hot copy of the store. The daemon chooses where: a new directory, named by the
+/// copy's UTC start time (20261126T234000Z, with -2, -3, ... when that name exists), inside its
+/// configured backup root (backup.directory), or inside the directory named here, which must be
+/// absolute and be the root or one of backup.allowedDirectories exactly (no other path is written;
+/// PERMISSION_DENIED otherwise). Empty: the root.
 public nonisolated struct Registry_V1_BackupRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -2629,6 +2633,9 @@ public nonisolated struct Registry_V1_BackupResult: Sendable {
   // methods supported on all messages.
 
   public var bytes: UInt64 = 0
+
+  /// the new directory written (absolute when the root is)
+  public var directory: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -6960,7 +6967,7 @@ nonisolated extension Registry_V1_BackupRequest: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Registry_V1_BackupResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".BackupResult"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}bytes\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}bytes\0\u{1}directory\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6969,6 +6976,7 @@ nonisolated extension Registry_V1_BackupResult: SwiftProtobuf.Message, SwiftProt
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularUInt64Field(value: &self.bytes) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.directory) }()
       default: break
       }
     }
@@ -6978,11 +6986,15 @@ nonisolated extension Registry_V1_BackupResult: SwiftProtobuf.Message, SwiftProt
     if self.bytes != 0 {
       try visitor.visitSingularUInt64Field(value: self.bytes, fieldNumber: 1)
     }
+    if !self.directory.isEmpty {
+      try visitor.visitSingularStringField(value: self.directory, fieldNumber: 2)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Registry_V1_BackupResult, rhs: Registry_V1_BackupResult) -> Bool {
     if lhs.bytes != rhs.bytes {return false}
+    if lhs.directory != rhs.directory {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

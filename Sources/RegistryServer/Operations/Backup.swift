@@ -11,10 +11,15 @@ extension Registry_V1_BackupRequest: AsyncRegistryOperation {
 
     var scope: OperationScope { .store }
 
+    /// The daemon writes the copy into a new directory of its backup root, or of the directory the
+    /// request names when the configuration allows that one (the engine refuses any other with
+    /// `PERMISSION_DENIED`), and answers with the path it wrote.
     func perform(in context: OperationContext) async throws -> Registry_V1_BackupResult {
-        guard !self.directory.isEmpty else { throw RegistryError.malformedRequest("backup needs a directory") }
-        let bytes = try await context.engine.backup(to: self.directory)
-        context.logger.info("backup written", metadata: ["directory": "\(self.directory)", "bytes": "\(bytes)"])
-        return .with { $0.bytes = UInt64(bytes) }
+        let (directory, bytes) = try await context.engine.backup(into: self.directory)
+        context.logger.info("backup written", metadata: ["directory": "\(directory)", "bytes": "\(bytes)"])
+        return .with {
+            $0.bytes = UInt64(bytes)
+            $0.directory = directory
+        }
     }
 }

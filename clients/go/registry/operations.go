@@ -140,14 +140,16 @@ func (c *Client) Import(ctx context.Context, req *pb.ImportRequest) ([]uint64, e
 	return result.GetTemplateIds(), err
 }
 
-// Backup makes a compacting hot copy of the store into a new directory (a path on the daemon's side)
-// and returns the copy's size in bytes.
-func (c *Client) Backup(ctx context.Context, req *pb.BackupRequest) (uint64, error) {
+// Backup has the daemon make a compacting hot copy of the store in a new directory it names (the
+// copy's UTC start time, 20261126T234000Z) inside its backup root, or inside req.Directory when the
+// daemon's configuration allows that one (backup.allowedDirectories; an absolute path on the daemon's
+// side, any other refused with PERMISSION_DENIED). A nil request or an empty Directory: the root.
+// The result gives the directory written (Directory) and the copy's size in bytes (Bytes).
+func (c *Client) Backup(ctx context.Context, req *pb.BackupRequest) (*pb.BackupResult, error) {
 	if req == nil {
 		req = &pb.BackupRequest{}
 	}
-	result, err := call(ctx, c, "backup", &pb.Request{Operation: &pb.Request_Backup{Backup: req}}, (*pb.Response).GetBackup)
-	return result.GetBytes(), err
+	return call(ctx, c, "backup", &pb.Request{Operation: &pb.Request_Backup{Backup: req}}, (*pb.Response).GetBackup)
 }
 
 // Verify checks the store against itself and the in-memory index; Problems is empty when all is well.

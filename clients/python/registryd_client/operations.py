@@ -253,9 +253,12 @@ def import_templates(
     )
 
 
-def backup(directory: str) -> pb.BackupRequest:
-    """A compacting hot copy of the store into ``directory`` (a new path on the daemon's side, with
-    ``manifest.json`` beside it); ``bytes`` is the copy's size."""
+def backup(directory: str = "") -> pb.BackupRequest:
+    """A compacting hot copy of the store, with ``manifest.json`` beside it, in a new directory the
+    daemon names (the copy's UTC start time, ``20261126T234000Z``) inside its backup root, or inside
+    ``directory`` when the daemon's configuration allows that one (``backup.allowedDirectories``: an
+    absolute path on the daemon's side; any other is refused with PERMISSION_DENIED). Empty: the
+    root. The result's ``directory`` is the directory written, ``bytes`` the copy's size."""
     return pb.BackupRequest(directory=directory)
 
 

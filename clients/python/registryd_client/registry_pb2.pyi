@@ -158,10 +158,12 @@ class BackupRequest(_message.Message):
     def __init__(self, directory: _Optional[str] = ...) -> None: ...
 
 class BackupResult(_message.Message):
-    __slots__ = ["bytes"]
+    __slots__ = ["bytes", "directory"]
     BYTES_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORY_FIELD_NUMBER: _ClassVar[int]
     bytes: int
-    def __init__(self, bytes: _Optional[int] = ...) -> None: ...
+    directory: str
+    def __init__(self, bytes: _Optional[int] = ..., directory: _Optional[str] = ...) -> None: ...
 
 class CaptureMetadata(_message.Message):
     __slots__ = ["brightness_mean", "brightness_std_dev", "detector_confidence", "face_box", "face_pixel_size", "image_height", "image_width", "pitch", "roll", "sharpness", "yaw"]

@@ -146,7 +146,12 @@ class OperationTests(AioDaemonTestCase):
         audit = (await self.client.audit(identifier=people[1])).entries
         self.assertEqual([e.operation for e in audit], ["register", "delete_identifier"])
 
-        self.assertGreater((await self.client.backup(os.path.join(daemon.directory, unique("backup")))).bytes, 0)
+        # Into the daemon's backup root (none configured: the data directory's path with -backups),
+        # in a new directory it names and reports.
+        backup = await self.client.backup()
+        self.assertGreater(backup.bytes, 0)
+        self.assertTrue(backup.directory.startswith(os.path.join(daemon.directory, "data-backups") + "/"), backup.directory)
+        self.assertTrue(os.path.exists(os.path.join(backup.directory, "manifest.json")))
         self.assertEqual(list((await self.client.verify()).problems), [])
         self.assertGreaterEqual((await self.client.stats()).requests_served, 20)
         # The generic send, with a message or a whole Request.
