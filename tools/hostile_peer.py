@@ -1099,6 +1099,8 @@ def run_main(argv: List[str]) -> int:
     if os.geteuid() != 0:
         print("hostile_peer.py: run as root (tools/hostile-peer does)", file=sys.stderr)
         return 2
+    # SIGTERM (tools/hostile-peer interrupted, or its timeout) unwinds: each check's `finally` stops its daemon.
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(143))
     wanted = [x for x in args.only.split(",") if x]
     unknown = set(wanted) - {name for name, _ in CHECKS}
     if unknown:
