@@ -158,7 +158,12 @@ class Connection:
         return out
 
     def call(self, request: pb.Request, timeout: float = 30.0) -> Optional[pb.Response]:
-        self.send(request)
+        try:
+            self.send(request)
+        except (BrokenPipeError, ConnectionResetError):
+            # A refused connection (TOO_MANY_CONNECTIONS) may be closed before the request is
+            # written; the refusal is still there to read.
+            pass
         return self.read(timeout)
 
     def close(self) -> None:
@@ -174,6 +179,14 @@ def describe(response: Optional[pb.Response]) -> str:
     if response.WhichOneof("result") == "error":
         return CODE.get(response.error.code, str(response.error.code))
     return "ok:" + str(response.WhichOneof("result"))
+
+
+def explain(response: Optional[pb.Response]) -> str:
+    """describe(), plus the daemon's message for an error other than PERMISSION_DENIED."""
+    text = describe(response)
+    if response is not None and response.WhichOneof("result") == "error" and response.error.code != PERMISSION_DENIED:
+        text += f" ({response.error.message[:100]})"
+    return text
 
 
 def error_code(response: Optional[pb.Response]) -> Optional[int]:
@@ -843,7 +856,17 @@ class Runner:
                 response = self.one(ADMIN_USER, daemon, request)
                 ok = error_code(response) == PERMISSION_DENIED
                 passed = passed and ok
-                checks.append(f"{label} {describe(response)}")
+                checks.append(f"{label} {explain(response)}")
+
+            # The control: hp-admin is an admin where the policy says so (the refusals below are not
+            # a policy that failed to name it).
+            r = pb.Request(id=1)
+            r.list_identifiers.gallery = "default"
+            response = self.one(ADMIN_USER, daemon, r)
+            control = response is not None and response.WhichOneof("result") == "list_identifiers"
+            passed = passed and control
+            checks.append(f"control: list_identifiers default {explain(response)}"
+                          + (f" ({len(response.list_identifiers.identifiers)} identifiers)" if control else " (hp-admin should be an admin there)"))
 
             r = pb.Request(id=1)
             r.list_identifiers.gallery = "alpha"
@@ -941,7 +964,7 @@ class Runner:
                 created = [c.replace(daemon.directory + "/", "") for c in created]
                 ok = error_code(response) == PERMISSION_DENIED and not created
                 passed = passed and ok
-                text = f"{label} {describe(response)}"
+                text = f"{label} {explain(response)}"
                 if created:
                     text += f" (created {', '.join(created)})"
                 figures.append(text)
