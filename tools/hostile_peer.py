@@ -1134,14 +1134,18 @@ def run_main(argv: List[str]) -> int:
     except ScriptError as error:
         print(f"hostile_peer.py: {error}", file=sys.stderr)
         return 2
+    ran = 0
     for name, method in CHECKS:
         if wanted and name not in wanted:
             continue
+        ran += 1
         try:
             getattr(runner, method)()
         except (ScriptError, OSError, subprocess.SubprocessError, ValueError) as error:
             # Not a verdict on the daemon, but the check was not done: that fails too.
             runner.report(name, False, f"the check could not be carried out: {error}")
+    print(f"hostile-peer: {runner.failed} of {ran} checks failed" if runner.failed else f"hostile-peer: {ran} checks passed",
+          file=sys.stderr)
     return 1 if runner.failed else 0
 
 
