@@ -493,6 +493,9 @@ def task_shell(args: dict) -> None:
     try:
         if action == "symlink":
             os.symlink(args["target"], args["path"])
+        elif action == "symlinks":
+            for path in args["paths"]:
+                os.symlink(args["target"], path)
         elif action == "mkdir":
             os.mkdir(args["path"], 0o755)
         emit({"ok": True})
@@ -511,8 +514,9 @@ class ScriptError(Exception):
 class Daemon:
     """The real registryd in its own directory, as root, its socket handed to the clients' group."""
 
-    def __init__(self, run: "Runner", name: str) -> None:
+    def __init__(self, run: "Runner", name: str, extra: Optional[dict] = None) -> None:
         self.run = run
+        self.extra = extra or {}
         self.directory = os.path.join(run.workdir, name)
         os.makedirs(self.directory, exist_ok=True)
         os.chmod(self.directory, 0o755)
@@ -544,6 +548,7 @@ class Daemon:
                 # alpha's own entry leaves hp-admin out.
                 "alpha": {"identify": only_root, "enrol": only_root, "admin": only_root},
             },
+            **self.extra,
         }
 
     def start(self) -> "Daemon":
@@ -988,7 +993,64 @@ class Runner:
                 passed = False
                 figures.append(f"the root (empty directory) {describe(response)}"
                                + (f" ({response.error.message})" if error_code(response) is not None else ""))
-            self.report("backup-paths", passed, "; ".join(figures))
+        finally:
+            daemon.stop()
+        shared_passed, shared_figure = self.backup_into_a_shared_directory()
+        figures.append(shared_figure)
+        self.report("backup-paths", passed and shared_passed, "; ".join(figures))
+
+    def backup_into_a_shared_directory(self) -> Tuple[bool, str]:
+        """d, continued: an allowed directory hp-none may write (backup.allowedDirectories), where it
+        has planted links at every name the daemon may choose (the UTC time, now to 20 s ahead, with
+        -2 and -3): the copy must not go through any of them."""
+        label = "an allowed directory hp-none writes, links planted at the next names"
+        directory = os.path.join(self.workdir, "d-shared")
+        os.makedirs(directory)
+        shared = os.path.join(directory, "shared")
+        os.makedirs(shared)
+        os.chown(shared, self.uids[NONE_USER], -1)
+        os.chmod(shared, 0o755)
+        secret = os.path.join(directory, "root-only")
+        os.makedirs(secret, mode=0o700)
+        daemon = Daemon(self, "d-shared", {"backup": {"allowedDirectories": [shared]}})
+        try:
+            daemon.start()
+        except ScriptError as error:
+            return False, f"{label}: the daemon did not start with backup.allowedDirectories ({str(error)[:200]})"
+        try:
+            now = int(time.time())
+            names = []
+            for t in range(now - 1, now + 21):
+                stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(t))
+                names += [stamp, f"{stamp}-2", f"{stamp}-3"]
+            result = self.client(NONE_USER, "shell", {"action": "symlinks", "target": secret,
+                                                      "paths": [os.path.join(shared, n) for n in names]})[-1]
+            if not result["ok"]:
+                raise ScriptError(f"hp-none could not plant links in its directory: {result.get('error')}")
+            conn = daemon.root(timeout=120)
+            r = pb.Request(id=1)
+            r.backup.directory = shared
+            response = conn.call(r, timeout=120)
+            conn.close()
+            leaked = sorted(os.listdir(secret))
+            if response is not None and response.WhichOneof("result") == "backup":
+                raw = response.SerializeToString()
+                backup_bytes = [v for n, k, v in fields(raw) if n == 32][0]
+                names_written = [v for n, k, v in fields(backup_bytes) if n == 2 and k == 2]
+                written = names_written[0].decode() if names_written else ""
+                info = os.lstat(written) if written and os.path.lexists(written) else None
+                real = (info is not None and os.path.dirname(written.rstrip("/")) == shared
+                        and not os.path.islink(written) and os.path.isdir(written)
+                        and info.st_uid == 0 and info.st_mode & 0o777 == 0o700)
+                ok = real and not leaked
+                text = (f"{label}: ok, into {os.path.basename(written) or '(no directory field in the reply)'}"
+                        + ("" if real else " (NOT a directory of root's, 0700, in the allowed directory)"))
+            else:
+                ok = error_code(response) is not None and not leaked
+                text = f"{label}: {explain(response)}"
+            if leaked:
+                text += f" (written through a link: root-only/{', root-only/'.join(leaked)})"
+            return ok, text
         finally:
             daemon.stop()
 
