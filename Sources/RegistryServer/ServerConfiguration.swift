@@ -31,8 +31,13 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         /// (idle, or trickling a frame) can be closed to make room (see ``SocketServer``).
         public var maximumConnections: Int = 256
         /// Connections one user (peer uid) may hold at once, so that one misbehaving app cannot take
-        /// every slot from the others (nil: three quarters of ``maximumConnections``, rounded up).
+        /// every slot from the others (nil: a quarter of ``maximumConnections``, rounded up: it takes
+        /// four users' worth of patient connections to fill the daemon, not two).
         public var maximumConnectionsPerUser: Int? = nil
+        /// Slots only root and the daemon's own user may take (the operator's registryctl, the backup
+        /// and metrics timers), so that other users together never hold every slot (nil: a sixteenth of
+        /// ``maximumConnections``, at least 2; 0: none).
+        public var reservedConnections: Int? = nil
         /// A connection with no request in progress that sends nothing for this long is closed (one
         /// waiting for the reply to its own long request is not idle).
         public var idleTimeoutSeconds: Int = 300
@@ -76,7 +81,12 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
 
         /// The per-user connection limit in force.
         public var resolvedMaximumConnectionsPerUser: Int {
-            self.maximumConnectionsPerUser ?? (self.maximumConnections * 3 + 3) / 4
+            self.maximumConnectionsPerUser ?? (self.maximumConnections + 3) / 4
+        }
+
+        /// The slots kept for root and the daemon's user, in force.
+        public var resolvedReservedConnections: Int {
+            self.reservedConnections ?? min(max(2, self.maximumConnections / 16), max(0, self.maximumConnections - 1))
         }
 
         /// The event-loop thread count to use on this machine.
@@ -84,7 +94,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
 
         /// The keys of `limits` in the file (``ConfigurationCheck`` knows these and no others).
         public enum CodingKeys: String, CodingKey, CaseIterable {
-            case maximumFrameBytes, maximumConnections, maximumConnectionsPerUser, idleTimeoutSeconds, frameDeadlineSeconds
+            case maximumFrameBytes, maximumConnections, maximumConnectionsPerUser, reservedConnections, idleTimeoutSeconds, frameDeadlineSeconds
             case minimumFrameBytesPerSecond, maximumRequestsInFlight, maximumUnwrittenReplyBytes, maximumBufferedBytes
             case drainDeadlineSeconds, storageReserveBytes, snapshotMinimumTemplates, residentRowBytes, eventLoops
         }
@@ -97,6 +107,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
             self.maximumFrameBytes = try container.decodeIfPresent(Int.self, forKey: .maximumFrameBytes) ?? defaults.maximumFrameBytes
             self.maximumConnections = try container.decodeIfPresent(Int.self, forKey: .maximumConnections) ?? defaults.maximumConnections
             self.maximumConnectionsPerUser = try container.decodeIfPresent(Int.self, forKey: .maximumConnectionsPerUser)
+            self.reservedConnections = try container.decodeIfPresent(Int.self, forKey: .reservedConnections)
             self.minimumFrameBytesPerSecond =
                 try container.decodeIfPresent(Int.self, forKey: .minimumFrameBytesPerSecond) ?? defaults.minimumFrameBytesPerSecond
             self.idleTimeoutSeconds = try container.decodeIfPresent(Int.self, forKey: .idleTimeoutSeconds) ?? defaults.idleTimeoutSeconds
@@ -307,6 +318,9 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         require(
             limits.maximumConnectionsPerUser.map { $0 >= 1 && $0 <= limits.maximumConnections } ?? true,
             "limits.maximumConnectionsPerUser must be within 1...limits.maximumConnections")
+        require(
+            limits.reservedConnections.map { $0 >= 0 && $0 < limits.maximumConnections } ?? true,
+            "limits.reservedConnections must be within 0...limits.maximumConnections - 1 (other users need one slot)")
         require(limits.minimumFrameBytesPerSecond >= 0, "limits.minimumFrameBytesPerSecond must not be negative")
         require(limits.idleTimeoutSeconds >= 1, "limits.idleTimeoutSeconds must be at least 1")
         require(limits.maximumRequestsInFlight >= 1, "limits.maximumRequestsInFlight must be at least 1")

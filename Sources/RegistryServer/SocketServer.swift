@@ -56,7 +56,9 @@ public final class SocketServer: Service, Sendable {
         self.group = group
         self.budget = BufferBudget(limit: configuration.limits.maximumBufferedBytes)
         self.slots = ConnectionSlots(
-            limits: .init(total: configuration.limits.maximumConnections, perUser: configuration.limits.resolvedMaximumConnectionsPerUser))
+            limits: .init(
+                total: configuration.limits.maximumConnections, perUser: configuration.limits.resolvedMaximumConnectionsPerUser,
+                reserved: configuration.limits.resolvedReservedConnections, privileged: [0, getuid()]))
         (self.ready, self.readyContinuation) = AsyncStream.makeStream()
     }
 

@@ -59,7 +59,7 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
 
     @Option(
         name: .long,
-        help: ArgumentHelp("Connections one user (peer uid) may hold at once (default: three quarters of the maximum).", valueName: "count"))
+        help: ArgumentHelp("Connections one user (peer uid) may hold at once (default: a quarter of the maximum).", valueName: "count"))
     var maximumConnectionsPerUser: Int?
 
     @Option(

@@ -336,11 +336,16 @@ final class FakeRequests: ConnectionRequests {
         #expect(self.answer(busy) == false, "a connection with a request in progress was closed")
         #expect(busy.channel.isActive)
 
-        // Served, then idle: an app's pooled connection is left to the idle timeout.
+        // Served, then idle: an app's pooled connection between its uses is kept for the idle grace
+        // (10 s), then may be closed when the daemon is full (one kept alive by a hello every 299 s
+        // would otherwise hold its slot for good).
         let pooled = try ConnectionHandlerTests(answersAtOnce: true)
         try pooled.send(ConnectionHandlerTests.frame([42]))
-        pooled.channel.embeddedEventLoop.advanceTime(by: .seconds(60))
-        #expect(self.answer(pooled) == false, "a pooled connection idle between requests was closed")
+        pooled.channel.embeddedEventLoop.advanceTime(by: .seconds(9))
+        #expect(self.answer(pooled) == false, "a pooled connection idle between requests for less than the idle grace was closed")
+        #expect(pooled.channel.isActive)
+        pooled.channel.embeddedEventLoop.advanceTime(by: .seconds(2))
+        #expect(self.answer(pooled) == true, "a connection idle between requests past the idle grace was not closed")
 
         let fresh = try ConnectionHandlerTests()
         #expect(self.answer(fresh) == false, "a connection idle for less than the grace was closed")

@@ -105,4 +105,41 @@ import Testing
         #expect(await slots.admit(newcomer.key, uid: 1, account: newcomer.account) != .admitted)
         #expect(idle.asked == 0)
     }
+
+    @Test("the last slots are kept for root and the daemon's user: other users at their shares cannot lock the operator out")
+    func theReserveIsForThePrivileged() async {
+        let slots = ConnectionSlots(limits: .init(total: 4, perUser: 2, reserved: 1, privileged: [0, 999], graces: .init(unproductive: .zero)))
+        let users = (0..<3).map { _ in self.holder(busy: true) }
+        #expect(await slots.admit(users[0].key, uid: 1000, account: users[0].account) == .admitted)
+        #expect(await slots.admit(users[1].key, uid: 1000, account: users[1].account) == .admitted)
+        #expect(await slots.admit(users[2].key, uid: 2000, account: users[2].account) == .admitted)
+        // Three of four taken: the fourth is the reserve, which a third user may not take.
+        let third = self.holder(busy: true)
+        #expect(await slots.admit(third.key, uid: 3000, account: third.account) != .admitted)
+        let root = self.holder(busy: true)
+        #expect(await slots.admit(root.key, uid: 0, account: root.account) == .admitted)
+        // Root has no share of its own to run out of, but the total still bounds it.
+        let daemon = self.holder(busy: true)
+        #expect(await slots.admit(daemon.key, uid: 999, account: daemon.account) != .admitted)
+    }
+
+    @Test("an unprivileged newcomer never closes root's idle connection to make room")
+    func aPrivilegedHolderIsNotAVictim() async {
+        let slots = ConnectionSlots(limits: .init(total: 2, perUser: 2, privileged: [0], graces: .init(unproductive: .zero, idle: .zero)))
+        let root = self.holder()
+        let busy = self.holder(busy: true)
+        #expect(await slots.admit(root.key, uid: 0, account: root.account) == .admitted)
+        #expect(await slots.admit(busy.key, uid: 1000, account: busy.account) == .admitted)
+        let newcomer = self.holder()
+        #expect(await slots.admit(newcomer.key, uid: 2000, account: newcomer.account) != .admitted)
+        #expect(root.asked == 0)
+        // Root itself may make room from another user's idle connection (root's own is busy now).
+        root.account.noteBusy(true)
+        let idle = self.holder()
+        slots.leave(busy.key)
+        #expect(await slots.admit(idle.key, uid: 1000, account: idle.account) == .admitted)
+        let root2 = self.holder()
+        #expect(await slots.admit(root2.key, uid: 0, account: root2.account) == .admitted)
+        #expect(idle.asked == 1)
+    }
 }

@@ -393,15 +393,16 @@ final class ConnectionHandler<Requests: ConnectionRequests>: ChannelDuplexHandle
     }
 
     /// Closes the connection to make room for a new one if it has no request in progress, is not
-    /// held back by the daemon, and has done nothing useful for `graces.unproductive`: inside an
-    /// unfinished frame, or never having completed one (see ``ConnectionSlots``; one idle between
-    /// requests is left to the idle timeout). Returns whether it closed.
+    /// held back by the daemon, and has done nothing useful for long enough: `graces.unproductive`
+    /// inside an unfinished frame or never having completed one, `graces.idle` between requests
+    /// (see ``ConnectionSlots``). Returns whether it closed.
     private func closeToMakeRoom(_ graces: ConnectionSlots.Graces) -> Bool {
         guard let context = self.context, context.channel.isActive, self.pipeline.requestsInProgress == 0, !self.pipeline.readHeld
         else { return false }
         let now = context.eventLoop.now
         let unproductive = self.insideFrame ? self.frameWait(now: now) : self.quietSince.map { now - $0 } ?? .zero
-        guard self.insideFrame || !self.completedAFrame, unproductive >= graces.unproductive else { return false }
+        let grace = self.insideFrame || !self.completedAFrame ? graces.unproductive : graces.idle
+        guard unproductive >= grace else { return false }
         self.expire(
             context,
             self.insideFrame
