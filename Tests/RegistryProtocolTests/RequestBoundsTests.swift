@@ -18,7 +18,12 @@ private func authenticate(gallery: String = "", identifier: String) -> Registry_
         $0.authenticate = .with {
             $0.gallery = gallery
             $0.identifier = identifier
-            $0.face.templates = [.with { $0.algorithm = 24; $0.vector = [Float](repeating: 0.1, count: 128) }]
+            $0.face.templates = [
+                .with {
+                    $0.algorithm = 24
+                    $0.vector = [Float](repeating: 0.1, count: 128)
+                }
+            ]
         }
     }
 }
@@ -52,7 +57,9 @@ private func field(_ number: Int, _ body: [UInt8]) -> [UInt8] {
             }
             #expect(violation.reason == "identifier is \(length) bytes long, at most 256 are allowed")
             // What the refusal's audit entry names: the request's gallery, its identifier cut to the bound.
-            #expect(violation.envelope == RequestBounds.Envelope(id: 7, operation: 12, gallery: "default", identifier: String(repeating: "a", count: 256)))
+            #expect(
+                violation.envelope == RequestBounds.Envelope(id: 7, operation: 12, gallery: "default", identifier: String(repeating: "a", count: 256))
+            )
         }
     }
 
@@ -178,14 +185,39 @@ private func field(_ number: Int, _ body: [UInt8]) -> [UInt8] {
     @Test("the envelope reads the gallery and identifier SwiftProtobuf decodes, for every operation naming them")
     func envelopeAgreesWithTheDecoder() throws {
         let requests: [Registry_V1_Request] = [
-            .with { $0.register = .with { $0.gallery = "g1"; $0.identifier = "alice" } },
+            .with {
+                $0.register = .with {
+                    $0.gallery = "g1"
+                    $0.identifier = "alice"
+                }
+            },
             .with { $0.identify = .with { $0.gallery = "g2" } },
-            .with { $0.getTemplates = .with { $0.gallery = "g3"; $0.identifier = "bob" } },
-            .with { $0.deleteIdentifier = .with { $0.gallery = "g4"; $0.identifier = "carol" } },
-            .with { $0.enrolLivenessProfile = .with { $0.gallery = "g5"; $0.identifier = "dave" } },
+            .with {
+                $0.getTemplates = .with {
+                    $0.gallery = "g3"
+                    $0.identifier = "bob"
+                }
+            },
+            .with {
+                $0.deleteIdentifier = .with {
+                    $0.gallery = "g4"
+                    $0.identifier = "carol"
+                }
+            },
+            .with {
+                $0.enrolLivenessProfile = .with {
+                    $0.gallery = "g5"
+                    $0.identifier = "dave"
+                }
+            },
             .with { $0.deleteGallery = .with { $0.gallery = "g6" } },
             .with { $0.audit = .with { $0.identifier = "erin" } },
-            .with { $0.listIdentifiers = .with { $0.gallery = "g7"; $0.after = "zz" } },
+            .with {
+                $0.listIdentifiers = .with {
+                    $0.gallery = "g7"
+                    $0.after = "zz"
+                }
+            },
         ]
         for request in requests {
             let envelope = try bounds(request).get()
