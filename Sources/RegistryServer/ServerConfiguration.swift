@@ -544,6 +544,55 @@ extension ServerConfiguration {
         }
     }
 
+    /// The key a `set_encryption_key` request names, read for a client: the path must be absolute,
+    /// name a regular file itself (not through a symbolic link), owned by root or the daemon's user
+    /// and readable by its owner alone — a key others can read is no secret, and the daemon must not
+    /// take any 32-byte file it can read as a key. Every reason for refusing gets the same answer, so
+    /// that the request cannot tell a client which files exist or what the daemon may read; the
+    /// precise reason goes to the daemon's log (`reason`).
+    public static func readRequestedKey(path: String, reason: (String) -> Void) throws(RegistryError) -> [UInt8] {
+        let refusal = RegistryError.malformedRequest(
+            "the key file cannot be used: name an absolute path to a regular file (not a symbolic link) owned by root or the daemon's "
+                + "user and readable by its owner alone, holding 32 bytes or 64 hexadecimal characters")
+        guard path.hasPrefix("/") else {
+            reason("not an absolute path")
+            throw refusal
+        }
+        let file = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW)
+        guard file >= 0 else {
+            reason(String(cString: strerror(errno)))
+            throw refusal
+        }
+        defer { close(file) }
+        var info = stat()
+        guard fstat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            reason("not a regular file")
+            throw refusal
+        }
+        guard info.st_uid == 0 || info.st_uid == geteuid(), info.st_mode & 0o077 == 0 else {
+            reason("owned by uid \(info.st_uid) with mode \(String(info.st_mode & 0o777, radix: 8)): not private to root or the daemon's user")
+            throw refusal
+        }
+        guard info.st_size <= 256 else {
+            reason("\(info.st_size) bytes: longer than any key")
+            throw refusal
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var count = 0
+        while count < bytes.count {
+            let read = bytes.withUnsafeMutableBytes { Glibc.read(file, $0.baseAddress! + count, $0.count - count) }
+            if read < 0 && errno == EINTR { continue }
+            guard read > 0 else { break }
+            count += read
+        }
+        guard count == bytes.count else {
+            KeyMaterial.wipe(&bytes)
+            reason("read \(count) of \(bytes.count) bytes")
+            throw refusal
+        }
+        return bytes
+    }
+
     /// Why a file could not be read.
     enum FileProblem: Error {
         case system(String)

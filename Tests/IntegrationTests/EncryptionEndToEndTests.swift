@@ -11,9 +11,15 @@ import Testing
         let daemon = try Daemon()
         let keyFile = daemon.directory + "/store.key"
         guard let file = fopen(keyFile, "w") else { throw HarnessError("cannot write the key") }
-        fputs(String(repeating: "ab", count: 32) + "\n", file)  // 64 hex characters
+        fputs(String(repeating: "a1b2c3d4", count: 8) + "\n", file)  // 64 hex characters
         fclose(file)
+        // A key the daemon takes from a client's request must be private to its owner.
+        chmod(keyFile, 0o644)
         var client = try await daemon.client()
+        await #expect(throws: RegistryError.self) { _ = try await client.setEncryptionKey(keyFile: keyFile) }
+        await client.close()
+        chmod(keyFile, 0o600)
+        client = try await daemon.client()
         _ = try await client.register(identifier: "alice", face: Face(FaceTemplate(algorithm: 24, vector: axis(0))))
         _ = try await client.register(identifier: "bob", face: Face(FaceTemplate(algorithm: 24, vector: axis(1))))
         let before = try await client.export().templates

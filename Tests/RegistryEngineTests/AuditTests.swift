@@ -89,6 +89,61 @@ import Testing
         #expect(kept == [["before-1"], ["before-2"], ["after"]], "\(kept)")
     }
 
+    @Test("retention by bytes: the trail stays within its bound plus a block, the newest entries kept, its size counted right")
+    func retentionByBytes() async throws {
+        var configuration = EngineConfiguration()
+        configuration.auditRetention = AuditRetention(maximumEntries: nil, maximumAgeSeconds: nil, maximumBytes: 1 << 20)
+        try await withEngine(configuration) { engine in
+            // 256-byte identifiers, four per entry: about 1 KiB an entry, so 4,000 entries are about 4 MiB.
+            for index in 0..<4_000 {
+                let digits = String(index)
+                let name = String(repeating: "0", count: 6 - digits.count) + digits + String(repeating: "n", count: 250)
+                engine.recordAudit(self.entry("identify", [name, name, name, name]))
+                if index % 500 == 499 { try await engine.flushAudit() }
+            }
+            try await engine.flushAudit()
+            let (stored, counted) = try await engine.readStore { txn in
+                var bytes = 0
+                try txn.forEach(engine.store.audit) { _, value in
+                    bytes += value.count
+                    return .continue
+                }
+                return (bytes, try engine.store.readUInt64(txn, Keys.auditBytes) ?? 0)
+            }
+            #expect(stored == Int(counted), "the stored count of bytes is not the blocks' size")
+            // Whole blocks at a time: at most one block (256 entries of about 1 KiB) beyond the bound.
+            #expect(stored <= (1 << 20) + 300 * 1_100, "\(stored) bytes kept")
+            let kept = try await engine.auditEntries(AuditQuery(limit: 100_000))
+            #expect(kept.count < 4_000 && kept.count > 700, "\(kept.count) entries kept")
+            #expect(kept.last?.identifiers.first?.hasPrefix("003999") == true, "the newest entry is gone")
+        }
+    }
+
+    @Test("an entry's strings are cut, not trapped on, at 65,535, 65,536 bytes and 1 MiB, and a count rides along")
+    func longStringsAreCut() throws {
+        for length in [65_535, 65_536, 1 << 20] {
+            let long = String(repeating: "é", count: length / 2) + (length % 2 == 1 ? "x" : "")
+            let entry = AuditEntry(
+                time: 1, uid: 2, pid: 3, operation: long, gallery: long, identifiers: Array(repeating: long, count: 3), outcome: .refused,
+                errorCode: "MALFORMED_REQUEST", count: 77)
+            let decoded = try entry.encoded().withUnsafeBytes { try AuditEntry(decoding: $0) }
+            #expect(decoded.gallery.utf8.count == AuditEntry.maximumStringBytes && long.hasPrefix(decoded.gallery))
+            #expect(decoded.identifiers.count == 3 && decoded.identifiers.allSatisfy { $0 == decoded.gallery })
+            #expect(decoded.count == 77 && decoded.errorCode == "MALFORMED_REQUEST")
+        }
+        // A store record's string never traps either: cut at the 16-bit length's limit, at a character boundary.
+        var writer = ByteWriter()
+        writer.append(string: String(repeating: "é", count: 40_000))
+        let read = try writer.bytes.withUnsafeBytes { bytes in
+            var reader = ByteReader(bytes)
+            return try reader.readString()
+        }
+        #expect(read.utf8.count == 65_534 && read.unicodeScalars.allSatisfy { $0 == "é" })
+        // An entry of one request carries no count, as entries did before the field existed.
+        let single = AuditEntry(time: 1, uid: 2, pid: 3, operation: "identify", gallery: "g", identifiers: [], outcome: .ok)
+        #expect(try single.encoded().withUnsafeBytes { try AuditEntry(decoding: $0) }.count == 1)
+    }
+
     @Test func theTrailSurvivesAReopen() async throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }

@@ -15,24 +15,32 @@ struct PayloadCipher: @unchecked Sendable {
     /// The plaintext sealed under id 0 in the store's metadata, to tell a right key from a wrong one.
     static let checkPlaintext = Array("registryd template key check v1".utf8)
 
-    /// A cipher from 32 key bytes, or 64 hexadecimal characters (surrounding white space ignored).
+    /// A cipher from 32 key bytes, or 64 hexadecimal characters (white space ignored). The copies made
+    /// on the way are wiped before they are freed (swift-crypto's key wipes its own storage); the
+    /// caller wipes `keyMaterial` (``KeyMaterial/wipe(_:)``).
     /// - Throws: ``RegistryError`` (`malformedRequest`) for any other key material.
     init(keyMaterial: [UInt8]) throws(RegistryError) {
-        var bytes = keyMaterial
-        if bytes.count != 32 {
-            let text = String(decoding: bytes, as: UTF8.self).filter { !$0.isWhitespace }
-            var decoded: [UInt8] = []
-            var index = text.startIndex
-            while index < text.endIndex, let next = text.index(index, offsetBy: 2, limitedBy: text.endIndex),
-                let byte = UInt8(text[index..<next], radix: 16)
-            {
-                decoded.append(byte)
-                index = next
+        var bytes = [UInt8](repeating: 0, count: 32)
+        defer { KeyMaterial.wipe(&bytes) }
+        if keyMaterial.count == 32 {
+            for index in 0..<32 { bytes[index] = keyMaterial[index] }
+        } else {
+            // Hexadecimal read byte by byte, without a String: a string's storage could not be wiped.
+            var nibbles = 0
+            for character in keyMaterial {
+                let value: UInt8
+                switch character {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): value = character - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): value = character - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): value = character - UInt8(ascii: "A") + 10
+                case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"): continue
+                default: throw .malformedRequest("an encryption key is 32 bytes, or 64 hexadecimal characters")
+                }
+                guard nibbles < 64 else { throw .malformedRequest("an encryption key is 32 bytes, or 64 hexadecimal characters") }
+                bytes[nibbles / 2] |= nibbles % 2 == 0 ? value << 4 : value
+                nibbles += 1
             }
-            guard decoded.count == 32, index == text.endIndex else {
-                throw .malformedRequest("an encryption key is 32 bytes, or 64 hexadecimal characters")
-            }
-            bytes = decoded
+            guard nibbles == 64 else { throw .malformedRequest("an encryption key is 32 bytes, or 64 hexadecimal characters") }
         }
         self.key = SymmetricKey(data: bytes)
     }

@@ -162,6 +162,7 @@ class OperationTests(AioDaemonTestCase):
         key_file = os.path.join(daemon.directory, unique("key"))
         with open(key_file, "w") as key:
             key.write(os.urandom(32).hex())
+        os.chmod(key_file, 0o600)  # a key named in a request must be private to its owner
         person = unique("sealed")
         values = random_values(self.rng)
         await self.client.register(person, arcface(values))

@@ -252,6 +252,7 @@ class EncryptionKeyTests(unittest.TestCase):
             key_file = os.path.join(encrypted.directory, "store.key")
             with open(key_file, "wb") as key:
                 key.write(os.urandom(32))
+            os.chmod(key_file, 0o600)  # a key named in a request must be private to its owner
             with Client(encrypted.socket_path, timeout=20) as client:
                 for person, values in people.items():
                     client.register(person, arcface(values))
