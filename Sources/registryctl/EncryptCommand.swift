@@ -10,7 +10,9 @@ struct EncryptCommand: AsyncParsableCommand {
         abstract: "Encrypt every template at rest with a key, or re-encrypt them with a new key (rotation).",
         discussion: """
             The daemon reads the key file itself (32 bytes, or 64 hexadecimal characters), so the path is \
-            one the daemon can read. All templates are rewritten in one transaction. From then on the \
+            one the daemon can read: a regular file (not a symbolic link) owned by root or the daemon's \
+            user and readable by its owner alone (mode 0600 or 0400); any other file is refused with the \
+            same message, the reason being in the daemon's log. All templates are rewritten in one transaction. From then on the \
             daemon must be started with that key (--key-file, keyFile in the configuration, or the \
             store-key systemd credential). LMDB does not wipe freed pages: until they are reused, old \
             bytes may remain in the store file; a backup (a compacting copy) holds none. Needs the admin right.
