@@ -1,12 +1,14 @@
 import NIOCore
-import NIOEmbedded
+import NIOPosix
 import Testing
 
 @testable import RegistryServer
 
 /// Who gets a connection slot: a share per user, and room made from holders doing nothing.
 @Suite struct ConnectionSlotsTests {
-    let loop = EmbeddedEventLoop()
+    /// A real loop: the slots ask holders from whatever thread admits (an EmbeddedEventLoop may only
+    /// be used from the thread that made it).
+    let loop = NIOSingletons.posixEventLoopGroup.next()
     let budget = BufferBudget(limit: 1 << 20)
 
     /// A holder that answers a request to make room with `closes` (as its connection would: true
@@ -18,7 +20,7 @@ import Testing
         var key: ObjectIdentifier { ObjectIdentifier(self.token) }
         var asked = 0
 
-        init(budget: BufferBudget, loop: EmbeddedEventLoop, busy: Bool, closes: Bool) {
+        init(budget: BufferBudget, loop: any EventLoop, busy: Bool, closes: Bool) {
             self.account = ConnectionAccount(budget: budget)
             self.account.noteBusy(busy)
             self.account.setMakeRoom { [unowned self] _ in
