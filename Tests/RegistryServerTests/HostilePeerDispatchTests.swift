@@ -52,7 +52,14 @@ import Testing
     }
 
     static func face(_ axis: Int) -> Registry_V1_Face {
-        .with { $0.templates = [.with { $0.algorithm = 24; $0.vector = (0..<128).map { $0 == axis ? 1 : 0 } }] }
+        .with {
+            $0.templates = [
+                .with {
+                    $0.algorithm = 24
+                    $0.vector = (0..<128).map { $0 == axis ? 1 : 0 }
+                }
+            ]
+        }
     }
 
     @Test("identifiers and galleries at 65,535, 65,536, 70,000 bytes and 1 MiB: MALFORMED_REQUEST, audited cut short, nothing stored")
@@ -62,9 +69,21 @@ import Testing
             let long = String(repeating: "x", count: length)
             for peer in [self.root, self.nobody] {
                 let byIdentifier = try await self.send(
-                    .with { $0.id = 3; $0.authenticate = .with { $0.identifier = long; $0.face = Self.face(1) } }, from: peer)
+                    .with {
+                        $0.id = 3
+                        $0.authenticate = .with {
+                            $0.identifier = long
+                            $0.face = Self.face(1)
+                        }
+                    }, from: peer)
                 #expect(byIdentifier.id == 3 && self.code(byIdentifier) == .malformedRequest)
-                let byGallery = try await self.send(.with { $0.register = .with { $0.gallery = long; $0.identifier = "m" } }, from: peer)
+                let byGallery = try await self.send(
+                    .with {
+                        $0.register = .with {
+                            $0.gallery = long
+                            $0.identifier = "m"
+                        }
+                    }, from: peer)
                 #expect(self.code(byGallery) == .malformedRequest)
                 if case .error(let error) = byGallery.result { #expect(error.message.utf8.count < 200, "the message echoes the name") }
             }
@@ -83,11 +102,23 @@ import Testing
     @Test("10,000 refusals from a peer without rights: two audit entries, the second counting 9,999; an earlier entry stays")
     func aFloodOfRefusals() async throws {
         defer { self.cleanUp() }
-        let registered = try await self.send(.with { $0.register = .with { $0.identifier = "alice"; $0.face = Self.face(2) } }, from: self.root)
+        let registered = try await self.send(
+            .with {
+                $0.register = .with {
+                    $0.identifier = "alice"
+                    $0.face = Self.face(2)
+                }
+            }, from: self.root)
         #expect(self.code(registered) == nil)
         for index in 0..<10_000 {
             let response = try await self.send(
-                .with { $0.id = UInt64(index); $0.identify = .with { $0.gallery = "default"; $0.face = Self.face(2) } }, from: self.nobody)
+                .with {
+                    $0.id = UInt64(index)
+                    $0.identify = .with {
+                        $0.gallery = "default"
+                        $0.face = Self.face(2)
+                    }
+                }, from: self.nobody)
             #expect(response.id == UInt64(index) && self.code(response) == .permissionDenied)
         }
         self.dispatcher.refusals.flush()
@@ -98,7 +129,13 @@ import Testing
         #expect(entries.contains { $0.uid == 0 && $0.identifiers == ["alice"] && $0.outcome == .ok })
         // A refusal that is a decision about a person is recorded each time.
         for _ in 0..<3 {
-            let unknown = try await self.send(.with { $0.authenticate = .with { $0.identifier = "bob"; $0.face = Self.face(3) } }, from: self.root)
+            let unknown = try await self.send(
+                .with {
+                    $0.authenticate = .with {
+                        $0.identifier = "bob"
+                        $0.face = Self.face(3)
+                    }
+                }, from: self.root)
             #expect(self.code(unknown) == .identifierNotRegistered)
         }
         self.dispatcher.refusals.flush()
@@ -109,12 +146,29 @@ import Testing
     func storeWideOperationsNeedEveryGallery() async throws {
         defer { self.cleanUp() }
         let alpha = try await self.send(
-            .with { $0.defineGallery = .with { $0.gallery = "alpha"; $0.registries = [.with { $0.algorithm = 24 }] } }, from: self.root)
+            .with {
+                $0.defineGallery = .with {
+                    $0.gallery = "alpha"
+                    $0.registries = [.with { $0.algorithm = 24 }]
+                }
+            }, from: self.root)
         #expect(self.code(alpha) == nil, "\(alpha)")
         let carol = try await self.send(
-            .with { $0.register = .with { $0.gallery = "alpha"; $0.identifier = "carol"; $0.face = Self.face(4) } }, from: self.root)
+            .with {
+                $0.register = .with {
+                    $0.gallery = "alpha"
+                    $0.identifier = "carol"
+                    $0.face = Self.face(4)
+                }
+            }, from: self.root)
         #expect(self.code(carol) == nil)
-        let dave = try await self.send(.with { $0.register = .with { $0.identifier = "dave"; $0.face = Self.face(5) } }, from: self.root)
+        let dave = try await self.send(
+            .with {
+                $0.register = .with {
+                    $0.identifier = "dave"
+                    $0.face = Self.face(5)
+                }
+            }, from: self.root)
         #expect(self.code(dave) == nil)
 
         // In default (the * entry) the admin lists; in alpha it may not.
@@ -123,7 +177,8 @@ import Testing
         let listAlpha = try await self.send(.with { $0.listIdentifiers = .with { $0.gallery = "alpha" } }, from: self.starAdmin)
         #expect(self.code(listAlpha) == .permissionDenied)
         for request in [
-            Registry_V1_Request.with { $0.backup = .init() }, .with { $0.verify = .init() }, .with { $0.setEncryptionKey = .with { $0.keyFile = "/k" } },
+            Registry_V1_Request.with { $0.backup = .init() }, .with { $0.verify = .init() },
+            .with { $0.setEncryptionKey = .with { $0.keyFile = "/k" } },
         ] {
             #expect(self.code(try await self.send(request, from: self.starAdmin)) == .permissionDenied, "\(request)")
         }
@@ -164,8 +219,9 @@ import Testing
         mkdir(self.directory + "/dir.key", 0o700)
         mkfifo(self.directory + "/fifo.key", 0o600)
         var answers: Set<String> = []
-        for path in ["/nonexistent/key", open, self.directory + "/link.key", self.directory + "/dir.key", self.directory + "/fifo.key", "relative.key"]
-        {
+        for path in [
+            "/nonexistent/key", open, self.directory + "/link.key", self.directory + "/dir.key", self.directory + "/fifo.key", "relative.key",
+        ] {
             let response = try await self.send(.with { $0.setEncryptionKey = .with { $0.keyFile = path } }, from: self.root)
             guard case .error(let error) = response.result else {
                 Issue.record("\(path) was taken as a key")
