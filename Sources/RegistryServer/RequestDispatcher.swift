@@ -65,9 +65,9 @@ public final class RequestDispatcher: Sendable {
     /// What every kind of request needs before it is decoded, by its field number in `Request`.
     let operations: OperationTable
 
-    /// What operations run with, for a request from `peer`.
-    func context(for peer: Peer?) -> OperationContext {
-        OperationContext(engine: self.engine, logger: self.logger, counters: self.counters, metrics: self.metrics, peer: peer)
+    /// What operations run with.
+    var context: OperationContext {
+        OperationContext(engine: self.engine, logger: self.logger, counters: self.counters, metrics: self.metrics)
     }
 
     /// Whether `peer` (nil: no credentials, no right) holds `right` for an operation of `scope`.
@@ -237,8 +237,13 @@ public final class RequestDispatcher: Sendable {
             return call.reply(
                 self.refuse(operation, call, with: RegistryError(.shuttingDown, "the daemon is shutting down; the request was not carried out")))
         }
-        var context = self.context(for: call.peer)
-        if case .permittedGalleries = operation.scope { context.policy = self.policy.withLock { $0 } }
+        var context = self.context
+        // Who asked, and the policy, only for an operation that shows what the peer may see: copying
+        // them for every request costs the common ones for nothing.
+        if case .permittedGalleries = operation.scope {
+            context.peer = call.peer
+            context.policy = self.policy.withLock { $0 }
+        }
         operation.start(in: context, completion: Running(dispatcher: self, operation: operation, call: call))
     }
 
