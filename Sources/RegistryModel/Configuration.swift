@@ -110,6 +110,9 @@ extension GalleryConfiguration {
     /// defaults) within (0, 1], quality gates within [0, 1], liveness k within (0, maximumK]. The
     /// engine refuses a definition with the first problem (`define_gallery`, and the galleries of the
     /// configuration at start), and the configuration check lists them all: one set of rules.
+    /// Registries a gallery may have.
+    public static let maximumRegistries = 64
+
     package func problems(catalog: AlgorithmCatalog) -> [Problem] {
         var problems: [Problem] = []
         do throws(RegistryError) {
@@ -120,6 +123,14 @@ extension GalleryConfiguration {
         if self.registries.isEmpty {
             problems.append(
                 Problem(registry: nil, field: "registries", error: .malformedRequest("gallery '\(self.name)' needs at least one registry")))
+        }
+        // The protocol's bound (RequestBounds), for a gallery of the configuration file too; the
+        // stored gallery record counts its registries in 16 bits.
+        if self.registries.count > Self.maximumRegistries {
+            problems.append(
+                Problem(
+                    registry: nil, field: "registries",
+                    error: .malformedRequest("gallery '\(self.name)' has \(self.registries.count) registries, at most \(Self.maximumRegistries)")))
         }
         var seen = Set<UInt32>()
         for (position, entry) in self.registries.enumerated() {
