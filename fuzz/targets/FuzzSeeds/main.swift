@@ -64,6 +64,92 @@ func request(_ id: UInt64, _ operation: Registry_V1_Request.OneOf_Operation) -> 
     }
 }
 
+// Requests with fields and counts exactly at a bound of RequestBounds (the largest accepted); the
+// custom mutator (fuzz/targets/FuzzDriver/LimitMutator.swift) tries one less and one more. None holds
+// a field past 65,535 bytes: finding those is the mutator's job.
+let boundIdentifier = String(repeating: "i", count: RequestBounds.maximumIdentifierBytes)
+let boundGallery = String(repeating: "g", count: RequestBounds.maximumGalleryBytes)
+// 64 small templates (a vector of 4: too short for any algorithm, refused after the bounds pass).
+let tinyTemplate = Registry_V1_Template.with {
+    $0.algorithm = 24
+    $0.vector = [0.5, -0.5, 0.25, 0]
+}
+let atTheBounds: [(String, Registry_V1_Request)] = [
+    (
+        "bound-hello-client-name",
+        request(
+            40,
+            .hello(
+                .with {
+                    $0.protocolMajor = 1
+                    $0.clientName = String(repeating: "c", count: RequestBounds.maximumClientNameBytes)
+                }))
+    ),
+    (
+        "bound-authenticate-identifier",
+        request(
+            41,
+            .authenticate(
+                .with {
+                    $0.identifier = boundIdentifier
+                    $0.face = aliceAgain
+                }))
+    ),
+    (
+        "bound-register-gallery",
+        request(
+            42,
+            .register(
+                .with {
+                    $0.gallery = boundGallery
+                    $0.identifier = "bob"
+                    $0.face = bob
+                }))
+    ),
+    (
+        "bound-register-templates",
+        request(
+            43,
+            .register(
+                .with {
+                    $0.gallery = "default"
+                    $0.identifier = "many"
+                    $0.face = .with { $0.templates = Array(repeating: tinyTemplate, count: 64) }
+                }))
+    ),
+    (
+        "bound-get-templates",
+        request(
+            44,
+            .getTemplates(
+                .with {
+                    $0.gallery = boundGallery
+                    $0.identifier = boundIdentifier
+                }))
+    ),
+    (
+        "bound-list-identifiers-after",
+        request(
+            45,
+            .listIdentifiers(
+                .with {
+                    $0.gallery = boundGallery
+                    $0.after = boundIdentifier
+                }))
+    ),
+    (
+        "bound-audit-outcome",
+        request(
+            46,
+            .audit(
+                .with {
+                    $0.identifier = boundIdentifier
+                    $0.outcome = String(repeating: "o", count: RequestBounds.maximumNameBytes)
+                }))
+    ),
+    ("bound-backup-path", request(47, .backup(.with { $0.directory = String(repeating: "p", count: RequestBounds.maximumPathBytes) }))),
+]
+
 let requests: [(String, Registry_V1_Request)] = [
     (
         "hello",
@@ -327,17 +413,20 @@ func framed(_ message: some SwiftProtobuf.Message) -> [UInt8] {
 
 let corpus = "fuzz/corpus"
 for directory in [corpus + "/dispatch", corpus + "/frame", corpus + "/ctl-input"] { mkdir(directory, 0o755) }
-for (name, message) in requests {
+for (name, message) in requests + atTheBounds {
     guard let body: [UInt8] = try? message.serializedBytes() else { fatalError("cannot encode \(name)") }
     write(body, to: "\(corpus)/dispatch/\(name).bin")
 }
 // Frame seeds: byte 0 picks the maximum frame length (3: 4 MiB), byte 1 the read size minus one.
-let byName = Dictionary(uniqueKeysWithValues: requests)
+let byName = Dictionary(uniqueKeysWithValues: requests + atTheBounds)
 let pipelined = ["hello", "list-galleries", "authenticate", "stats"].flatMap { framed(byName[$0]!) }
 write([3, 255] + pipelined, to: "\(corpus)/frame/pipelined.bin")
 write([3, 6] + pipelined, to: "\(corpus)/frame/pipelined-small-reads.bin")
 write([2, 63] + framed(byName["register-alice"]!) + framed(byName["identify"]!), to: "\(corpus)/frame/register-identify.bin")
 write([1, 0] + framed(byName["hello"]!) + [0, 0, 0, 0] + framed(byName["register-bob"]!), to: "\(corpus)/frame/too-large.bin")
+write(
+    [3, 255] + ["bound-hello-client-name", "bound-authenticate-identifier", "bound-register-gallery"].flatMap { framed(byName[$0]!) },
+    to: "\(corpus)/frame/at-the-bounds.bin")
 write([3, 15] + framed(byName["define-gallery"]!) + Array(framed(byName["stats"]!).dropLast(1)), to: "\(corpus)/frame/truncated.bin")
 // An export stream for `registryctl import`.
 let stored = [("alice", alice.templates[0]), ("dave", landmarkFace.templates[0])].enumerated().map { index, item in
