@@ -159,6 +159,24 @@ private func field(_ number: Int, _ body: [UInt8]) -> [UInt8] {
         #expect((try? RequestBounds.check(ByteBuffer(bytes: frame)).get()) != nil)
     }
 
+    @Test("a vector in up to 16 packed runs passes; 17, or the fuzzer's 8,144 runs of 128 floats, is refused before decoding")
+    func packedRuns() {
+        // A register whose one template gives its vector as `runs` packed runs (field 2, 128 floats each).
+        func frame(runs: Int) -> [UInt8] {
+            let run = field(2, [UInt8](repeating: 0, count: 512))
+            let template = Array([[UInt8]](repeating: run, count: runs).joined())
+            return field(10, field(2, [0x78]) + field(3, field(1, template)))
+        }
+        #expect((try? RequestBounds.check(ByteBuffer(bytes: frame(runs: 16))).get()) != nil)
+        for runs in [17, 8_144] {
+            guard case .failure(let violation) = RequestBounds.check(ByteBuffer(bytes: frame(runs: runs))) else {
+                Issue.record("\(runs) packed runs passed")
+                continue
+            }
+            #expect(violation.reason == "more than 16 packed runs of vector in one message")
+        }
+    }
+
     @Test("an operation given twice, a singular message given twice, and groups are refused")
     func shapesNoEncoderWrites() throws {
         let twice = field(12, []) + field(12, [])
