@@ -20,8 +20,7 @@ struct WireReader {
     }
 
     var atEnd: Bool { self.index >= self.end }
-    /// Where the next read starts, and how many bytes are left.
-    var position: Int { self.index }
+    /// How many bytes are left.
     var remaining: Int { self.end - self.index }
 
     private mutating func skip(_ count: Int) {
