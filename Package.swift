@@ -22,7 +22,7 @@ let prometheus = Target.Dependency.product(name: "Prometheus", package: "swift-p
 // links each as a no-op executable). Sources in fuzz/targets/<name>, seed corpora in fuzz/corpus/.
 let fuzzTargets: [Target] = [
     // libFuzzer's driver, which each target's main runs.
-    .target(name: "FuzzDriver", path: "fuzz/targets/FuzzDriver", swiftSettings: strictSettings),
+    .target(name: "FuzzDriver", dependencies: ["SyntheticFaces"], path: "fuzz/targets/FuzzDriver", swiftSettings: strictSettings),
     .executableTarget(
         name: "FuzzFrame", dependencies: ["FuzzDriver", "RegistryProtocol", nioCore, protobuf], path: "fuzz/targets/FuzzFrame",
         swiftSettings: strictSettings),
@@ -158,7 +158,9 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "RegistryCtlTests",
-            dependencies: ["registryctl", "RegistryCtlInput", "RegistryModel", "RegistryProtocol", "SyntheticFaces", "TestSupport", argumentParser, protobuf],
+            dependencies: [
+                "registryctl", "RegistryCtlInput", "RegistryModel", "RegistryProtocol", "SyntheticFaces", "TestSupport", argumentParser, protobuf,
+            ],
             swiftSettings: strictSettings),
         // The server in-process: connection handlers on embedded channels, a connection over a real store.
         .testTarget(

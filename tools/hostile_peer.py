@@ -835,13 +835,15 @@ class Runner:
             figures = (f"{result['answered']}/{result['sent']} refused requests answered in {result['seconds']:.1f} s"
                        f" ({codes}); data.mdb grew {store_growth} B, the log {log_growth} B (limit 1048576 each);"
                        f" root's earlier audit entry {'still returned' if still else 'NOT returned'}")
-            if result.get("errors"):
-                figures += f"; {result['errors'][0]}"
-            if not alive:
-                figures += f"; daemon {daemon.status()}"
-            self.report("refusal-flood", passed, figures)
+            self.report("refusal-flood", passed, figures + self.flood_trailer(result, daemon, alive, ""))
         finally:
             daemon.stop()
+
+    @staticmethod
+    def flood_trailer(result: dict, daemon: "Daemon", alive: bool, label: str) -> str:
+        """What a flood check adds to its figures: the client's first error, and a dead daemon's status."""
+        trailer = f"; {label}{result['errors'][0]}" if result.get("errors") else ""
+        return trailer + ("" if alive else f"; daemon {daemon.status()}")
 
     def check_store_wide_rights(self) -> None:
         """c: hp-admin, admin in `*` but not in alpha's entry, must not reach alpha's people through
@@ -1122,11 +1124,7 @@ class Runner:
                        f" {result['sent']} flood frames of {built.get('frame_bytes')} B"
                        f" ({built.get('templates')} empty templates) sent on 4 connections,"
                        f" {result['answered']} answered ({codes})")
-            if result.get("errors"):
-                figures += f"; send errors: {result['errors'][0]}"
-            if not alive:
-                figures += f"; daemon {daemon.status()}"
-            self.report("frame-flood", passed, figures)
+            self.report("frame-flood", passed, figures + self.flood_trailer(result, daemon, alive, "send errors: "))
         finally:
             daemon.stop()
 

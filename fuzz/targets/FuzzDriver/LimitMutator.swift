@@ -11,6 +11,8 @@
 // other mutations are libFuzzer's own (LLVMFuzzerMutate). Every output fits the size libFuzzer allows
 // (-max_len): a length that does not fit is cut to what does, "just under the frame limit" when the
 // run allows 4 MiB inputs.
+import SyntheticFaces
+
 #if REGISTRYD_FUZZING
     @_silgen_name("LLVMFuzzerMutate")
     private func llvmFuzzerMutate(_ data: UnsafeMutablePointer<UInt8>?, _ size: Int, _ maxSize: Int) -> Int
@@ -39,7 +41,7 @@ public enum LimitMutator {
     #if REGISTRYD_FUZZING
         /// libFuzzer's custom mutator for `layout`: call it from the target's `LLVMFuzzerCustomMutator`.
         public static func mutate(_ data: UnsafeMutablePointer<UInt8>?, _ size: Int, _ maxSize: Int, _ seed: UInt32, layout: Layout) -> Int {
-            var random = SplitMix(seed: UInt64(seed) &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(size))
+            var random = SeededRandom(seed: UInt64(seed) &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(size))
             if let data, size > 0, random.below(Self.share) == 0 {
                 let input = Array(UnsafeBufferPointer(start: data, count: size))
                 if let output = Self.mutate(input, maxSize: maxSize, layout: layout, random: &random), !output.isEmpty, output.count <= maxSize {
@@ -52,7 +54,7 @@ public enum LimitMutator {
     #endif
 
     /// One limit mutation of `input`, or nil when it holds no message to mutate (or nothing fits).
-    public static func mutate(_ input: [UInt8], maxSize: Int, layout: Layout, random: inout SplitMix) -> [UInt8]? {
+    public static func mutate(_ input: [UInt8], maxSize: Int, layout: Layout, random: inout SeededRandom) -> [UInt8]? {
         var buffer = input
         switch layout {
         case .message:
@@ -74,20 +76,6 @@ public enum LimitMutator {
             if buffer.count > 4_096 + 6, random.below(8) != 0 { buffer[0] |= 3 }
         }
         return buffer
-    }
-
-    /// A simple, seedable generator (SplitMix64), so that a mutation is determined by libFuzzer's seed.
-    public struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        public init(seed: UInt64) { self.state = seed }
-        public mutating func next() -> UInt64 {
-            self.state &+= 0x9E37_79B9_7F4A_7C15
-            var z = self.state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(self.next() % UInt64(n)) }
     }
 
     /// A length-delimited field found in the wire bytes.
@@ -190,7 +178,7 @@ public enum LimitMutator {
         }
 
         /// One limit mutation on `bytes`; false when there was nothing to do.
-        func mutate(_ bytes: inout [UInt8], maxSize: Int, random: inout SplitMix) -> Bool {
+        func mutate(_ bytes: inout [UInt8], maxSize: Int, random: inout SeededRandom) -> Bool {
             switch random.below(8) {
             case 0..<5: self.resize(&bytes, maxSize: maxSize, random: &random)
             case 5, 6: self.repeatField(&bytes, maxSize: maxSize, random: &random)
@@ -200,7 +188,7 @@ public enum LimitMutator {
 
         /// A random field, shallow ones as likely as deep ones: a depth first, then a field at it.
         /// `leaves`: prefer fields that do not parse as messages (strings, bytes, packed arrays).
-        func pick(_ random: inout SplitMix, leaves: Bool) -> Field? {
+        func pick(_ random: inout SeededRandom, leaves: Bool) -> Field? {
             var candidates = self.fields
             if leaves, random.below(8) != 0 {
                 let strings = candidates.filter { !$0.isMessage }
@@ -220,7 +208,7 @@ public enum LimitMutator {
         }
 
         /// A length from ``lengths``, cut to `room` (nil: the room, less a few bytes).
-        func length(_ random: inout SplitMix, room: Int) -> Int {
+        func length(_ random: inout SeededRandom, room: Int) -> Int {
             guard let length = LimitMutator.lengths[random.below(LimitMutator.lengths.count)] else {
                 return max(0, room - random.below(8))
             }
@@ -228,7 +216,7 @@ public enum LimitMutator {
         }
 
         /// Resizes one field's content (its prefix kept, extended by repeating it or by filler text).
-        func resize(_ bytes: inout [UInt8], maxSize: Int, random: inout SplitMix) -> Bool {
+        func resize(_ bytes: inout [UInt8], maxSize: Int, random: inout SeededRandom) -> Bool {
             guard let field = self.pick(&random, leaves: true) else { return false }
             let old = Array(bytes[field.contentStart..<field.contentEnd])
             let room = self.room(bytes, replacing: old.count, ancestors: field.chain.count + 1, maxSize: maxSize)
@@ -241,7 +229,7 @@ public enum LimitMutator {
 
         /// `prefix` extended to `length` bytes: the prefix repeated, one ASCII letter, or whole
         /// multi-byte UTF-8 characters (padded with ASCII), so that strings stay valid UTF-8.
-        static func extend(_ prefix: [UInt8], to length: Int, random: inout SplitMix) -> [UInt8] {
+        static func extend(_ prefix: [UInt8], to length: Int, random: inout SeededRandom) -> [UInt8] {
             var content = prefix
             content.reserveCapacity(length)
             switch random.below(3) {
@@ -264,7 +252,7 @@ public enum LimitMutator {
 
         /// Repeats one field (a repeated message's element, or any field) until its parent holds a
         /// count from ``counts`` of it, or as many as fit.
-        func repeatField(_ bytes: inout [UInt8], maxSize: Int, random: inout SplitMix) -> Bool {
+        func repeatField(_ bytes: inout [UInt8], maxSize: Int, random: inout SeededRandom) -> Bool {
             guard let field = self.pick(&random, leaves: false) else { return false }
             let element = Array(bytes[field.tagStart..<field.contentEnd])
             let present = self.fields.filter { $0.chain == field.chain && $0.number == field.number }.count
@@ -281,7 +269,7 @@ public enum LimitMutator {
 
         /// Adds a length-delimited field (number 1–6) of a limit length to
         /// the root or to a field that parses as a message: a gallery or identifier a seed left out.
-        func addField(_ bytes: inout [UInt8], maxSize: Int, random: inout SplitMix) -> Bool {
+        func addField(_ bytes: inout [UInt8], maxSize: Int, random: inout SeededRandom) -> Bool {
             let messages = self.fields.filter(\.isMessage)
             let parent: Field? = messages.isEmpty || random.below(4) == 0 ? nil : messages[random.below(messages.count)]
             let ancestors = parent.map { parent in parent.chain.map { self.fields[$0] } + [parent] } ?? []
@@ -314,4 +302,10 @@ public enum LimitMutator {
             }
         }
     }
+}
+
+extension SeededRandom {
+    /// A number in 0..<n (n > 0); the mutator draws its choices from the project's seedable generator,
+    /// so that a mutation is determined by libFuzzer's seed.
+    mutating func below(_ n: Int) -> Int { Int(self.next() % UInt64(n)) }
 }
