@@ -494,6 +494,7 @@ extension ServerMetrics {
             EngineMetrics.auditEntriesDroppedLabel: "Audit entries dropped: their flush failed while 64 MiB of entries already waited.",
             EngineMetrics.erasedPagesLabel: "Pages of data.mdb that held removed data and were wiped with zeros.",
             EngineMetrics.erasureFailuresLabel: "Erasure passes that could not read or write data.mdb.",
+            EngineMetrics.damagedRowsLabel: "Requests refused because a stored row their scan needed was damaged.",
             EngineMetrics.filesystemFreeBytesLabel: "Free bytes of the store's file system at the writer's last look.",
             EngineMetrics.reserveBytesLabel: "Free space kept on the store's file system for deletions.",
             EngineMetrics.reserveReachedLabel: "1 while writes that add data are refused to keep the reserve, else 0.",

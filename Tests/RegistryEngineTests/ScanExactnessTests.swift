@@ -64,9 +64,9 @@ import Testing
     static func identify(
         _ registry: RegistryIndex, _ query: [Float], threshold: Float, limit: Int?, pool: ScanPool, rowsPerChunk: Int? = nil,
         prefilter: Bool = false, level: Int32 = Prefilter.level
-    ) -> [Scan.Candidate] {
-        query.withUnsafeBufferPointer {
-            Scan.identify(
+    ) throws -> [Scan.Candidate] {
+        try query.withUnsafeBufferPointer {
+            try Scan.identify(
                 registry, query: $0.baseAddress!, queryMask: 0, threshold: threshold, limit: limit, pool: pool, rowsPerChunk: rowsPerChunk,
                 prefilter: prefilter, level: level)
         }
@@ -79,7 +79,7 @@ import Testing
     /// the Double reference compute identical scores — including the many exact ties and scores
     /// equal to the threshold that such coarse values produce.
     @Test(arguments: [(rows: 1, dimension: 8), (rows: 700, dimension: 16), (rows: 5_000, dimension: 128), (rows: 3_000, dimension: 512)])
-    func exactArithmeticMatchesTheReferenceBitForBit(shape: (rows: Int, dimension: Int)) {
+    func exactArithmeticMatchesTheReferenceBitForBit(shape: (rows: Int, dimension: Int)) throws {
         let registry = Self.registry(rows: shape.rows, dimension: shape.dimension, identifiers: max(1, shape.rows / 3)) { random, _, _ in
             Float(Int(random.next() % 5) - 2) / 64
         }
@@ -91,15 +91,15 @@ import Testing
                 let all = Self.reference(registry, query: query, threshold: threshold, limit: nil)
                 for limit in [nil, 1, 3, 10, 10_000] as [Int?] {
                     let expected = limit.map { Array(all.prefix($0)) } ?? all
-                    let one = Self.identify(registry, query, threshold: threshold, limit: limit, pool: Self.single)
-                    let many = Self.identify(registry, query, threshold: threshold, limit: limit, pool: Self.parallel, rowsPerChunk: 64)
+                    let one = try Self.identify(registry, query, threshold: threshold, limit: limit, pool: Self.single)
+                    let many = try Self.identify(registry, query, threshold: threshold, limit: limit, pool: Self.parallel, rowsPerChunk: 64)
                     #expect(one == expected, "query \(q), threshold \(threshold), limit \(String(describing: limit))")
                     #expect(many == one, "the multi-core scan differs (query \(q), threshold \(threshold))")
                     // Through the prefilter, at every kernel level, on one core and many: the same bits.
                     for level in Prefilter.supportedLevels {
-                        let filtered = Self.identify(
+                        let filtered = try Self.identify(
                             registry, query, threshold: threshold, limit: limit, pool: Self.single, prefilter: true, level: level)
-                        let filteredMany = Self.identify(
+                        let filteredMany = try Self.identify(
                             registry, query, threshold: threshold, limit: limit, pool: Self.parallel, rowsPerChunk: 64, prefilter: true, level: level)
                         #expect(filtered == one, "prefilter at \(Prefilter.name(of: level)): query \(q), threshold \(threshold)")
                         #expect(filteredMany == one, "prefilter at \(Prefilter.name(of: level)), multi-core: query \(q), threshold \(threshold)")
@@ -112,7 +112,7 @@ import Testing
     /// Random unit vectors (scores not exact in float32): identifiers and order agree with the Double
     /// reference wherever consecutive scores are more than 1e-5 apart, and scores agree to 1e-5.
     @Test(arguments: [128, 512], [ScoreFunction.cosine, .halfCosine])
-    func randomVectorsAgreeWithTheReferenceTo1e5(dimension: Int, function: ScoreFunction) {
+    func randomVectorsAgreeWithTheReferenceTo1e5(dimension: Int, function: ScoreFunction) throws {
         let registry = Self.registry(rows: 4_000, dimension: dimension, identifiers: 1_500, scoreFunction: function) { random, _, _ in
             Float(random.normal())
         }
@@ -127,10 +127,10 @@ import Testing
             query.withUnsafeMutableBufferPointer { Self.normalise($0.baseAddress!, dimension) }
             let threshold: Float = function == .cosine ? 0.05 : 0.52
             let expected = Self.reference(registry, query: query, threshold: threshold, limit: 50)
-            let found = Self.identify(registry, query, threshold: threshold, limit: 50, pool: Self.parallel, rowsPerChunk: 100)
-            #expect(found == Self.identify(registry, query, threshold: threshold, limit: 50, pool: Self.single))
+            let found = try Self.identify(registry, query, threshold: threshold, limit: 50, pool: Self.parallel, rowsPerChunk: 100)
+            #expect(try found == Self.identify(registry, query, threshold: threshold, limit: 50, pool: Self.single))
             for level in Prefilter.supportedLevels {
-                let filtered = Self.identify(
+                let filtered = try Self.identify(
                     registry, query, threshold: threshold, limit: 50, pool: Self.parallel, rowsPerChunk: 100, prefilter: true, level: level)
                 #expect(filtered == found, "prefilter at \(Prefilter.name(of: level))")
             }
@@ -152,7 +152,7 @@ import Testing
     /// the rows are not in memory — and here that tipped the scan into scoring every row (3,612).
     /// At every level, the same best scores as the float32 kernel over every row.
     @Test(arguments: [128, 512])
-    func aBlockWithManySurvivorsIsRescoredBestBoundFirst(dimension: Int) {
+    func aBlockWithManySurvivorsIsRescoredBestBoundFirst(dimension: Int) throws {
         let registry = Self.registry(rows: 4_096, dimension: dimension, identifiers: 4_096, scoreFunction: .cosine) { random, _, _ in
             Float(random.normal())
         }
@@ -171,8 +171,8 @@ import Testing
             var cutoff: Float = 0
             var kept: [Float] = []
             var memo = Prefilter.DotCutoff()
-            let rescored = query.withUnsafeBufferPointer { query in
-                Scan.scoreSurvivors(
+            let rescored = try query.withUnsafeBufferPointer { query in
+                try Scan.scoreSurvivors(
                     registry, 0..<registry.count, query: query.baseAddress!, coded: coded, level: level, memo: &memo, cutoff: { cutoff }
                 ) { _, score in
                     guard score >= cutoff else { return }
@@ -197,7 +197,7 @@ import Testing
 
     /// The registration check: the best row of any other identifier and the best of one's own,
     /// skipping excluded templates, on one core and many.
-    @Test func theCheckScanFindsTheBestOtherAndOwnRows() {
+    @Test func theCheckScanFindsTheBestOtherAndOwnRows() throws {
         let registry = Self.registry(rows: 2_000, dimension: 32, identifiers: 300) { random, _, _ in
             Float(Int(random.next() % 5) - 2) / 64
         }
@@ -220,8 +220,8 @@ import Testing
                 }
             }
             for (pool, chunk) in [(Self.single, nil), (Self.parallel, 37)] as [(ScanPool, Int?)] {
-                let found = query.withUnsafeBufferPointer {
-                    Scan.check(registry, query: $0.baseAddress!, queryMask: 0, own: own, excluded: excluded, pool: pool, rowsPerChunk: chunk)
+                let found = try query.withUnsafeBufferPointer {
+                    try Scan.check(registry, query: $0.baseAddress!, queryMask: 0, own: own, excluded: excluded, pool: pool, rowsPerChunk: chunk)
                 }
                 #expect(found.other == other)
                 #expect(found.own == mine)
@@ -230,8 +230,8 @@ import Testing
                 let best = other?.score ?? 0
                 for floor in [best, best.nextUp, best / 2] {
                     for level in [nil] + Prefilter.supportedLevels.map(Optional.some) {
-                        let floored = query.withUnsafeBufferPointer {
-                            Scan.check(
+                        let floored = try query.withUnsafeBufferPointer {
+                            try Scan.check(
                                 registry, query: $0.baseAddress!, queryMask: 0, own: own, excluded: excluded, floor: floor, pool: pool,
                                 rowsPerChunk: chunk, prefilter: level != nil, level: level ?? Prefilter.level)
                         }
@@ -246,7 +246,7 @@ import Testing
     /// A group commit's checks in one pass equal each registration's own scan, bit for bit, for any
     /// number of queries (the four-at-a-time kernel and its remainder) and chunking.
     @Test(arguments: [1, 4, 7, 64])
-    func theBatchedCheckEqualsOneCheckPerQuery(queries: Int) {
+    func theBatchedCheckEqualsOneCheckPerQuery(queries: Int) throws {
         let registry = Self.registry(rows: 3_000, dimension: 128, identifiers: 400, scoreFunction: .cosine) { random, _, _ in
             Float(random.normal())
         }
@@ -264,12 +264,12 @@ import Testing
         // Some queries belong to an identifier already present, some to new ones.
         let owners: [UInt32?] = (0..<queries).map { $0 % 3 == 0 ? nil : UInt32(random.next() % 400) }
         for (pool, chunk) in [(Self.single, nil), (Self.parallel, 111)] as [(ScanPool, Int?)] {
-            let batched = rows.withUnsafeBufferPointer {
-                Scan.check(registry, queries: $0.baseAddress!, owners: owners, pool: pool, rowsPerChunk: chunk)
+            let batched = try rows.withUnsafeBufferPointer {
+                try Scan.check(registry, queries: $0.baseAddress!, owners: owners, pool: pool, rowsPerChunk: chunk)
             }
             for q in 0..<queries {
-                let single = rows.withUnsafeBufferPointer {
-                    Scan.check(registry, query: $0.baseAddress! + q * 128, queryMask: 0, own: owners[q], excluded: [], pool: Self.single)
+                let single = try rows.withUnsafeBufferPointer {
+                    try Scan.check(registry, query: $0.baseAddress! + q * 128, queryMask: 0, own: owners[q], excluded: [], pool: Self.single)
                 }
                 #expect(batched[q].other == single.other && batched[q].own == single.own, "query \(q)")
             }
@@ -277,14 +277,14 @@ import Testing
             // as each query's own floored scan without it.
             let floors = (0..<queries).map { Float([0.1, 0.15, 0.2][$0 % 3]) }
             for level in Prefilter.supportedLevels {
-                let filtered = rows.withUnsafeBufferPointer {
-                    Scan.check(
+                let filtered = try rows.withUnsafeBufferPointer {
+                    try Scan.check(
                         registry, queries: $0.baseAddress!, owners: owners, floors: floors, pool: pool, rowsPerChunk: chunk, prefilter: true,
                         level: level)
                 }
                 for q in 0..<queries {
-                    let single = rows.withUnsafeBufferPointer {
-                        Scan.check(
+                    let single = try rows.withUnsafeBufferPointer {
+                        try Scan.check(
                             registry, query: $0.baseAddress! + q * 128, queryMask: 0, own: owners[q], excluded: [], floor: floors[q],
                             pool: Self.single, prefilter: false)
                     }

@@ -123,9 +123,14 @@ extension Engine {
                 for registry in gallery.registries {
                     guard let template = templates[registry.algorithm.version] else { continue }
                     targets.append((registry, template))
-                    let check = Matching.check(
-                        registry, in: gallery, identifier: identifier, query: template, batch: context.batch,
-                        precomputed: context.precomputed[registry.id])
+                    let check: Matching.CheckResult
+                    do throws(RowFault) {
+                        check = try Matching.check(
+                            registry, in: gallery, identifier: identifier, query: template, batch: context.batch,
+                            precomputed: context.precomputed[registry.id])
+                    } catch {
+                        throw self.refusal(error)
+                    }
                     if let finding = check.finding(algorithm: registry.algorithm.version, thresholds: registry.thresholds) {
                         findings.append(finding)
                     }
@@ -291,9 +296,15 @@ extension Engine {
                 guard let registry = gallery.registry(algorithm: template.algorithm.version) else {
                     throw RegistryError(.unknownAlgorithm, "gallery '\(name)' has no registry for \(template.algorithm)")
                 }
-                let key = BatchKey(registry: registry.id, identifier: item.identifier, row: template.row, mask: template.mask)
+                let key = BatchKey(registry: registry.id, identifier: IdentifierKey(item.identifier), row: template.row, mask: template.mask)
                 if skipExisting {
-                    if let id = batch[key] ?? Self.storedCopy(of: template, identifier: item.identifier, in: gallery, registry) {
+                    let stored: UInt64?
+                    do throws(RowFault) {
+                        stored = try Self.storedCopy(of: template, identifier: item.identifier, in: gallery, registry)
+                    } catch {
+                        throw self.refusal(error)
+                    }
+                    if let id = batch[key] ?? stored {
                         skipped += 1
                         return id
                     }
@@ -326,7 +337,8 @@ extension Engine {
 
     private struct BatchKey: Hashable {
         var registry: UInt32
-        var identifier: String
+        /// By bytes: canonically-equivalent spellings are two people.
+        var identifier: IdentifierKey
         var row: [Float]
         var mask: UInt32
     }
@@ -334,13 +346,13 @@ extension Engine {
     /// The id of a committed template of `identifier` in `registry` whose prepared row (and landmark
     /// mask) equals `template`'s, if any. Runs on the writer thread, which alone changes the index.
     private static func storedCopy(of template: PreparedTemplate, identifier: String, in gallery: GalleryIndex, _ registry: RegistryIndex)
-        -> UInt64?
+        throws(RowFault) -> UInt64?
     {
         guard let ordinal = gallery.ordinal(of: identifier) else { return nil }
         var found: UInt64?
         guard registry.holds(ordinal) else { return nil }
-        template.row.withUnsafeBufferPointer { row in
-            registry.withRows { rows in
+        try template.row.withUnsafeBufferPointer { row throws(RowFault) in
+            try registry.withRows { rows in
                 registry.forEachRow(of: ordinal) { index in
                     guard found == nil, !registry.isLandmarks || registry.masks[index] == template.mask, let stored = rows(index) else { return }
                     if (0..<row.count).allSatisfy({ stored[$0].bitPattern == row[$0].bitPattern }) { found = registry.templateIds[index] }
@@ -390,15 +402,11 @@ extension Engine {
                 }
                 decided = (
                     registry,
-                    Matching.identify(
-                        registry, in: gallery, query: templates[registry.algorithm.version]!,
-                        threshold: registry.thresholds.identification, limit: limit)
+                    try self.identify(registry, in: gallery, query: templates[registry.algorithm.version]!, limit: limit)
                 )
             } else {
                 for registry in candidates {
-                    let matches = Matching.identify(
-                        registry, in: gallery, query: templates[registry.algorithm.version]!,
-                        threshold: registry.thresholds.identification, limit: limit)
+                    let matches = try self.identify(registry, in: gallery, query: templates[registry.algorithm.version]!, limit: limit)
                     if !matches.isEmpty {
                         decided = (registry, matches)
                         break
@@ -419,6 +427,17 @@ extension Engine {
         var identification = Identification(algorithm: algorithm, matches: matches, autoEnrolment: [], liveness: liveness)
         if let plan { identification.autoEnrolment = await self.autoEnrol(plan) }
         return identification
+    }
+
+    /// ``Matching/identify(_:in:query:threshold:limit:)`` at the registry's threshold, a fault as the request's error.
+    private func identify(
+        _ registry: RegistryIndex, in gallery: GalleryIndex, query: PreparedTemplate, limit: Int?
+    ) throws(RegistryError) -> [IdentifyMatch] {
+        do throws(RowFault) {
+            return try Matching.identify(registry, in: gallery, query: query, threshold: registry.thresholds.identification, limit: limit)
+        } catch {
+            throw self.refusal(error)
+        }
     }
 
     // MARK: Authenticate
@@ -513,9 +532,14 @@ extension Engine {
                 face, required: gallery.liveness.authenticate, strict: gallery.liveness.strict, profile: gallery.profile(of: identifier))
             for registry in gallery.registries where registry.holds(ordinal) {
                 // Compared in place (a copy of the prepared template would retain its parts).
-                guard let index = templates.index(of: registry.algorithm.version),
-                    let hit = Matching.best(of: ordinal, in: registry, row: templates.templates[index].row, mask: templates.templates[index].mask)
-                else { continue }
+                guard let index = templates.index(of: registry.algorithm.version) else { continue }
+                let best: Matching.Hit?
+                do throws(RowFault) {
+                    best = try Matching.best(of: ordinal, in: registry, row: templates.templates[index].row, mask: templates.templates[index].mask)
+                } catch {
+                    throw self.refusal(error)
+                }
+                guard let hit = best else { continue }
                 let result = Authentication(
                     authenticated: hit.score >= registry.thresholds.authentication, score: hit.score, templateId: hit.templateId,
                     algorithm: registry.algorithm.version, autoEnrolment: [], liveness: liveness)
@@ -566,7 +590,12 @@ extension Engine {
                     let holds = Matching.holds(registry, in: gallery, identifier: plan.identifier, batch: context.batch)
                     var outcome = plan.outcomeWithoutWrite(rule, holds: holds)
                     if outcome == nil, let template = plan.templates[rule.algorithm] {
-                        let check = Matching.check(registry, in: gallery, identifier: plan.identifier, query: template, batch: context.batch)
+                        let check: Matching.CheckResult
+                        do throws(RowFault) {
+                            check = try Matching.check(registry, in: gallery, identifier: plan.identifier, query: template, batch: context.batch)
+                        } catch {
+                            throw self.refusal(error)
+                        }
                         if let finding = check.finding(algorithm: rule.algorithm, thresholds: registry.thresholds) {
                             outcome = .refused(finding)
                         } else {

@@ -411,7 +411,13 @@ public final class Engine: @unchecked Sendable {
         var results: [Int: [UInt32: Scan.CheckBest]] = [:]
         for (registry, requests, rows, owners) in queries.values {
             let floors = [Float](repeating: registry.thresholds.identification, count: owners.count)
-            let found = rows.withUnsafeBufferPointer { Scan.check(registry, queries: $0.baseAddress!, owners: owners, floors: floors) }
+            // A row that cannot be read leaves these requests without a precomputed check: each
+            // scans again in its own body, which then fails with the fault.
+            guard
+                let found = try? rows.withUnsafeBufferPointer({ rows throws(RowFault) in
+                    try Scan.check(registry, queries: rows.baseAddress!, owners: owners, floors: floors)
+                })
+            else { continue }
             for (request, best) in zip(requests, found) { results[request, default: [:]][registry.id] = best }
         }
         return results
@@ -444,6 +450,12 @@ public final class Engine: @unchecked Sendable {
                 self.state[name] = nil
             }
         }
+    }
+
+    /// A scan's ``RowFault`` as the request's error, counted (``EngineMetrics/damagedRows``).
+    func refusal(_ fault: RowFault) -> RegistryError {
+        self.metrics.damagedRows.increment()
+        return .damagedRow(fault)
     }
 
     func gallery(id: UInt32) -> GalleryIndex? {

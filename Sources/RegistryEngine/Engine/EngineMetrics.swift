@@ -24,6 +24,9 @@ public struct EngineMetrics: Sendable {
     let erasedPages: Counter
     /// Erasure passes that failed (reading or writing `data.mdb`); the next batch tries again.
     let erasureFailures: Counter
+    /// Requests refused because a row their scan needed could not be read as registered
+    /// (``RowFault``): a damaged payload, or one that disagrees with the index's codes.
+    let damagedRows: Counter
     /// Free bytes of the store's file system at the writer's last look, and the reserve kept there
     /// (``StorageReserve``); whether writes that add data are being refused for it (1) or not (0).
     let filesystemFreeBytes: Gauge
@@ -39,6 +42,7 @@ public struct EngineMetrics: Sendable {
         self.auditEntriesDropped = Counter(label: Self.auditEntriesDroppedLabel, factory: factory)
         self.erasedPages = Counter(label: Self.erasedPagesLabel, factory: factory)
         self.erasureFailures = Counter(label: Self.erasureFailuresLabel, factory: factory)
+        self.damagedRows = Counter(label: Self.damagedRowsLabel, factory: factory)
         self.filesystemFreeBytes = Gauge(label: Self.filesystemFreeBytesLabel, factory: factory)
         self.reserveBytes = Gauge(label: Self.reserveBytesLabel, factory: factory)
         self.reserveReached = Gauge(label: Self.reserveReachedLabel, factory: factory)
@@ -52,6 +56,7 @@ public struct EngineMetrics: Sendable {
     public static let auditEntriesDroppedLabel = "registryd_audit_entries_dropped_total"
     public static let erasedPagesLabel = "registryd_erased_pages_total"
     public static let erasureFailuresLabel = "registryd_erasure_failures_total"
+    public static let damagedRowsLabel = "registryd_damaged_row_reads_total"
     public static let filesystemFreeBytesLabel = "registryd_storage_filesystem_free_bytes"
     public static let reserveBytesLabel = "registryd_storage_reserve_bytes"
     public static let reserveReachedLabel = "registryd_storage_reserve_reached"

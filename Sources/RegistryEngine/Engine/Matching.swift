@@ -23,9 +23,9 @@ enum Matching {
         query: PreparedTemplate,
         threshold: Float,
         limit: Int?
-    ) -> [IdentifyMatch] {
-        let candidates = query.row.withUnsafeBufferPointer { q in
-            Scan.identify(registry, query: q.baseAddress!, queryMask: query.mask, threshold: threshold, limit: limit)
+    ) throws(RowFault) -> [IdentifyMatch] {
+        let candidates = try query.row.withUnsafeBufferPointer { q throws(RowFault) in
+            try Scan.identify(registry, query: q.baseAddress!, queryMask: query.mask, threshold: threshold, limit: limit)
         }
         let matches = candidates.map { IdentifyMatch(identifier: gallery.name(of: $0.ordinal), score: $0.score, templateId: $0.templateId) }
         return matches
@@ -34,11 +34,11 @@ enum Matching {
     /// Authentication: the best of one identifier's templates, or nil when it has none here.
     /// Given the query's row and mask rather than its prepared template: the caller reads them in
     /// place instead of copying the whole template out of its array.
-    static func best(of ordinal: UInt32, in registry: RegistryIndex, row: [Float], mask: UInt32) -> Hit? {
+    static func best(of ordinal: UInt32, in registry: RegistryIndex, row: [Float], mask: UInt32) throws(RowFault) -> Hit? {
         guard registry.holds(ordinal) else { return nil }
         var best: Hit?
-        row.withUnsafeBufferPointer { q in
-            registry.withRows { rows in
+        try row.withUnsafeBufferPointer { q throws(RowFault) in
+            try registry.withRows { rows in
                 registry.forEachRow(of: ordinal) { index in
                     guard let pointer = rows(index) else { return }
                     let hit = Hit(
@@ -80,7 +80,7 @@ enum Matching {
         query: PreparedTemplate,
         batch: BatchChanges,
         precomputed: Scan.CheckBest? = nil
-    ) -> CheckResult {
+    ) throws(RowFault) -> CheckResult {
         let removed = batch.removed
         // Another identifier's template matters only at or above the identification threshold
         // (``CheckResult/finding(algorithm:thresholds:)``): the scan looks no lower.
@@ -91,8 +91,8 @@ enum Matching {
         {
             committed = precomputed
         } else {
-            committed = query.row.withUnsafeBufferPointer { q in
-                Scan.check(
+            committed = try query.row.withUnsafeBufferPointer { q throws(RowFault) in
+                try Scan.check(
                     registry, query: q.baseAddress!, queryMask: query.mask, own: gallery.ordinal(of: identifier), excluded: removed, floor: floor)
             }
         }

@@ -165,16 +165,32 @@ final class RegistryIndex {
     func row(_ index: Int) -> UnsafePointer<Float> { UnsafePointer(self.rows! + index * self.stride) }
 
     /// Calls `body` with a function returning row `index`'s floats (valid until the function is next
-    /// called; nil: the template was removed from the store after this view of the index was taken).
-    /// Resident rows are returned in place; others are read from the store in one read transaction,
-    /// so call it under the index read lock, once per stretch of scanning rather than once per row.
+    /// called; nil: skip it, the template having been removed from the store after this view of the
+    /// index was taken). Resident rows are returned in place; others are read from the store in one
+    /// read transaction, so call it under the index read lock, once per stretch of scanning rather
+    /// than once per row.
+    /// - Throws: ``RowFault`` when a row read from the store is not the row registered
+    ///   (``StoredRows/withReader(_:_:)``): the scan's result is then not exact.
     @inline(__always)
-    func withRows<T>(_ body: (_ row: (Int) -> UnsafePointer<Float>?) -> T) -> T {
+    func withRows<T>(_ body: (_ row: (Int) -> UnsafePointer<Float>?) -> T) throws(RowFault) -> T {
         if let rows = self.rows {
             let stride = self.stride
             return body { UnsafePointer(rows + $0 * stride) }
         }
-        return self.source!.withReader(self, body)
+        return try self.source!.withReader(self, body)
+    }
+
+    /// Whether `values`, read for row `index`, give back the codes and bound terms held for it
+    /// (`scratch`: room for ``codeStride`` bytes). Every kernel level makes the same codes, so a
+    /// mismatch means the stored values are not those the row was registered with. True for
+    /// registries without codes.
+    func codeMatches(row index: Int, values: UnsafePointer<Float>, scratch: UnsafeMutablePointer<Int8>) -> Bool {
+        guard case .vector(let dimension) = self.algorithm.kind, let codes, let terms else { return true }
+        var made = rk_row_terms()
+        rk_encode_row(values, dimension, self.codeStride, scratch, &made)
+        let held = terms[index]
+        return memcmp(scratch, codes + index * self.codeStride, self.codeStride) == 0
+            && withUnsafeBytes(of: made) { mine in withUnsafeBytes(of: held) { theirs in mine.elementsEqual(theirs) } }
     }
 
     /// Every template's row (a fresh map: for whole-store checks).

@@ -26,10 +26,10 @@ extension Scan {
     /// kernel scores it), skipping `excluded`.
     static func bestOwn(
         _ registry: RegistryIndex, query: UnsafePointer<Float>, queryMask: UInt32, own: UInt32?, excluded: Set<UInt64>
-    ) -> Candidate? {
+    ) throws(RowFault) -> Candidate? {
         guard let own, registry.holds(own) else { return nil }
         var best: Candidate?
-        registry.withRows { row in
+        try registry.withRows { row in
             registry.forEachRow(of: own) { index in
                 let id = registry.templateIds[index]
                 if !excluded.isEmpty && excluded.contains(id) { return }
@@ -54,46 +54,50 @@ extension Scan {
         rowsPerChunk: Int? = nil,
         prefilter: Bool? = nil,
         level: Int32 = Prefilter.level
-    ) -> CheckBest {
+    ) throws(RowFault) -> CheckBest {
         let (count, rowsPerChunk) = Self.chunks(rows: registry.count, stride: registry.chunkStride, rowsPerChunk: rowsPerChunk)
         let coded = Self.prefilters(registry, chunks: count, prefilter: prefilter) ? Prefilter.Query(query, for: registry) : nil
         var perChunk = [Candidate?](repeating: nil, count: count)
+        let faults = ChunkFaults(count)
         perChunk.withUnsafeMutableBufferPointer { results in
             pool.run(chunks: count) { chunk in
                 let range = chunk * rowsPerChunk..<min(registry.count, (chunk + 1) * rowsPerChunk)
                 var best: Candidate?
                 var cutoff = floor
-                registry.templateIds.withUnsafeBufferPointer { ids in
-                    registry.ordinals.withUnsafeBufferPointer { ordinals in
-                        // Only the best other row matters: the cut-off rises to it (ties stay in:
-                        // an earlier template wins them).
-                        @inline(__always)
-                        func consider(_ index: Int, _ score: Float) {
-                            guard score >= cutoff, ordinals[index] != own else { return }
-                            let id = ids[index]
-                            if !excluded.isEmpty && excluded.contains(id) { return }
-                            let candidate = Candidate(score: score, templateId: id, ordinal: ordinals[index])
-                            if best.map({ candidate.beats($0) }) ?? true {
-                                best = candidate
-                                cutoff = score
+                faults.catching(chunk) { () throws(RowFault) in
+                    try registry.templateIds.withUnsafeBufferPointer { ids throws(RowFault) in
+                        try registry.ordinals.withUnsafeBufferPointer { ordinals throws(RowFault) in
+                            // Only the best other row matters: the cut-off rises to it (ties stay in:
+                            // an earlier template wins them).
+                            @inline(__always)
+                            func consider(_ index: Int, _ score: Float) {
+                                guard score >= cutoff, ordinals[index] != own else { return }
+                                let id = ids[index]
+                                if !excluded.isEmpty && excluded.contains(id) { return }
+                                let candidate = Candidate(score: score, templateId: id, ordinal: ordinals[index])
+                                if best.map({ candidate.beats($0) }) ?? true {
+                                    best = candidate
+                                    cutoff = score
+                                }
                             }
-                        }
-                        if let coded {
-                            var memo = Prefilter.DotCutoff()
-                            let rescored = Self.scoreSurvivors(
-                                registry, range, query: query, coded: coded, level: level, memo: &memo, cutoff: { cutoff }, consider)
-                            Prefilter.count(considered: range.count, rescored: rescored)
-                        } else {
-                            Self.scoreRows(registry, range, query: query, queryMask: queryMask, floor: { cutoff }, consider)
+                            if let coded {
+                                var memo = Prefilter.DotCutoff()
+                                let rescored = try Self.scoreSurvivors(
+                                    registry, range, query: query, coded: coded, level: level, memo: &memo, cutoff: { cutoff }, consider)
+                                Prefilter.count(considered: range.count, rescored: rescored)
+                            } else {
+                                try Self.scoreRows(registry, range, query: query, queryMask: queryMask, floor: { cutoff }, consider)
+                            }
                         }
                     }
                 }
                 results[chunk] = best
             }
         }
+        try faults.rethrow()
         var result = CheckBest(floor: floor)
         for candidate in perChunk { if let candidate { result.merge(candidate, own: own) } }
-        result.own = Self.bestOwn(registry, query: query, queryMask: queryMask, own: own, excluded: excluded)
+        result.own = try Self.bestOwn(registry, query: query, queryMask: queryMask, own: own, excluded: excluded)
         return result
     }
 
@@ -115,7 +119,7 @@ extension Scan {
         rowsPerChunk: Int? = nil,
         prefilter: Bool? = nil,
         level: Int32 = Prefilter.level
-    ) -> [CheckBest] {
+    ) throws(RowFault) -> [CheckBest] {
         guard case .vector(let dimension) = registry.algorithm.kind else {
             preconditionFailure("the batched check is for vector registries")
         }
@@ -127,6 +131,7 @@ extension Scan {
             Self.prefilters(registry, chunks: chunks, prefilter: prefilter)
             ? (0..<count).map { Prefilter.Query(queries + $0 * dimension, for: registry) } : nil
         var perChunk = [[Candidate?]](repeating: [], count: chunks)
+        let faults = ChunkFaults(chunks)
         perChunk.withUnsafeMutableBufferPointer { results in
             pool.run(chunks: chunks) { chunk in
                 let range = chunk * rowsPerChunk..<min(registry.count, (chunk + 1) * rowsPerChunk)
@@ -155,23 +160,25 @@ extension Scan {
                                     var rescored = 0
                                     var start = range.lowerBound
                                     let prepared = Prefilter.Block(queries: coded)
-                                    registry.withRows { rows in
-                                        while start < range.upperBound {
-                                            let block = start..<min(range.upperBound, start + Prefilter.blockRows)
-                                            prepared.prepare(registry, block)
-                                            for q in 0..<count { dotCutoffs[q] = memos[q].value(function, score: cutoffs[q]) }
-                                            prepared.filter(registry, block, dotCutoffs: dotCutoffs, level: level)
-                                            for q in 0..<count {
-                                                let found = prepared.counts[q]
-                                                rescored += found
-                                                for offset in prepared.survivors[(q * Prefilter.blockRows)..<(q * Prefilter.blockRows + found)] {
-                                                    let row = start + Int(offset)
-                                                    guard let pointer = rows(row) else { continue }
-                                                    let dot = Kernels.dot(queries + q * dimension, pointer, count: dimension)
-                                                    consider(q, function.score(dot: dot), row)
+                                    faults.catching(chunk) { () throws(RowFault) in
+                                        try registry.withRows { rows in
+                                            while start < range.upperBound {
+                                                let block = start..<min(range.upperBound, start + Prefilter.blockRows)
+                                                prepared.prepare(registry, block)
+                                                for q in 0..<count { dotCutoffs[q] = memos[q].value(function, score: cutoffs[q]) }
+                                                prepared.filter(registry, block, dotCutoffs: dotCutoffs, level: level)
+                                                for q in 0..<count {
+                                                    let found = prepared.counts[q]
+                                                    rescored += found
+                                                    for offset in prepared.survivors[(q * Prefilter.blockRows)..<(q * Prefilter.blockRows + found)] {
+                                                        let row = start + Int(offset)
+                                                        guard let pointer = rows(row) else { continue }
+                                                        let dot = Kernels.dot(queries + q * dimension, pointer, count: dimension)
+                                                        consider(q, function.score(dot: dot), row)
+                                                    }
                                                 }
+                                                start = block.upperBound
                                             }
-                                            start = block.upperBound
                                         }
                                     }
                                     Prefilter.count(considered: range.count * count, rescored: rescored)
@@ -199,11 +206,13 @@ extension Scan {
                                         }
                                     }
                                 }
-                                registry.withRows { rows in
-                                    switch dimension {
-                                    case 128: scan(128, rows)
-                                    case 512: scan(512, rows)
-                                    default: scan(dimension, rows)
+                                faults.catching(chunk) { () throws(RowFault) in
+                                    try registry.withRows { rows in
+                                        switch dimension {
+                                        case 128: scan(128, rows)
+                                        case 512: scan(512, rows)
+                                        default: scan(dimension, rows)
+                                        }
                                     }
                                 }
                             }
@@ -213,11 +222,48 @@ extension Scan {
                 results[chunk] = best
             }
         }
-        return (0..<count).map { q in
+        try faults.rethrow()
+        var results: [CheckBest] = []
+        results.reserveCapacity(count)
+        for q in 0..<count {
             var result = CheckBest(floor: floors[q])
             for chunk in perChunk { if let candidate = chunk[q] { result.merge(candidate, own: owners[q]) } }
-            result.own = Self.bestOwn(registry, query: queries + q * dimension, queryMask: 0, own: owners[q], excluded: [])
-            return result
+            result.own = try Self.bestOwn(registry, query: queries + q * dimension, queryMask: 0, own: owners[q], excluded: [])
+            results.append(result)
         }
+        return results
+    }
+}
+
+/// The first ``RowFault`` of a scan's chunks, which run on several threads: each chunk records its
+/// own, and the scan throws the first once all have run.
+final class ChunkFaults: @unchecked Sendable {
+    // Each chunk writes only its own slot, and the scan reads them after ``ScanPool/run(chunks:_:)``
+    // has returned (which orders every chunk's writes before it).
+    private let faults: UnsafeMutableBufferPointer<RowFault?>
+
+    init(_ count: Int) {
+        self.faults = .allocate(capacity: max(1, count))
+        self.faults.initialize(repeating: nil)
+    }
+
+    deinit {
+        self.faults.deinitialize()
+        self.faults.deallocate()
+    }
+
+    /// Runs chunk `chunk`'s `body`, keeping the fault it throws.
+    @inline(__always)
+    func catching(_ chunk: Int, _ body: () throws(RowFault) -> Void) {
+        do throws(RowFault) {
+            try body()
+        } catch {
+            self.faults[chunk] = error
+        }
+    }
+
+    /// Throws the first chunk's fault, if any chunk had one.
+    func rethrow() throws(RowFault) {
+        if let fault = self.faults.lazy.compactMap({ $0 }).first { throw fault }
     }
 }

@@ -48,13 +48,13 @@ enum Scan {
         queryMask: UInt32,
         floor: () -> Float = { -.infinity },
         _ visit: (Int, Float) -> Void
-    ) {
+    ) throws(RowFault) {
         switch registry.algorithm.kind {
         case .vector(let dimension):
             let function = registry.algorithm.scoreFunction
             guard let resident = registry.rows else {
                 // Rows read from the store one by one: only for scans told not to prefilter.
-                registry.withRows { row in
+                try registry.withRows { row in
                     for index in range {
                         guard let pointer = row(index) else { continue }
                         visit(index, function.score(dot: Kernels.dot(query, pointer, count: dimension)))
@@ -128,24 +128,28 @@ enum Scan {
         rowsPerChunk: Int? = nil,
         prefilter: Bool? = nil,
         level: Int32 = Prefilter.level
-    ) -> [Candidate] {
+    ) throws(RowFault) -> [Candidate] {
         let (count, rowsPerChunk) = Self.chunks(rows: registry.count, stride: registry.chunkStride, rowsPerChunk: rowsPerChunk)
         var perChunk = [[Candidate]](repeating: [], count: count)
+        let faults = ChunkFaults(count)
         let coded = Self.prefilters(registry, chunks: count, prefilter: prefilter) ? Prefilter.Query(query, for: registry) : nil
         // With a limit, the chunks share the best k-th score any of them has found.
         let shared = limit == nil ? nil : SharedCutoff(threshold)
         perChunk.withUnsafeMutableBufferPointer { results in
             pool.run(chunks: count) { chunk in
                 let range = chunk * rowsPerChunk..<min(registry.count, (chunk + 1) * rowsPerChunk)
-                results[chunk] =
-                    if let coded {
-                        Self.identifyPrefiltered(
-                            registry, range, query: query, coded: coded, level: level, threshold: threshold, limit: limit, shared: shared)
-                    } else {
-                        Self.identify(registry, range, query: query, queryMask: queryMask, threshold: threshold, limit: limit)
-                    }
+                faults.catching(chunk) { () throws(RowFault) in
+                    results[chunk] =
+                        if let coded {
+                            try Self.identifyPrefiltered(
+                                registry, range, query: query, coded: coded, level: level, threshold: threshold, limit: limit, shared: shared)
+                        } else {
+                            try Self.identify(registry, range, query: query, queryMask: queryMask, threshold: threshold, limit: limit)
+                        }
+                }
             }
         }
+        try faults.rethrow()
         var merged = perChunk.count == 1 ? perChunk[0] : perChunk.flatMap { $0 }
         if perChunk.count > 1 { Self.reduce(&merged, limit: limit) }
         return merged
@@ -161,13 +165,13 @@ enum Scan {
         queryMask: UInt32,
         threshold: Float,
         limit: Int?
-    ) -> [Candidate] {
+    ) throws(RowFault) -> [Candidate] {
         var candidates: [Candidate] = []
         var cutoff = threshold
         let compactAt = limit.map { max(256, 4 * $0) } ?? Int.max
-        registry.templateIds.withUnsafeBufferPointer { ids in
-            registry.ordinals.withUnsafeBufferPointer { ordinals in
-                Self.scoreRows(registry, range, query: query, queryMask: queryMask, floor: { cutoff }) { index, score in
+        try registry.templateIds.withUnsafeBufferPointer { ids throws(RowFault) in
+            try registry.ordinals.withUnsafeBufferPointer { ordinals throws(RowFault) in
+                try Self.scoreRows(registry, range, query: query, queryMask: queryMask, floor: { cutoff }) { index, score in
                     // NaN never passes (a row cannot hold one: templates are validated finite).
                     guard score >= cutoff else { return }
                     candidates.append(Candidate(score: score, templateId: ids[index], ordinal: ordinals[index]))
@@ -192,16 +196,16 @@ enum Scan {
         threshold: Float,
         limit: Int?,
         shared: SharedCutoff?
-    ) -> [Candidate] {
+    ) throws(RowFault) -> [Candidate] {
         var candidates: [Candidate] = []
         var cutoff = threshold
         // Compacts early and often: a tight cut-off is what lets the bound skip rows, and with
         // few survivors reaching it, compactions are rare and small.
         let compactAt = limit.map { max(16, 2 * $0) } ?? Int.max
-        registry.templateIds.withUnsafeBufferPointer { ids in
-            registry.ordinals.withUnsafeBufferPointer { ordinals in
+        try registry.templateIds.withUnsafeBufferPointer { ids throws(RowFault) in
+            try registry.ordinals.withUnsafeBufferPointer { ordinals throws(RowFault) in
                 var memo = Prefilter.DotCutoff()
-                let rescored = Self.scoreSurvivors(
+                let rescored = try Self.scoreSurvivors(
                     registry, range, query: query, coded: coded, level: level, memo: &memo,
                     cutoff: {
                         if let shared { cutoff = max(cutoff, shared.value) }
@@ -245,14 +249,14 @@ enum Scan {
         memo: inout Prefilter.DotCutoff,
         cutoff: () -> Float,
         _ visit: (Int, Float) -> Void
-    ) -> Int {
+    ) throws(RowFault) -> Int {
         guard case .vector(let dimension) = registry.algorithm.kind else { preconditionFailure("the prefilter is for vector registries") }
         let function = registry.algorithm.scoreFunction
         // Falling back to scoring every row pays only when the rows are in memory.
         let fallsBack = registry.rows != nil
         var rescored = 0
         var start = range.lowerBound
-        registry.withRows { row in
+        try registry.withRows { row in
             withUnsafeTemporaryAllocation(of: UInt32.self, capacity: Prefilter.blockRows) { survivors in
                 withUnsafeTemporaryAllocation(of: rk_ranked.self, capacity: Prefilter.blockRows) { ranked in
                     // With the row length a constant (common lengths), the kernel unrolls.

@@ -23,37 +23,73 @@ final class StoredRows: Sendable {
     func keepsRows(_ count: Int, stride: Int) -> Bool { self.residentBytes > 0 && count * 4 * stride <= self.residentBytes }
 
     /// Calls `body` with a function that reads row `index` of `registry` and returns it, valid until
-    /// the function is called again (nil: the template is no longer stored, having been removed after
-    /// the caller's view of the index was taken). The rows are read in one LMDB read transaction
-    /// (renewed, not begun: a scan calls this once per chunk): call it under the index read lock (or
-    /// on the writer thread), once per stretch of scanning.
-    func withReader<T>(_ registry: RegistryIndex, _ body: (_ row: (Int) -> UnsafePointer<Float>?) -> T) -> T {
+    /// the function is called again (nil: skip the row). The rows are read in one LMDB read
+    /// transaction (renewed, not begun: a scan calls this once per chunk): call it under the index
+    /// read lock (or on the writer thread), once per stretch of scanning.
+    ///
+    /// Exact or an error: a row comes back only if its float32 values give back the int8 codes the
+    /// registry holds for it (what the prefilter let through is the row as registered). The function
+    /// returns nil for a template removed after the caller's view was taken (no record left: the scan
+    /// answers as of after the removal) and for one it cannot read; the second makes this throw once
+    /// `body` returns, naming the first such template.
+    /// - Throws: ``RowFault`` for a row whose payload is missing while its record stays, whose parts
+    ///   are out of order or the wrong size, that no key opens or that disagrees with its codes; and
+    ///   when no read transaction can be had (the store is closing).
+    func withReader<T>(_ registry: RegistryIndex, _ body: (_ row: (Int) -> UnsafePointer<Float>?) -> T) throws(RowFault) -> T {
         let bytes = 4 * registry.stride
-        let scratch = UnsafeMutableRawPointer.allocate(byteCount: bytes + PayloadCipher.overhead, alignment: 64)
+        let codeBytes = registry.codeStride
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: bytes + PayloadCipher.overhead + codeBytes, alignment: 64)
         defer {
             // The last row read leaves no copy in freed memory (erasure covers the index's memory).
-            scratch.initializeMemory(as: UInt8.self, repeating: 0, count: bytes + PayloadCipher.overhead)
+            scratch.initializeMemory(as: UInt8.self, repeating: 0, count: bytes + PayloadCipher.overhead + codeBytes)
             scratch.deallocate()
         }
         let row = UnsafePointer(scratch.bindMemory(to: Float.self, capacity: registry.stride))
+        let code = (scratch + bytes + PayloadCipher.overhead).bindMemory(to: Int8.self, capacity: max(1, codeBytes))
         var reads = 0
         defer { self.count(reads) }
-        return registry.templateIds.withUnsafeBufferPointer { ids in
+        var fault: RowFault?
+        // Templates with no payload: removed since the view was taken, unless their record stays.
+        var withoutPayload: [UInt64] = []
+        let result = registry.templateIds.withUnsafeBufferPointer { ids -> T? in
             let store = self.store
             let sealed = store.cipher.withLock { $0 != nil } || store.pendingCipher.withLock { $0 != nil }
-            let read = try? store.environment.readReusing { txn in
-                try txn.withCursor(store.vectors) { cursor in
+            return try? store.environment.readReusing { txn in
+                let value = try txn.withCursor(store.vectors) { cursor in
                     body { index in
                         reads += 1
-                        return store.readRow(cursor, id: ids[index], into: scratch, bytes: bytes, sealed: sealed) ? row : nil
+                        let id = ids[index]
+                        switch store.readRow(cursor, id: id, into: scratch, bytes: bytes, sealed: sealed) {
+                        case .row:
+                            guard registry.codeMatches(row: index, values: row, scratch: code) else {
+                                if fault == nil {
+                                    fault = RowFault(templateId: id, problem: "its stored values do not give back the codes the index made from them")
+                                }
+                                return nil
+                            }
+                            return row
+                        case .noPayload:
+                            withoutPayload.append(id)
+                            return nil
+                        case .damaged(let problem):
+                            if fault == nil { fault = RowFault(templateId: id, problem: problem) }
+                            return nil
+                        }
                     }
                 }
+                if fault == nil, let lost = try withoutPayload.first(where: { try store.templateIsStored(txn, id: $0) }) {
+                    fault = RowFault(templateId: lost, problem: "its record is stored but its payload is missing")
+                }
+                return value
             }
-            if let read { return read }
-            // No read transaction (the store is closing): no row can be read.
-            Self.unreadable.add(1, ordering: .relaxed)
-            return body { _ in nil }
         }
+        if let fault { throw fault }
+        guard let result else {
+            // No read transaction (the store is closing, or a reader slot could not be had).
+            Self.unreadable.add(1, ordering: .relaxed)
+            throw RowFault(templateId: nil, problem: "the store could not be read")
+        }
+        return result
     }
 
     /// Rows read since the store's map was last released.

@@ -25,6 +25,14 @@ extension RegistryError {
         return RegistryError(.internal, "storage error: \(error)")
     }
 
+    /// A row a scan needed and could not read as registered (``RowFault``): the request is not
+    /// answered from a partial scan. The message names the template (never its values).
+    static func damagedRow(_ fault: RowFault) -> RegistryError {
+        guard fault.templateId != nil else { return RegistryError(.internal, "\(fault) while scanning: the request was not carried out") }
+        // The token first: what an operator's alert or a client's log search keys on.
+        return RegistryError(.internal, "STORE_DAMAGED: " + RegistryError.damagedStore("\(fault)").message)
+    }
+
     /// Why a store could not be opened, in the terms an operator acts on: damage (restore from a
     /// backup), permissions, another process holding it; `RegistryError`s as they are.
     static func opening(_ path: String, _ error: any Error) -> any Error {
