@@ -291,6 +291,9 @@ import Testing
                 return error
             }
         }
+        // One person with 4,000 templates: deleting them frees more than the store-free margin at once.
+        let bulk = (0..<4000).map { _ in ImportItem(identifier: "bulk", template: FaceTemplate(algorithm: 24, vector: Self.randomVector(&random))) }
+        #expect(try await client.importTemplates(bulk).count == bulk.count)
         var stored: [String] = []
         var full: RegistryError?
         for index in 0..<50_000 {
@@ -303,6 +306,15 @@ import Testing
         #expect(full?.code == .storageFull, "a full disk must answer STORAGE_FULL: \(String(describing: full))")
         #expect(
             full?.message.contains("kept so that deletions still work") == true, "refused by the disk, not the reserve: \(String(describing: full))")
+        // Registrations sent right after a deletion that made room, within the second after the
+        // refusal: the deletion's commit has the free pages counted again (before, 0 of 100 went in).
+        #expect(try await client.deleteIdentifier(identifier: "bulk") == bulk.count)
+        var rightAfter = 0
+        for index in 0..<100 where try await register("right-after-\(index)") == nil {
+            rightAfter += 1
+            stored.append("right-after-\(index)")
+        }
+        #expect(rightAfter == 100, "right after deleting \(bulk.count) templates, \(rightAfter) of 100 registrations succeeded")
         // Reads and verify.
         #expect(try await client.galleries().isEmpty == false)
         _ = try await client.identify(face: Face(FaceTemplate(algorithm: 24, vector: Self.randomVector(&random))))
@@ -333,7 +345,8 @@ import Testing
         for index in 0..<100 where try await register("freed-\(index)") == nil { afterFreeing += 1 }
         #expect(afterFreeing == 100, "after freeing 2 MiB outside the store, \(afterFreeing) of 100 registrations succeeded")
         print(
-            "full disk: \(stored.count) registered until STORAGE_FULL; \(deleted) of \(deleting.count) deletions; "
+            "full disk: \(stored.count - rightAfter) registered until STORAGE_FULL; \(rightAfter) of 100 right after deleting \(bulk.count); "
+                + "\(deleted) of \(deleting.count) deletions; "
                 + "\(again) of 100 registrations after them; \(refilled) more until full; \(afterFreeing) of 100 after freeing 2 MiB outside")
         #expect(daemon.log.contains("storage reserve reached"), "\(daemon.log)")
         await client.close()

@@ -284,6 +284,7 @@ public final class Engine: @unchecked Sendable {
         }
         if !committed.changes.isEmpty {
             self.publish { self.apply(committed.changes.changes) }
+            if committed.changes.changes.contains(where: \.freesPages) { self.reserve.pagesFreed() }
         }
         for (request, result) in zip(batch, committed.results) {
             request.completion(

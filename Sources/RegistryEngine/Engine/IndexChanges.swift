@@ -21,6 +21,15 @@ enum IndexChange: Sendable {
     case setProfile(galleryId: UInt32, identifier: String, profile: LivenessProfile?)
     /// The store's payloads are now sealed with this key.
     case setCipher(PayloadCipher)
+
+    /// Whether the commit that made it left pages free in the store (what ``StorageReserve`` counts).
+    var freesPages: Bool {
+        switch self {
+        case .remove, .deleteGallery: true
+        case .setProfile(_, _, let profile): profile == nil
+        case .add, .defineGallery, .setCipher: false
+        }
+    }
 }
 
 /// The index changes of a group-commit batch so far, in order. Operations later in the batch check

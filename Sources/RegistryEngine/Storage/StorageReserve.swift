@@ -23,7 +23,7 @@ final class StorageReserve: @unchecked Sendable {
     /// Whether the last batch that added data was refused; read by the daemon's log callback's caller.
     private let refusing = Atomic<Bool>(false)
     /// The store's free pages, counted at most once a second while below the reserve (it reads the
-    /// free list).
+    /// free list), and again after a commit that freed pages (``pagesFreed()``).
     private var storeFree: (bytes: Int, at: ContinuousClock.Instant)?
     /// Told when the reserve is reached (true, with what was found) and when writes are let in again.
     let onChange = Mutex<(@Sendable (Bool, String) -> Void)?>(nil)
@@ -44,6 +44,13 @@ final class StorageReserve: @unchecked Sendable {
     /// The reserve for a file system of `size` bytes.
     static func reserve(configured: Int?, fileSystemBytes size: Int) -> Int {
         configured ?? min(256 << 20, max(1 << 20, size / 100))
+    }
+
+    /// A commit removed data: the store's free-page count is looked at again before the next batch,
+    /// so a registration sent right after a deletion that made room is let in (with the count kept
+    /// for a second, 0 of 100 sent within it were, on a full 16 MiB file system).
+    func pagesFreed() {
+        self.storeFree = nil
     }
 
     /// Why writes that add data must be refused now, or nil when they may go ahead.
