@@ -66,7 +66,7 @@ import Testing
         try await withEngine { engine in
             let received = Received<Registration>()
             engine.publish {
-                engine.register(identifier: "bob", face: Face(arcface())) { received.complete($0) }
+                engine.register(identifier: "bob", face: Face(arcface()), completion: CompletionClosure { received.complete($0) })
                 #expect(!received.arrived)
             }
             let registration = try await received.value()
@@ -75,7 +75,7 @@ import Testing
             // under another name, also sent while the lock is held, is refused.
             let refused = Received<Registration>()
             engine.publish {
-                engine.register(identifier: "eve", face: Face(arcface())) { refused.complete($0) }
+                engine.register(identifier: "eve", face: Face(arcface()), completion: CompletionClosure { refused.complete($0) })
             }
             await expectRegistryError(.similarFaceRegistered) { _ = try await refused.value() }
         }

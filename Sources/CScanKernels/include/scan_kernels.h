@@ -176,6 +176,14 @@ void rk_prefetch(const void *address);
 /// Swift cannot call.
 void *rk_remap(void *old, size_t old_size, size_t new_size);
 
+/// Marks the calling thread as one of the engine's own (its writer, read pool and scan helpers): the
+/// threads allowed to scan and to fault on the store's pages. Thread-local, so asking costs a load;
+/// here because Swift has no thread-local storage of its own.
+void rk_mark_engine_thread(void);
+
+/// Whether the calling thread was marked by rk_mark_engine_thread.
+int rk_is_engine_thread(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -18,3 +18,12 @@ public struct CompletionClosure<Value: Sendable>: Completion {
         self.body(result)
     }
 }
+
+extension Engine {
+    /// The one bridge from the engine's completion style to `async` callers (tools, tests, the
+    /// daemon's operations that run on a task): every `async` method of the engine's surface is
+    /// this over the method that takes a ``Completion``, so the two cannot drift apart.
+    func awaiting<T: Sendable>(_ start: (CompletionClosure<T>) -> Void) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in start(CompletionClosure { continuation.resume(with: $0) }) }
+    }
+}

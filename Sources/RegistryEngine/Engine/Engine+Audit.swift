@@ -126,10 +126,9 @@ extension Engine {
         let request = WriteQueue.Request(
             exclusive: false,
             useReserve: false,
-            body: { txn, _ in
+            { txn, _ in
                 if taken.taken == nil { taken.taken = self.auditBuffer.take() }
                 if let entries = taken.taken { try self.writeAudit(txn, entries) }
-                return ()
             },
             completion: { result in
                 // On the writer thread, after the commit: the batch does not run again. Taken out,

@@ -61,13 +61,12 @@ extension Engine {
         let request = WriteQueue.Request(
             exclusive: false,
             useReserve: true,
-            body: { txn, _ in
+            { txn, _ in
                 self.erasureCommitQueued.store(false, ordering: .releasing)
                 // Lazy requests run last in their batch: anything written before makes the commit.
                 if txn.changeCount == 0 && environment.removalAwaitsCommit(within: txn) {
                     try self.store.writeInteger(txn, Keys.erasureCommit, UInt64(environment.lastCommittedTransaction + 1))
                 }
-                return ()
             },
             completion: { _ in })
         if !self.writerQueue.submitLazily(request) { self.erasureCommitQueued.store(false, ordering: .releasing) }

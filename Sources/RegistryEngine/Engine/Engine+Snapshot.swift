@@ -1,3 +1,4 @@
+import CoreMetrics
 import Glibc
 import LMDB
 import Locks

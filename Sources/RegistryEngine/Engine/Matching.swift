@@ -1,3 +1,4 @@
+import CScanKernels
 import RegistryModel
 
 /// The comparisons behind register, identify and authenticate, over one registry's index (and, for
@@ -16,6 +17,12 @@ enum Matching {
         }
     }
 
+    /// Whether the calling thread may scan: one of the engine's own (its writer, read pool or scan
+    /// helpers), never a caller's. A scan takes milliseconds of CPU and, with rows read from the
+    /// store, page faults: on a cooperative thread (two on two cores) it would stall every task, on
+    /// an event loop every connection of it. Checked in debug builds, which every test runs.
+    static var onEngineThread: Bool { rk_is_engine_thread() != 0 }
+
     /// Identification: per identifier its best template scoring ≥ `threshold`, sorted best first.
     static func identify(
         _ registry: RegistryIndex,
@@ -24,6 +31,7 @@ enum Matching {
         threshold: Float,
         limit: Int?
     ) throws(RowFault) -> [IdentifyMatch] {
+        assert(Self.onEngineThread, "identify scans on a thread of the engine's, not the caller's")
         let candidates = try query.row.withUnsafeBufferPointer { q throws(RowFault) in
             try Scan.identify(registry, query: q.baseAddress!, queryMask: query.mask, threshold: threshold, limit: limit)
         }
@@ -81,6 +89,7 @@ enum Matching {
         batch: BatchChanges,
         precomputed: Scan.CheckBest? = nil
     ) throws(RowFault) -> CheckResult {
+        assert(Self.onEngineThread, "the registration check scans on the writer thread")
         let removed = batch.removed
         // Another identifier's template matters only at or above the identification threshold
         // (``CheckResult/finding(algorithm:thresholds:)``): the scan looks no lower.

@@ -1,3 +1,4 @@
+import CScanKernels
 import Glibc
 import Locks
 import RegistryModel
@@ -84,6 +85,7 @@ final class ReadPool: @unchecked Sendable {
             &thread, nil,
             { context in
                 let pool = Unmanaged<ReadPool>.fromOpaque(context!).takeRetainedValue()
+                rk_mark_engine_thread()
                 pool.serve()
                 return nil
             }, context)

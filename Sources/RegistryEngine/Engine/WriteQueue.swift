@@ -1,3 +1,4 @@
+import CScanKernels
 import CoreMetrics
 import Glibc
 import LMDB
@@ -14,9 +15,9 @@ import RegistryModel
 ///
 /// `@unchecked Sendable`: `pending` and `state` are only touched under `lock`.
 final class WriteQueue: @unchecked Sendable {
-    typealias Body = @Sendable (borrowing Transaction, OperationContext) throws -> any Sendable
-    typealias Completion = @Sendable (Result<any Sendable, any Error>) -> Void
-
+    /// One write: what it is allowed and announces, the operation, and how to tell its caller it
+    /// failed. Typed where it is made (``init(exclusive:precheck:flat:useReserve:_:completion:)``):
+    /// the writer never sees a result's type, so nothing is cast back.
     struct Request: Sendable {
         let exclusive: Bool
         /// The registration checks the body will run, announced so the writer can run a whole
@@ -30,11 +31,37 @@ final class WriteQueue: @unchecked Sendable {
         /// Goes ahead when the file system is down to its reserve (``StorageReserve``): deletions, the
         /// audit trail, erasure, verify.
         var useReserve = false
-        let body: Body
-        let completion: Completion
+        /// Runs the operation in the batch's transaction; what it returns answers the caller once
+        /// the commit is durable and the index shows it.
+        let run: @Sendable (borrowing Transaction, OperationContext) throws -> Answer
+        /// Answers the caller with an error: refused before it ran, failed, or its batch failed.
+        let fail: @Sendable (any Error) -> Void
         /// Submitted with ``WriteQueue/submitLazily(_:)``: a batch of lazy requests alone is one the
         /// delay started, with no other write waiting.
         var isLazy = false
+
+        /// A write whose `body` returns a `T` and whose caller is told through `completion`, once.
+        init<T: Sendable>(
+            exclusive: Bool = false, precheck: Precheck? = nil, flat: Bool = false, useReserve: Bool = false,
+            _ body: @escaping @Sendable (borrowing Transaction, OperationContext) throws -> T,
+            completion: @escaping @Sendable (Result<T, any Error>) -> Void
+        ) {
+            self.exclusive = exclusive
+            self.precheck = precheck
+            self.flat = flat
+            self.useReserve = useReserve
+            self.run = { txn, context in
+                let value = try body(txn, context)
+                return Answer { completion(.success(value)) }
+            }
+            self.fail = { completion(.failure($0)) }
+        }
+    }
+
+    /// An operation's answer to its caller, held from the moment it ran until its commit is durable
+    /// and published (made and called on the writer thread).
+    struct Answer {
+        let send: () -> Void
     }
 
     private enum State { case running, stopping, stopped }
@@ -64,6 +91,7 @@ final class WriteQueue: @unchecked Sendable {
             &self.thread, nil,
             { context in
                 let queue = Unmanaged<WriteQueue>.fromOpaque(context!).takeRetainedValue()
+                rk_mark_engine_thread()
                 queue.run()
                 return nil
             }, context)

@@ -1,3 +1,4 @@
+import CScanKernels
 import Glibc
 import Locks
 import RegistryModel
@@ -63,6 +64,7 @@ final class ScanPool: @unchecked Sendable {
                 &thread, nil,
                 { context in
                     let pool = Unmanaged<ScanPool>.fromOpaque(context!).takeRetainedValue()
+                    rk_mark_engine_thread()
                     pool.serve()
                     return nil
                 }, context)

@@ -17,6 +17,6 @@ extension Registry_V1_RegisterRequest: RegistryOperation {
     func start<Done: Completion<Registration>>(in context: OperationContext, completion: Done) {
         context.engine.register(
             gallery: RequestDispatcher.gallery(self.gallery), identifier: self.identifier, face: Face(self.face), force: self.force,
-            completion: completion.complete)
+            completion: completion)
     }
 }
