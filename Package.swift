@@ -160,6 +160,8 @@ let package = Package(
             name: "RegistryCtlTests",
             dependencies: [
                 "registryctl", "RegistryCtlInput", "RegistryModel", "RegistryProtocol", "SyntheticFaces", "TestSupport", argumentParser, protobuf,
+                // Its reading of the help's EXIT STATUS table, held to registryctl's ExitStatus.
+                "registry-manual",
             ],
             swiftSettings: strictSettings),
         // The server in-process: connection handlers on embedded channels, a connection over a real store.

@@ -275,14 +275,8 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         let unknown = try ConfigurationCheck.unknownKeys(in: data, file: path)
         guard unknown.isEmpty else { throw ConfigurationError(unknown.joined(separator: "\n")) }
         do {
-            let configuration = try JSONDecoder().decode(ServerConfiguration.self, from: data)
-            var seen = Set<String>()
-            for gallery in configuration.galleries where !seen.insert(gallery.name).inserted {
-                throw ConfigurationError("\(path): gallery \"\(gallery.name)\" is listed twice")
-            }
-            return configuration
-        } catch let error as ConfigurationError {
-            throw error
+            // A gallery listed twice decodes: `validated()` reports it with every other problem.
+            return try JSONDecoder().decode(ServerConfiguration.self, from: data)
         } catch {
             throw ConfigurationError(ConfigurationCheck.describe(error, file: path))
         }
@@ -354,7 +348,14 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
             catalog = try! AlgorithmCatalog(configured: [])
         }
         var galleries: [GalleryConfiguration] = []
+        // Where each name was first listed: a second listing would define the gallery twice over.
+        var listed: [String: Int] = [:]
         for (index, gallery) in self.galleries.enumerated() {
+            if let first = listed[gallery.name] {
+                problems.append("galleries[\(index)].name: gallery '\(gallery.name)' is listed twice (first as galleries[\(first)])")
+            } else {
+                listed[gallery.name] = index
+            }
             if let configured = Self.checked(gallery, at: "galleries[\(index)]", catalog: catalog, problems: &problems) {
                 galleries.append(configured)
             }

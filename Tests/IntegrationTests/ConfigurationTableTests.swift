@@ -42,6 +42,10 @@ import Testing
             json: #"{"algorithms": [{"version": 9000, "name": "mine", "dimension": 64, "scoreFunction": "cosinus", "threshold": 0.5}]}"#,
             expected: "algorithms[0].scoreFunction: algorithm mine: scoreFunction must be one of"),
         Case(json: #"{"audit": {"maximumEntries": 0}}"#, expected: "audit.maximumEntries must be at least 1"),
+        Case(
+            json:
+                #"{"galleries": [{"name": "staff", "registries": [{"algorithm": "arcface"}]}, {"name": "staff", "registries": [{"algorithm": "r300"}]}]}"#,
+            expected: "galleries[1].name: gallery 'staff' is listed twice (first as galleries[0])"),
     ]
 
     /// Runs registryd on `json` (written to a file) with `arguments`, under `fileLimit` if given; a
@@ -81,12 +85,14 @@ import Testing
              "access": {"*": {"admin": ["user:nobody-here-at-all"]}},
              "galleries": [
                {"name": "bad name!", "registries": [{"algorithm": "arcface", "authentication": 1.5}]},
-               {"name": "staff", "registries": [{"algorithm": "arcfaec"}], "livenessK": 50}]}
+               {"name": "staff", "registries": [{"algorithm": "arcfaec"}], "livenessK": 50},
+               {"name": "staff", "registries": [{"algorithm": "arcface"}]}]}
             """#
         let expected = [
             "limits.idleTimeoutSeconds", "galleries[0].name", "galleries[0].registries[0].authentication",
-            "galleries[1].registries[0].algorithm", "galleries[1].livenessK", "keyFile:", "audit.maximumEntries", #"access["*"].admin[0]"#,
-            "limits.maximumConnections is 100000",
+            "galleries[1].registries[0].algorithm", "galleries[1].livenessK",
+            "galleries[2].name: gallery 'staff' is listed twice (first as galleries[1])", "keyFile:", "audit.maximumEntries",
+            #"access["*"].admin[0]"#, "limits.maximumConnections is 100000",
         ]
         for arguments in [["--check-config", "FILE"], ["--config", "FILE"]] {
             let result = try Self.registryd(json, arguments, fileLimit: 20000, in: directory)

@@ -9,6 +9,7 @@ import TestSupport
 import Testing
 
 @testable import RegistryCtlInput
+@testable import registry_manual
 @testable import registryctl
 
 // MARK: Helpers
@@ -387,7 +388,8 @@ struct RegistrySpecTests {
 
 @Suite("Exit statuses")
 struct ExitStatusTests {
-    @Test func documentedValues() {
+    /// The numbers scripts test for: a status, once published, keeps its number.
+    @Test func theNumbersStay() {
         #expect(ExitStatus.success.rawValue == 0)
         #expect(ExitStatus.noMatch.rawValue == 1)
         #expect(ExitStatus.notRegistered.rawValue == 2)
@@ -395,11 +397,23 @@ struct ExitStatusTests {
         #expect(ExitStatus.unreachable.rawValue == 4)
         #expect(ExitStatus.usage.rawValue == ExitCode.validationFailure.rawValue)
         #expect(ExitStatus.badInput.rawValue == 65)
-        // The root command's help documents every status.
-        let discussion = RegistryCtl.configuration.discussion
-        for status in ExitStatus.allCases {
-            #expect(discussion.contains("\n  \(status.rawValue) "), "status \(status.rawValue) is not documented")
-        }
+    }
+
+    /// The root command's help carries the table as the manual page generator reads it back: every
+    /// status, in order, with its whole meaning, and nothing else.
+    @Test func theHelpAndTheManualPageCarryTheTable() throws {
+        let (table, rest) = try ExitStatusTable.extract(from: RegistryCtl.configuration.discussion)
+        #expect(table.entries.map(\.status) == ExitStatus.allCases.map { String($0.rawValue) })
+        #expect(table.entries.map(\.meaning) == ExitStatus.allCases.map(\.meaning))
+        #expect(!rest.contains(ExitStatusTable.heading))
+        for line in ExitStatus.documentation.split(separator: "\n") { #expect(line.count <= 72, "a help line is too long: \(line)") }
+    }
+
+    /// The README's list of statuses is the table's, in its order, with the same words.
+    @Test func theReadmeListsTheTable() {
+        let readme = readFileText(repositoryPath("README.md")).split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        let list = ExitStatus.allCases.map { "\($0.rawValue) \($0.summary)" }.joined(separator: ", ")
+        #expect(readme.contains("Exit statuses: \(list) ("), "the README does not list: \(list)")
     }
 
     @Test(arguments: RegistryError.Code.allCases)

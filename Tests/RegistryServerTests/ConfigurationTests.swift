@@ -75,6 +75,33 @@ import Testing
         #expect(self.refusal(#"{ "limits": { "residentRowBytes": -1 } }"#)?.contains("limits.residentRowBytes must not be negative") == true)
     }
 
+    /// A gallery listed twice is one problem among the others of the file, not the end of the check:
+    /// `--check-config` and a start report all seven here (the duplicate used to hide the other six).
+    @Test func aGalleryListedTwiceIsReportedWithEveryOtherProblem() throws {
+        let json = #"""
+            {"limits": {"maximumConnections": 8, "idleTimeoutSeconds": 0, "drainDeadlineSeconds": 0},
+             "audit": {"maximumEntries": 0},
+             "galleries": [
+               {"name": "staff", "registries": [{"algorithm": "arcface", "authentication": 1.5}]},
+               {"name": "door", "registries": [{"algorithm": "arcfaec"}], "livenessK": 50},
+               {"name": "staff", "registries": [{"algorithm": "arcface"}]}]}
+            """#
+        let problems = try #require(self.refusal(json)).split(separator: "\n").map(String.init)
+        #expect(
+            problems == [
+                "limits.idleTimeoutSeconds must be at least 1",
+                "limits.drainDeadlineSeconds must be at least 1",
+                "galleries[0].registries[0].authentication: arcface authentication threshold 1.5 is outside (0, 1]",
+                "galleries[1].registries[0].algorithm: gallery door: unknown algorithm 'arcfaec'",
+                "galleries[1].livenessK: gallery 'door' liveness k must be within (0, 10.0]",
+                "galleries[2].name: gallery 'staff' is listed twice (first as galleries[0])",
+                "audit.maximumEntries must be at least 1",
+            ])
+        // What a start checks (the access policy, the open-file limit: 8 connections fit any) says the same.
+        let checked = #expect(throws: ConfigurationError.self) { try self.configuration(json).checkedForStart() }
+        #expect(checked?.description.split(separator: "\n").map(String.init) == problems)
+    }
+
     // MARK: Keys and types
 
     /// The message of the configuration `json` refuses (decoding, then validation).
@@ -200,11 +227,14 @@ import Testing
         }
     }
 
-    @Test("a gallery listed twice is refused")
+    @Test("a gallery listed twice is refused, and each listing checked")
     func aGalleryListedTwice() {
         #expect(
-            self.refusal(#"{"galleries": [{"name": "door", "registries": []}, {"name": "door", "registries": []}]}"#)
-                == #"test.json: gallery "door" is listed twice"#)
+            self.refusal(#"{"galleries": [{"name": "door", "registries": []}, {"name": "door", "registries": []}]}"#)?.split(separator: "\n") == [
+                "galleries[0].registries: gallery 'door' needs at least one registry",
+                "galleries[1].name: gallery 'door' is listed twice (first as galleries[0])",
+                "galleries[1].registries: gallery 'door' needs at least one registry",
+            ])
     }
 
     @Test("a missing or unreadable file is named with the system's reason")

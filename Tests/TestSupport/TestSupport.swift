@@ -96,3 +96,31 @@ public func directoryEntries(_ path: String) -> [String]? {
     }
     return names
 }
+
+/// The absolute path of a file of this repository, given from the package root (`docs/operations.md`):
+/// tests that hold the code against its documentation read the files beside the sources they were
+/// built from. This file is Tests/TestSupport/TestSupport.swift, three levels below the root.
+public func repositoryPath(_ path: String) -> String {
+    var parts = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
+    parts.removeLast(3)
+    return parts.joined(separator: "/") + "/" + path
+}
+
+/// The first Markdown table after the line `heading` in `text`: its header's cells and each row's,
+/// trimmed (nil when there is no such heading or no table under it). Cells are split at every `|`:
+/// the tables read this way keep `|` out of their cells.
+public func markdownTable(in text: String, under heading: String) -> (header: [String], rows: [[String]])? {
+    let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    guard let start = lines.firstIndex(of: heading) else { return nil }
+    let table = lines[(start + 1)...].drop { !$0.hasPrefix("|") }.prefix { $0.hasPrefix("|") }
+    func cells(_ line: String) -> [String] {
+        line.split(separator: "|", omittingEmptySubsequences: false).dropFirst().dropLast().map { cell in
+            let start = cell.firstIndex { $0 != " " } ?? cell.endIndex
+            let end = cell.lastIndex { $0 != " " }.map(cell.index(after:)) ?? start
+            return String(cell[start..<max(start, end)])
+        }
+    }
+    // The header, then the line of dashes under it, then the rows.
+    guard let header = table.first, table.count >= 2 else { return nil }
+    return (cells(header), table.dropFirst(2).map(cells))
+}

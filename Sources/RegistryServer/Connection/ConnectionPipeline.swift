@@ -57,26 +57,67 @@ struct ConnectionPipeline {
         var reply: Reply?
     }
 
+    /// Where the connection is in its life, in the order it may pass through them (from any, to
+    /// `gone`). Each state holds only what matters in it, so that what the connection cannot be —
+    /// closing and still reading, stopped yet dispatching, draining while it reads — cannot be
+    /// written down either.
+    private enum Lifecycle: Equatable {
+        /// Frames are read and dispatched.
+        case reading
+        /// No frame will be read any more (the client half-closed, a drain shut the input, a frame was
+        /// too large): what was read is still dispatched and answered, then the connection closes.
+        case answering(Drain)
+        /// A reply that closes the connection was decided: nothing more is dispatched; the replies
+        /// up to it are written, then the connection closes.
+        case stopped(Drain)
+        /// `.close` was issued: every reply owed was written, or one closed the connection.
+        case closing(Drain)
+        /// The channel is gone: nothing more is written; requests dispatched still report.
+        case gone
+
+        /// The drain; none while reading (a drain ends the input) or once gone (nothing is done).
+        var drain: Drain {
+            switch self {
+            case .answering(let drain), .stopped(let drain), .closing(let drain): drain
+            case .reading, .gone: .none
+            }
+        }
+
+        /// The same state with `drain`; reading, or gone, stay as they are.
+        func with(_ drain: Drain) -> Lifecycle {
+            switch self {
+            case .answering: .answering(drain)
+            case .stopped: .stopped(drain)
+            case .closing: .closing(drain)
+            case .reading, .gone: self
+            }
+        }
+    }
+
+    /// Whether the daemon drains the connection, and whether the input was shut for it: a drain shuts
+    /// the input once, whenever it comes, even after the close was issued.
+    private enum Drain: Equatable {
+        case none
+        /// Requests dispatched from now on are refused; the input is to be shut.
+        case shutOwed
+        /// Requests dispatched from now on are refused; the input was shut.
+        case shut
+    }
+
     let maximumInFlight: Int
     private var waiting = CircularBuffer<Waiting>()
     private var slots = CircularBuffer<Slot>()
     private var nextSequence: UInt64 = 0
+    private var lifecycle = Lifecycle.reading
     /// Dispatched requests whose reply has not come back, slots dropped or not.
     private(set) var running = 0
-    /// No frame will be read any more (input closed, drain, or a frame too large).
-    private(set) var inputEnded = false
-    private(set) var draining = false
-    private var inputShutRequested = false
-    /// A reply that closes the connection was decided: nothing more is dispatched.
-    private var stopped = false
     /// Bytes of frames dropped after a stop, to release.
     private var dropped = 0
+    // Back-pressure, apart from the lifecycle: the channel's writability and a held read come and go
+    // in any state, independently of each other.
     private var writable = true
     /// A read was asked for and held back.
     private(set) var readHeld = false
-    private var closeIssued = false
-    /// The channel is gone: nothing more is written.
-    private(set) var inactive = false
 
     init(maximumInFlight: Int) {
         self.maximumInFlight = max(1, maximumInFlight)
@@ -85,15 +126,30 @@ struct ConnectionPipeline {
     /// Requests read and not yet answered (waiting or running), for the idle timeout and for making room.
     var requestsInProgress: Int { self.waiting.count + self.slots.count }
 
+    /// No frame will be read any more (input closed, drain, a frame too large, a reply that closes,
+    /// the channel gone).
+    var inputEnded: Bool { self.lifecycle != .reading }
+
+    /// The channel is gone: nothing more is written.
+    var inactive: Bool { self.lifecycle == .gone }
+
     /// The channel is gone and every request dispatched has finished: the connection is over.
     var isFinished: Bool { self.inactive && self.running == 0 }
+
+    /// Whether frames read are dispatched: not after a reply that closes, nor once the close is issued.
+    private var dispatching: Bool {
+        switch self.lifecycle {
+        case .reading, .answering: true
+        case .stopped, .closing, .gone: false
+        }
+    }
 
     // MARK: Events
 
     /// A whole frame was read, of `bytes` bytes held against the budget. False: it is dropped,
-    /// unstarted (a reply that closes came before it); its bytes are not held.
+    /// unstarted (the input ended before it: a reply that closes came first); its bytes are not held.
     mutating func frameRead(_ frame: ByteBuffer, bytes: Int) -> Bool {
-        guard !self.stopped && !self.inactive else { return false }
+        guard self.lifecycle == .reading else { return false }
         self.waiting.append(.frame(frame, bytes: bytes))
         return true
     }
@@ -101,8 +157,8 @@ struct ConnectionPipeline {
     /// A frame announced more than the maximum: `refusal` is its reply, after every request read
     /// before it; nothing after it is read.
     mutating func frameTooLarge(_ refusal: Reply) {
-        guard !self.stopped && !self.inactive else { return }
-        self.inputEnded = true
+        guard self.lifecycle == .reading else { return }
+        self.lifecycle = .answering(.none)
         self.waiting.append(.answered(refusal))
     }
 
@@ -123,13 +179,13 @@ struct ConnectionPipeline {
 
     /// The input ended: the client half-closed. What was read is still answered.
     mutating func inputClosed() {
-        self.inputEnded = true
+        if self.lifecycle == .reading { self.lifecycle = .answering(.none) }
     }
 
     /// The daemon stops: no more reading; what was read and not started is refused.
     mutating func drain() {
-        self.draining = true
-        self.inputEnded = true
+        if self.lifecycle == .reading { self.lifecycle = .answering(.none) }
+        if self.lifecycle.drain == .none { self.lifecycle = self.lifecycle.with(.shutOwed) }
     }
 
     mutating func writabilityChanged(_ writable: Bool) {
@@ -149,7 +205,7 @@ struct ConnectionPipeline {
 
     /// The channel is gone. Replies owed are dropped; requests running still report their reply.
     mutating func channelInactive() {
-        self.inactive = true
+        self.lifecycle = .gone
         self.waiting.removeAll()
         self.slots.removeAll()
         self.dropped = 0
@@ -163,7 +219,7 @@ struct ConnectionPipeline {
 
     /// The next thing to do, or nil when nothing is left until the next event.
     mutating func nextAction() -> Action? {
-        guard !self.inactive else { return nil }
+        guard self.lifecycle != .gone else { return nil }
         if let head = self.slots.first, let reply = head.reply {
             self.slots.removeFirst()
             return .write(reply, heldBytes: head.heldBytes)
@@ -172,14 +228,14 @@ struct ConnectionPipeline {
             defer { self.dropped = 0 }
             return .release(bytes: self.dropped)
         }
-        while !self.stopped, self.slots.count < self.maximumInFlight, let next = self.waiting.popFirst() {
+        while self.dispatching, self.slots.count < self.maximumInFlight, let next = self.waiting.popFirst() {
             switch next {
             case .frame(let frame, let bytes):
                 let sequence = self.nextSequence
                 self.nextSequence += 1
                 self.slots.append(Slot(sequence: sequence, heldBytes: bytes, reply: nil))
                 self.running += 1
-                return .dispatch(sequence: sequence, frame: frame, draining: self.draining)
+                return .dispatch(sequence: sequence, frame: frame, draining: self.lifecycle.drain != .none)
             case .answered(let reply):
                 self.slots.append(Slot(sequence: self.nextSequence, heldBytes: 0, reply: reply))
                 self.nextSequence += 1
@@ -187,15 +243,19 @@ struct ConnectionPipeline {
                 return self.nextAction()
             }
         }
-        if self.draining && !self.inputShutRequested {
-            self.inputShutRequested = true
+        if self.lifecycle.drain == .shutOwed {
+            self.lifecycle = self.lifecycle.with(.shut)
             return .closeInput
         }
-        if !self.closeIssued && self.slots.isEmpty && self.waiting.isEmpty && (self.stopped || self.inputEnded) {
-            self.closeIssued = true
-            return .close
+        if self.slots.isEmpty && self.waiting.isEmpty {
+            switch self.lifecycle {
+            case .answering(let drain), .stopped(let drain):
+                self.lifecycle = .closing(drain)
+                return .close
+            case .reading, .closing, .gone: break
+            }
         }
-        if self.readHeld && !self.mustHoldReads && !self.inputEnded {
+        if self.readHeld && !self.mustHoldReads && self.lifecycle == .reading {
             self.readHeld = false
             return .read
         }
@@ -204,8 +264,12 @@ struct ConnectionPipeline {
 
     /// Nothing after the request whose reply closes the connection is dispatched.
     private mutating func stop() {
-        self.stopped = true
-        self.inputEnded = true
+        switch self.lifecycle {
+        case .reading: self.lifecycle = .stopped(.none)
+        case .answering(let drain): self.lifecycle = .stopped(drain)
+        // Stopped already; and a connection closing or gone has no reply left to stop at.
+        case .stopped, .closing, .gone: break
+        }
         while let next = self.waiting.popFirst() {
             if case .frame(_, let bytes) = next { self.dropped += bytes }
         }

@@ -10,7 +10,8 @@ import SwiftProtobuf
 /// generated `Request` decodes to an operation is decoded once, as an empty message, at start, and
 /// the operation it gives says its name, right and scope (``RegistryOperation``). A request kind
 /// added to the protocol joins the table by itself; one the wire bounds do not know yet is still
-/// checked for its right after decoding.
+/// checked for its right after decoding. It is the one table of rights and scopes: OperationTableTests
+/// holds docs/operations.md's table and docs/security.md's list to it.
 struct OperationTable: Sendable {
     struct Kind: Sendable {
         let name: String
