@@ -95,4 +95,13 @@ import Testing
         #expect(!AuthenticationRoute.authenticates(score: Float(0.5).nextDown, thresholds: thresholds))
         #expect(!AuthenticationRoute.authenticates(score: .nan, thresholds: thresholds))
     }
+
+    /// A person's liveness profile goes with their last template, and only then.
+    @Test func deletionErasesTheProfileWithTheLastTemplate() {
+        #expect(DeletionPlan(deleting: [7], of: [7]).erasesProfile)
+        #expect(!DeletionPlan(deleting: [7], of: [3, 7]).erasesProfile)
+        #expect(DeletionPlan(deleting: [3, 7], of: [7, 3]).erasesProfile)
+        #expect(DeletionPlan(deleting: [], of: []).erasesProfile)
+        #expect(DeletionPlan(deleting: [3, 7], of: [7, 3]).templates == [3, 7])
+    }
 }

@@ -99,3 +99,21 @@ enum AuthenticationRoute {
     /// Whether a best score authenticates.
     static func authenticates(score: Float, thresholds: Thresholds) -> Bool { score >= thresholds.authentication }
 }
+
+/// What a deletion erases, decided from what the store holds of the person: the templates named,
+/// and the person's liveness profile once none of their templates remains in the gallery (a profile
+/// is never kept for someone erased; a person with templates left keeps theirs).
+struct DeletionPlan: Equatable, Sendable {
+    /// The templates to delete, in the order given.
+    let templates: [UInt64]
+    /// Whether the person's liveness profile goes too.
+    let erasesProfile: Bool
+
+    /// - Parameters:
+    ///   - deleting: the templates to delete (those stored: the caller found them).
+    ///   - held: every template the person holds in the gallery before the deletion.
+    init(deleting: [UInt64], of held: [UInt64]) {
+        self.templates = deleting
+        self.erasesProfile = held.allSatisfy { deleting.contains($0) }
+    }
+}

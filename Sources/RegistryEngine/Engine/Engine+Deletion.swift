@@ -16,13 +16,8 @@ extension Engine {
         return try await self.write(useReserve: true) { txn, context in
             let gallery = try self.gallery(named: name)
             guard let record = try self.store.templateRecord(txn, id: id), record.galleryId == gallery.id else { return false }
-            try self.store.deleteTemplate(txn, id: id)
-            context.record(.remove(id: id, galleryId: gallery.id, registryId: record.registryId))
-            // The identifier's last template: it is erased, so is its liveness profile.
-            if try self.store.templateIds(txn, galleryId: gallery.id, identifier: record.identifier).isEmpty {
-                try self.store.deleteProfile(txn, galleryId: gallery.id, identifier: record.identifier)
-                context.record(.setProfile(galleryId: gallery.id, identifier: record.identifier, profile: nil))
-            }
+            let plan = DeletionPlan(deleting: [id], of: try self.store.templateIds(txn, galleryId: gallery.id, identifier: record.identifier))
+            try self.carryOut(plan, txn, context, gallery: gallery.id, identifier: record.identifier)
             return true
         }
     }
@@ -35,13 +30,22 @@ extension Engine {
         return try await self.write(useReserve: true) { txn, context in
             let gallery = try self.gallery(named: name)
             let ids = try self.store.templateIds(txn, galleryId: gallery.id, identifier: identifier)
-            for id in ids {
-                guard let record = try self.store.deleteTemplate(txn, id: id) else { continue }
-                context.record(.remove(id: id, galleryId: gallery.id, registryId: record.registryId))
-            }
-            try self.store.deleteProfile(txn, galleryId: gallery.id, identifier: identifier)
-            context.record(.setProfile(galleryId: gallery.id, identifier: identifier, profile: nil))
+            try self.carryOut(DeletionPlan(deleting: ids, of: ids), txn, context, gallery: gallery.id, identifier: identifier)
             return ids.count
+        }
+    }
+
+    /// Deletes what `plan` says, recording each index change (on the writer thread).
+    private func carryOut(
+        _ plan: DeletionPlan, _ txn: borrowing Transaction, _ context: OperationContext, gallery: UInt32, identifier: String
+    ) throws {
+        for id in plan.templates {
+            guard let record = try self.store.deleteTemplate(txn, id: id) else { continue }
+            context.record(.remove(id: id, galleryId: gallery, registryId: record.registryId))
+        }
+        if plan.erasesProfile {
+            try self.store.deleteProfile(txn, galleryId: gallery, identifier: identifier)
+            context.record(.setProfile(galleryId: gallery, identifier: identifier, profile: nil))
         }
     }
 
