@@ -8,13 +8,18 @@ import Synchronization
 /// The face template registry: galleries of tagged templates for several algorithms, stored in LMDB,
 /// with the register / identify / authenticate semantics of the README's engine behaviour.
 ///
-/// ## Concurrency
-/// - **Writes** (register, import, auto-enrolment, deletions, gallery definitions) are queued to one
-///   writer thread, which runs them in batches sharing one durable commit. A caller resumes only
-///   after the commit holding its write is on disk and the index shows it.
-/// - **Reads of templates** (identify, authenticate, migration status) never touch LMDB: they scan
-///   the in-memory index under a shared lock, on the caller's thread.
-/// - **Admin reads** (identifier pages, an identifier's templates) use short LMDB read transactions.
+/// ## Concurrency (docs/concurrency.md)
+/// - **Writes** (register, import, auto-enrolment, deletions, gallery definitions) are typed requests
+///   queued to one writer thread (`Writer.swift`), which runs them in batches sharing one durable
+///   commit. A caller is answered only after the commit holding its write is on disk and the index
+///   shows it.
+/// - **Identify** runs on the engine's read pool: its scan reads the in-memory index under a shared
+///   lock, and rows that are not kept in memory from the store, exactly or with an error
+///   (``RowFault``). **Authenticate** compares one person's few rows on the caller's thread.
+/// - **Admin reads** (identifier pages, an identifier's templates, exports, backups) run on the read
+///   pool, in short LMDB read transactions.
+/// - **Decisions** (register's verdict, identify's and authenticate's routes, auto-enrolment and
+///   deletion plans) are values made from what the index and scans found (`Decisions.swift`).
 ///
 /// `@unchecked Sendable`: `state` is mutated only by the writer thread holding `indexLock` for
 /// writing; other threads read it holding `indexLock` for reading; the writer thread reads it without
