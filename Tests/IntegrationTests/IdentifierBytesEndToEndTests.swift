@@ -1,5 +1,7 @@
 import FoundationEssentials
 import Glibc
+import RegistryClient
+import RegistryModel
 import TestSupport
 import Testing
 
@@ -114,6 +116,32 @@ import Testing
                 #expect(trail.entries.allSatisfy { $0.identifiers.contains { $0.utf8.elementsEqual(identifier.utf8) } })
             }
         }
+    }
+}
+
+extension IdentifierBytesEndToEndTests {
+    /// Gallery names are ASCII by validation, but a name given on the command line is compared as
+    /// bytes before anything validates it: "\u{212A}iosk" (KELVIN SIGN) is "Kiosk" to Swift's `==`
+    /// and no gallery at all to the daemon, and registryctl must not pick Kiosk for it either.
+    @Test func aGalleryNameIsItsBytesInTheDaemonAndInRegistryctl() async throws {
+        let kelvin = "\u{212A}iosk"
+        #expect(kelvin == "Kiosk")
+        let source = try Daemon()
+        let client = try await source.client()
+        try await client.defineGallery(GalleryConfiguration(name: "Kiosk", registries: [RegistryConfiguration(algorithm: 24)]))
+        await client.close()
+        let ctl = try Registryctl(source)
+        #expect(try ctl.run(["register", "ann", try Self.faceFiles(0, in: source.directory)[0], "--gallery", "Kiosk"]).status == 0)
+        for arguments in [["identifiers"], ["show", "ann"], ["export", "--output", source.directory + "/kelvin.dump"]] {
+            let (status, output) = try ctl.run(arguments + ["--gallery", kelvin])
+            #expect(status != 0 && output.contains("UNKNOWN_GALLERY"), "\(arguments): \(output)")
+        }
+        let dump = source.directory + "/all.dump"
+        #expect(try ctl.json(ExportDocument.self, ["export", "--all", "--output", dump]).templates == 1)
+        let target = try Registryctl(try Daemon())
+        let (status, output) = try target.run(["import", dump, "--gallery", kelvin])
+        #expect(status != 0 && output.contains("holds no gallery"), "\(output)")
+        #expect(try target.json(ImportDocument.self, ["import", dump, "--gallery", "Kiosk"]).imported == 1)
     }
 }
 
