@@ -84,7 +84,8 @@ final class RefusalSummary: Sendable {
             if var tally = state.tallies[kind] {
                 tally.count += 1
                 tally.pid = peer?.pid
-                if tally.gallery != gallery { tally.gallery = tally.count == 1 ? gallery : "" }
+                // By bytes: a name that only Swift's equivalence calls the same is another gallery.
+                if !(tally.gallery?.sameIdentifier(as: gallery) ?? false) { tally.gallery = tally.count == 1 ? gallery : "" }
                 state.tallies[kind] = tally
                 return false
             }

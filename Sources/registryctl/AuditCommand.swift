@@ -16,7 +16,7 @@ struct AuditCommand: AsyncParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Option(help: ArgumentHelp("Only entries concerning this identifier.", valueName: "identifier"))
+    @Option(help: ArgumentHelp("Only entries concerning this identifier (byte for byte, not its equivalent spellings).", valueName: "identifier"))
     var identifier: String?
 
     @Option(help: ArgumentHelp("Only entries at or after this time (ISO-8601, Unix seconds, or an age: 30m, 12h, 7d).", valueName: "time"))

@@ -7,7 +7,10 @@ struct DeleteIdentifierCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "identifier",
         abstract: "Erase an identifier: its templates in every registry of the gallery.",
-        discussion: "Exits 2 (IDENTIFIER_NOT_REGISTERED) when the gallery has no template of it.")
+        discussion: """
+            Exits 2 (IDENTIFIER_NOT_REGISTERED) when the gallery has no template of it. The identifier \
+            is matched byte for byte: a canonically equivalent spelling is another person and stays.
+            """)
 
     @OptionGroup var options: GlobalOptions
     @OptionGroup var gallery: GalleryOptions

@@ -77,8 +77,9 @@ struct ExportCommand: AsyncParsableCommand {
     func run() async throws {
         try await Runner(self.options, resultsToStandardError: self.output == "-").run { client in
             let all = try await client.galleries()
+            // Gallery names by bytes, as the daemon looks them up.
             let selected =
-                self.all ? all.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) } : all.filter { $0.name == self.gallery.name }
+                self.all ? all.sorted { $0.name.identifierPrecedes($1.name) } : all.filter { $0.name.sameIdentifier(as: self.gallery.name) }
             guard !selected.isEmpty || self.all else { throw RegistryError.unknownGallery(self.gallery.name) }
             let progress = ProgressBar(label: "exporting")
             progress.total = selected.reduce(0) { $0 + $1.registries.reduce(0) { $0 + $1.templateCount } }

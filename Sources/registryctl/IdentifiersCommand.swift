@@ -9,7 +9,9 @@ struct IdentifiersCommand: AsyncParsableCommand {
         abstract: "List a gallery's identifiers (in byte order), one page or all pages.",
         discussion: """
             Prints one identifier per line. When more follow, a hint with the --after value for the \
-            next page goes to standard error (with --json: "next" in the document).
+            next page goes to standard error (with --json: "next" in the document). Identifiers are \
+            their bytes: canonically equivalent spellings (é as one code point, or e and a combining \
+            accent) are different people, listed apart, and look alike on a terminal.
             """)
 
     @OptionGroup var options: GlobalOptions

@@ -189,7 +189,7 @@ struct ImportCommand: AsyncParsableCommand {
         }
         let all = try runner.prepare { try DumpFile.sections(from: bytes, file: self.file) }
         guard let name = self.gallery.gallery else { return (all, []) }
-        let selected = all.filter { $0.gallery.name == name }
+        let selected = all.filter { $0.gallery.name.sameIdentifier(as: name) }  // by bytes, as the daemon
         guard !selected.isEmpty else {
             let holds = all.map(\.gallery.name).joined(separator: ", ")
             throw runner.fail(RegistryError.malformedRequest("\(self.file) holds no gallery '\(name)' (it holds \(holds))"), names: .builtIn)
@@ -201,7 +201,7 @@ struct ImportCommand: AsyncParsableCommand {
     /// no template (a fresh daemon's default gallery); one that holds templates keeps its definition,
     /// which the thresholds its templates were checked under depend on.
     static func prepareGallery(_ definition: GalleryConfiguration, client: RegistryConnection, result: inout Result) async throws {
-        let existing = try await client.galleries().first { $0.name == definition.name }
+        let existing = try await client.galleries().first { $0.name.sameIdentifier(as: definition.name) }
         if let existing, GalleryConfiguration(existing) == definition { return }
         if let existing, existing.registries.contains(where: { $0.templateCount > 0 }) {
             result.keptDefinitions.append(definition.name)

@@ -218,4 +218,81 @@ import Testing
             #expect(result.matches.isEmpty, "the erased identity must not be found through the other's ordinal")
         }
     }
+
+    /// Two canonically equivalent pairs (precomposed ë / e + combining diaeresis, 한 / its
+    /// conjoining jamo) and two other names, in the store's byte order: "Zoe\u{308}" (5A 6F 65 CC 88)
+    /// sorts right before "Zo\u{EB}" (5A 6F C3 AB), so the two meet inside a page or across a page
+    /// boundary; so do the jamo (E1 84 92 …) and the syllable (ED 95 9C).
+    static let listed = ["Zoe", "Zoey\u{308}", "Zoe\u{308}", "Zo\u{EB}", "\u{1112}\u{1161}\u{11AB}", "\u{D55C}"]
+
+    @Test func identifierPageListsCanonicallyEquivalentIdentifiersApartInByteOrder() async throws {
+        let names = Self.listed.map { Array($0.utf8) }
+        #expect(names == names.sorted { $0.lexicographicallyPrecedes($1) }, "the list is in byte order")
+        try await withEngine { engine in
+            // Registered out of order, each with two templates (one listing entry per identifier).
+            for (index, identifier) in Self.listed.enumerated().reversed() {
+                for extra in [Float(0), 0.2] {
+                    var vector = [Float](repeating: 0, count: 128)
+                    (vector[index], vector[index + 64]) = (1, extra)
+                    _ = try await engine.register(identifier: identifier, face: Face(FaceTemplate(algorithm: 24, vector: vector)))
+                }
+            }
+            let galleryId = try engine.gallery(named: "default").id
+            func page(after: String?, limit: Int) throws -> (identifiers: [[UInt8]], more: Bool) {
+                let (identifiers, more) = try engine.store.environment.read { txn in
+                    try engine.store.identifierPage(txn, galleryId: galleryId, after: after, limit: limit)
+                }
+                return (identifiers.map { Array($0.utf8) }, more)
+            }
+            let all = try page(after: nil, limit: 100)
+            #expect(all.identifiers == names && !all.more)
+            // Every page size: pages end between twins and hold both of a pair.
+            for limit in 1...names.count {
+                var pages: [[UInt8]] = []
+                var after: String?
+                while pages.count <= names.count {
+                    let next = try page(after: after, limit: limit)
+                    pages += next.identifiers
+                    guard next.more, let last = next.identifiers.last else { break }
+                    after = String(decoding: last, as: UTF8.self)
+                }
+                #expect(pages == names, "pages of \(limit)")
+            }
+            // After one spelling comes the other: `after` is exclusive by bytes, not by equivalence.
+            #expect(try page(after: "Zoe\u{308}", limit: 1).identifiers == [Array("Zo\u{EB}".utf8)])
+            #expect(try page(after: "\u{1112}\u{1161}\u{11AB}", limit: 1).identifiers == [Array("\u{D55C}".utf8)])
+            #expect(try await engine.identifiers(limit: 100).identifiers.map { Array($0.utf8) } == names)
+        }
+    }
+
+    @Test func aGalleryNameOnlyCanonicallyEquivalentToADefinedOneIsUnknown() async throws {
+        try await withEngine { engine in
+            try await engine.defineGallery(GalleryConfiguration(name: "Kiosk", registries: [RegistryConfiguration(algorithm: 24)]))
+            _ = try await engine.register(gallery: "Kiosk", identifier: "ann", face: Face(arcface()))
+            let kelvin = "\u{212A}iosk"  // KELVIN SIGN, canonically equivalent to K
+            #expect(kelvin == "Kiosk")
+            await expectRegistryError(.unknownGallery) { _ = try engine.gallery(kelvin) }
+            await expectRegistryError(.unknownGallery) { _ = try await engine.identifiers(gallery: kelvin) }
+            await expectRegistryError(.unknownGallery) { _ = try await engine.exportTemplates(gallery: kelvin) }
+            await expectRegistryError(.unknownGallery) { _ = try await engine.templates(gallery: kelvin, identifier: "ann") }
+            #expect(try await engine.identifiers(gallery: "Kiosk").identifiers == ["ann"])
+        }
+    }
+
+    @Test func verifyReportsAnIdentifierIndexEntryUnderACanonicallyEquivalentSpelling() async throws {
+        try await withEngine { engine in
+            let id = try await engine.register(identifier: "Zo\u{EB}", face: Face(arcface())).stored[0].id
+            #expect(try await engine.verify().problems.isEmpty)
+            let galleryId = try engine.gallery(named: "default").id
+            try engine.store.environment.write { txn in
+                // The record still says Zo\u{EB}; its index entry now says Zoe\u{308}.
+                let value = try #require(
+                    try txn.get(engine.store.identifiers, key: Keys.identifierEntry(galleryId, "Zo\u{EB}", id)).map { Array($0) })
+                #expect(try txn.delete(engine.store.identifiers, key: Keys.identifierEntry(galleryId, "Zo\u{EB}", id)))
+                try txn.put(engine.store.identifiers, key: Keys.identifierEntry(galleryId, "Zoe\u{308}", id), value: value)
+            }
+            let problems = try await engine.verify().problems
+            #expect(problems.contains { $0.contains("disagree on its gallery, identifier or registry") }, "\(problems)")
+        }
+    }
 }

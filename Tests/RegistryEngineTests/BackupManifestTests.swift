@@ -80,4 +80,21 @@ import Testing
             #expect(try await restored.verify().problems.isEmpty)
         }
     }
+
+    @Test func theManifestCountsCanonicallyEquivalentIdentifiersAsTheDifferentPeopleTheyAre() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var configuration = EngineConfiguration()
+        configuration.backupDirectory = directory.path + "/backups/"
+        try await withEngine(configuration) { engine in
+            // Precomposed ë and e + combining diaeresis: one string to Swift, two keys in the store.
+            _ = try await engine.register(identifier: "Zo\u{EB}", face: Face(arcface()))
+            _ = try await engine.register(identifier: "Zoe\u{308}", face: Face(arcface(flips(0, 8))))
+            #expect(try engine.gallery("default").identifierCount == 2)
+            let (copy, _) = try await engine.backup()
+            let manifest = try JSONDecoder().decode(Manifest.self, from: Data(try #require(readFileBytes(copy + "/manifest.json"))))
+            let registry = try #require(manifest.galleries.first { $0.name == "default" }?.registries.first)
+            #expect(registry.templates == 2 && registry.identifiers == 2)
+        }
+    }
 }

@@ -1,7 +1,9 @@
 import Glibc
 import Logging
+import RegistryEngine
 import RegistryModel
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import RegistryServer
@@ -76,6 +78,25 @@ import Testing
         summary.record(peer: kiosk, operation: "register", code: .similarFaceRegistered)
         summary.flush(now: start + .seconds(61 + 37))
         #expect(lines.all.last == "<5>requests refused in the last 37 s refusals=uid 1001 register SIMILAR_FACE_REGISTERED ×2")
+    }
+
+    @Test("a summary names its refusals' gallery only when they all named it byte for byte")
+    func refusalSummaryComparesGalleryNamesByBytes() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let engine = try Engine(path: directory.path)
+        defer { engine.close() }
+        let summary = RefusalSummary(logger: Lines().logger(level: .notice), engine: engine)
+        let peer = Peer(uid: 1001, gid: 1001, pid: 77, groups: [1001])
+        // The first of each kind is audited by the dispatcher; the two after it are summed up.
+        // "\u{212A}iosk" (KELVIN SIGN) is "Kiosk" to Swift's ==, another name to the daemon.
+        for gallery in ["Kiosk", "Kiosk", "\u{212A}iosk"] {
+            summary.record(peer: peer, operation: "identify", code: .permissionDenied, gallery: gallery, audited: true)
+        }
+        for _ in 0..<3 { summary.record(peer: peer, operation: "register", code: .permissionDenied, gallery: "Kiosk", audited: true) }
+        summary.flush()
+        let entries = try await engine.auditEntries(AuditQuery(outcome: .refused))
+        #expect(entries.map { "\($0.operation) '\($0.gallery)' ×\($0.count)" } == ["identify '' ×2", "register 'Kiosk' ×2"])
     }
 
     @Test("a refused request's gallery reaches the log cut short and escaped: no line is longer for a longer name, none is forged")

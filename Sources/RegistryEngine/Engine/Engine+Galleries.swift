@@ -12,7 +12,7 @@ extension Engine {
     /// The galleries, by name.
     public func galleries() -> [GalleryInfo] {
         self.indexLock.withReadLock {
-            self.state.values.sorted { $0.name < $1.name }.map(Self.info)
+            self.state.values.sorted { $0.name.identifierPrecedes($1.name) }.map(Self.info)
         }
     }
 

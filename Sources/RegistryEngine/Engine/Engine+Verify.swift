@@ -97,7 +97,7 @@ extension Engine {
                 problems.append("the identifier index lists template \(id) of '\(identifier)', which has no record")
                 return .continue
             }
-            if record.galleryId != galleryId || record.identifier != identifier || record.registryId != registryId {
+            if record.galleryId != galleryId || !record.identifier.sameIdentifier(as: identifier) || record.registryId != registryId {
                 problems.append("the identifier index and the record of template \(id) disagree on its gallery, identifier or registry")
             }
             return .continue

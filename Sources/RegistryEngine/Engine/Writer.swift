@@ -268,7 +268,7 @@ extension Engine {
 
     /// The gallery named `name`; the caller holds the index lock or is the writer thread.
     func gallery(named name: String) throws(RegistryError) -> GalleryIndex {
-        guard let gallery = self.state[name] else { throw .unknownGallery(name) }
+        guard let gallery = self.state[name], gallery.name.sameIdentifier(as: name) else { throw .unknownGallery(name) }
         return gallery
     }
 }

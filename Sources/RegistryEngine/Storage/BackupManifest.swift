@@ -42,14 +42,16 @@ struct BackupManifest: Sendable, Equatable, Codable {
         let (schema, galleries) = try store.environment.read { txn in
             let schema = try store.readUInt32(txn, Keys.schemaVersion) ?? 0
             var templates: [UInt32: Int] = [:]
-            var identifiers: [UInt32: Set<String>] = [:]
+            // By bytes, as the store tells identifiers apart: a `Set<String>` counts canonically
+            // equivalent twins as one.
+            var identifiers: [UInt32: Set<IdentifierKey>] = [:]
             try txn.forEach(store.templates) { key, value in
                 let record = try TemplateRecord(decoding: value, id: try Store.templateId(key))
                 templates[record.registryId, default: 0] += 1
-                identifiers[record.registryId, default: []].insert(record.identifier)
+                identifiers[record.registryId, default: []].insert(IdentifierKey(record.identifier))
                 return .continue
             }
-            let galleries = try store.storedGalleries(txn).sorted { $0.name < $1.name }.map { name, record in
+            let galleries = try store.storedGalleries(txn).sorted { $0.name.identifierPrecedes($1.name) }.map { name, record in
                 Gallery(
                     name: name,
                     registries: record.registries.map { entry in

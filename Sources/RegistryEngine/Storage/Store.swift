@@ -462,7 +462,9 @@ final class Store: @unchecked Sendable {
             guard key.starts(with: prefix) else { return .stop }
             guard key.count >= prefix.count + 10 else { throw StoreCorruption("an identifier-index key of \(key.count) bytes") }
             let name = String(decoding: key[prefix.count..<(key.count - 9)], as: UTF8.self)
-            if result.last == name { return .continue }
+            // By bytes: `==` takes a canonically equivalent twin (its key sorts next to this one's)
+            // for the same identifier, and the listing would drop a person.
+            if let last = result.last, last.sameIdentifier(as: name) { return .continue }
             if result.count == limit {
                 more = true
                 return .stop

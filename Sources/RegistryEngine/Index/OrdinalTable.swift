@@ -1,51 +1,11 @@
 import CScanKernels
-import Glibc
 import RegistryModel
-
-/// An identifier compared and hashed by its UTF-8 bytes, as the store's keys are.
-///
-/// Swift's `String` equality is canonical equivalence: "José" with a precomposed é and with e plus a
-/// combining accent are equal strings but different keys in LMDB. Keyed by `String`, the index would
-/// merge two stored identities that deletion treats as two, so an erasure could leave one behind.
-struct IdentifierKey: Hashable, Sendable {
-    let string: String
-
-    init(_ string: String) {
-        self.string = string
-    }
-
-    static func == (a: IdentifierKey, b: IdentifierKey) -> Bool {
-        a.string.sameIdentifier(as: b.string)
-    }
-
-    func hash(into hasher: inout Hasher) {
-        // One bulk combine over the UTF-8 bytes (native strings are contiguous): a byte-at-a-time
-        // combine made interning a million identifiers at start-up several times slower.
-        var string = self.string
-        string.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
-    }
-}
-
-extension String {
-    /// Byte-wise identifier equality (see ``IdentifierKey``): the lengths, then one `memcmp` of the
-    /// contiguous bytes (native strings' are). `elementsEqual` walked the views a byte at a time, and
-    /// the writer compares identifiers for every registration of a batch with every other.
-    func sameIdentifier(as other: String) -> Bool {
-        let (mine, theirs) = (self.utf8, other.utf8)
-        guard mine.count == theirs.count else { return false }
-        let compared = mine.withContiguousStorageIfAvailable { a in
-            theirs.withContiguousStorageIfAvailable { b in a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
-        }
-        if case .some(.some(let equal)) = compared { return equal }
-        return mine.elementsEqual(theirs)  // a bridged string without contiguous bytes
-    }
-}
 
 /// Identifier → ordinal for a gallery's interned identifiers: open addressing whose slots hold only
 /// the ordinal (+1; 0 is empty), compared through the gallery's name list. A `[IdentifierKey: UInt32]`
 /// for a million identifiers took 2²¹ buckets of 20 bytes (42 MB, measured as 2 % of a 1M x 512 index);
 /// this takes 8 MB. Ordinals are never removed (an identifier without templates keeps its ordinal),
-/// so the table only grows. Equality is byte-wise, as ``IdentifierKey``'s.
+/// so the table only grows. Equality is byte-wise, as ``IdentifierKey``'s (RegistryModel).
 struct OrdinalTable {
     private var slots: [UInt32] = []
     private(set) var count = 0
