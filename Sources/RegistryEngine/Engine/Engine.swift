@@ -206,4 +206,22 @@ public final class Engine: @unchecked Sendable {
     public var commitStatistics: (commits: Int, operations: Int) {
         (self.commits.load(ordering: .relaxed), self.committedOperations.load(ordering: .relaxed))
     }
+
+    // MARK: Lookups
+
+    /// A scan's ``RowFault`` as the request's error, counted (``EngineMetrics/damagedRows``).
+    func refusal(_ fault: RowFault) -> RegistryError {
+        self.metrics.damagedRows.increment()
+        return .damagedRow(fault)
+    }
+
+    func gallery(id: UInt32) -> GalleryIndex? {
+        self.state.values.first { $0.id == id }
+    }
+
+    /// The gallery named `name`; the caller holds the index lock or is the writer thread.
+    func gallery(named name: String) throws(RegistryError) -> GalleryIndex {
+        guard let gallery = self.state[name], gallery.name.sameIdentifier(as: name) else { throw .unknownGallery(name) }
+        return gallery
+    }
 }
