@@ -10,6 +10,9 @@ struct ImportCommand: AsyncParsableCommand {
         abstract: "Import an export file: a dump (galleries, templates, liveness profiles) or templates (Ver-ID JSON).",
         discussion: """
             The whole file is read and checked first: a malformed file (exit 65) imports nothing. A \
+            dump must end with its trailer, whose record count and CRC-32C match: one cut short, damaged \
+            or with records after its trailer is malformed. A REGDUMP1 dump (written before dumps had \
+            a trailer) is imported with a warning that it cannot be checked for being complete. A \
             dump (registryctl export's protobuf format) recreates each gallery in it (--gallery: only \
             that one): a gallery the daemon lacks, or has without templates, is defined as the dump \
             says; one that holds templates keeps its own definition (the summary says when it differs). \
@@ -188,6 +191,7 @@ struct ImportCommand: AsyncParsableCommand {
             return ([nil], try runner.prepare { try TemplateStreamReader.items(from: bytes, format: format, file: self.file) })
         }
         let all = try runner.prepare { try DumpFile.sections(from: bytes, file: self.file) }
+        if DumpFile.isUnchecked(bytes) { printError(Self.uncheckedWarning(self.file)) }
         guard let name = self.gallery.gallery else { return (all, []) }
         let selected = all.filter { $0.gallery.name == name }
         guard !selected.isEmpty else {
@@ -195,6 +199,13 @@ struct ImportCommand: AsyncParsableCommand {
             throw runner.fail(RegistryError.malformedRequest("\(self.file) holds no gallery '\(name)' (it holds \(holds))"), names: .builtIn)
         }
         return (selected, [])
+    }
+
+    /// What import says of a REGDUMP1 dump, which has no trailer: a copy of it cut at a record
+    /// boundary reads as a smaller dump, so nothing tells a complete one from one cut short.
+    static func uncheckedWarning(_ file: String) -> String {
+        "registryctl: warning: \(file) is a REGDUMP1 dump, written before dumps ended with a trailer: it cannot be checked "
+            + "for being complete (one cut short at a record boundary imports as a smaller dump)"
     }
 
     /// A dump's gallery in the daemon: defined as the dump says when the daemon lacks it or it holds
