@@ -10,14 +10,14 @@ struct ImportCommand: AsyncParsableCommand {
         abstract: "Import an export file: a dump (galleries, templates, liveness profiles) or templates (Ver-ID JSON).",
         discussion: """
             The whole file is read and checked first: a malformed file (exit 65) imports nothing. A \
-            dump must end with its trailer, whose record count and CRC-32C match: one cut short, damaged \
-            or with records after its trailer is malformed. A REGDUMP1 dump (written before dumps had \
-            a trailer) is imported with a warning that it cannot be checked for being complete. A \
             dump (registryctl export's protobuf format) recreates each gallery in it (--gallery: only \
             that one): a gallery the daemon lacks, or has without templates, is defined as the dump \
             says; one that holds templates keeps its own definition (the summary says when it differs). \
             Its templates keep their registration time, source and quality; its liveness profiles follow \
-            them. A Ver-ID JSON file (templates only) goes into --gallery, with time now and source \
+            them. A dump ends with a trailer, whose record count and CRC-32C must match what precedes \
+            it: one cut short, damaged or with records after its trailer is malformed. A REGDUMP1 dump \
+            (written before dumps had a trailer) is imported with a warning on standard error that it \
+            cannot be checked for being complete. A Ver-ID JSON file (templates only) goes into --gallery, with time now and source \
             imported; so does an export file of bare StoredTemplate frames. Templates are sent in \
             chunks of 1000 (fewer for very large templates, to keep each request under 3 MiB), each \
             stored all or none and without the register checks. When a chunk is refused, the chunks \
