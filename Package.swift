@@ -78,10 +78,11 @@ let package = Package(
         .target(name: "Locks", swiftSettings: strictSettings),
         // A thin, safe Swift wrapper over the LMDB C API: environment, transactions, errors.
         .target(name: "LMDB", dependencies: ["CLMDB", "Locks"], swiftSettings: strictSettings),
-        // The value types every layer shares, with no dependency at all: faces, templates, landmarks,
-        // algorithms and their catalogue, results, errors, configuration, the capture and liveness gates'
-        // computations. The protocol, the client and registryctl build on this alone.
-        .target(name: "RegistryModel", swiftSettings: strictSettings),
+        // The value types every layer shares: faces, templates, landmarks, algorithms and their
+        // catalogue, results, errors, configuration, the capture and liveness gates' computations, and
+        // CRC-32C (the engine's records, registryctl's dumps). The protocol, the client and registryctl
+        // build on this alone. Its one dependency, CScanKernels, is for CRC-32C's crc32 instruction.
+        .target(name: "RegistryModel", dependencies: ["CScanKernels"], swiftSettings: strictSettings),
         // Int8 codes of float32 rows and the prefilter's kernels, one function per instruction set
         // (target attributes, chosen at run time from cpuid): the package builds for any x86-64.
         .target(name: "CScanKernels"),

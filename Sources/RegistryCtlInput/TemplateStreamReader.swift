@@ -26,6 +26,16 @@ public enum TemplateStreamReader {
     static func forEachFrame(
         in bytes: [UInt8], from start: Int, file: String, _ body: (Int, Int, [UInt8]) throws(InputFileError) -> Void
     ) throws(InputFileError) {
+        try self.forEachFrameRange(in: bytes, from: start, file: file) { (record, offset, range) throws(InputFileError) in
+            try body(record, offset, Array(bytes[range]))
+        }
+    }
+
+    /// Calls `body` with each length-prefixed frame of `bytes` after `start`: its number (from 1),
+    /// offset and where its message lies in `bytes` (a walk over the framing alone, copying nothing).
+    static func forEachFrameRange(
+        in bytes: [UInt8], from start: Int, file: String, _ body: (Int, Int, Range<Int>) throws(InputFileError) -> Void
+    ) throws(InputFileError) {
         var offset = start
         var record = 0
         while offset < bytes.count {
@@ -41,7 +51,7 @@ public enum TemplateStreamReader {
                     file: file,
                     message: "record \(record) at byte \(offset): truncated (\(length) bytes announced, \(bytes.count - bodyStart) remain)")
             }
-            try body(record, offset, Array(bytes[bodyStart..<bodyStart + length]))
+            try body(record, offset, bodyStart..<bodyStart + length)
             offset = bodyStart + length
         }
     }

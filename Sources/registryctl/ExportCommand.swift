@@ -8,11 +8,13 @@ struct ExportCommand: AsyncParsableCommand {
         commandName: "export",
         abstract: "Export a gallery (or every gallery) to a file that import recreates it from.",
         discussion: """
-            Formats: protobuf (default) writes a dump: the bytes REGDUMP1, then, per gallery, its \
+            Formats: protobuf (default) writes a dump: the bytes REGDUMP2, then, per gallery, its \
             definition (registries in priority order, thresholds, quality gates, liveness policy and k), \
             its templates in registration order with their data, registration time, source and quality, \
             and its liveness profiles, each a registry.v1.DumpRecord framed by a 4-byte big-endian \
-            length. Exporting what an import of the dump created gives the same bytes. verid writes a \
+            length, and last a trailer record (the number of records before it and the CRC-32C of every \
+            byte before it), by which import refuses a dump cut short or damaged. Exporting what an \
+            import of the dump created gives the same bytes. verid writes a \
             Ver-ID JSON array of {"identifier", "version", "data" | "landmarks"} objects: templates \
             only, of one gallery. The file (mode 0600: templates are biometric data) is written under a \
             temporary name and renamed when complete. With --output -, the data goes to standard output \

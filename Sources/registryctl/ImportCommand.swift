@@ -14,7 +14,10 @@ struct ImportCommand: AsyncParsableCommand {
             that one): a gallery the daemon lacks, or has without templates, is defined as the dump \
             says; one that holds templates keeps its own definition (the summary says when it differs). \
             Its templates keep their registration time, source and quality; its liveness profiles follow \
-            them. A Ver-ID JSON file (templates only) goes into --gallery, with time now and source \
+            them. A dump ends with a trailer, whose record count and CRC-32C must match what precedes \
+            it: one cut short, damaged or with records after its trailer is malformed. A REGDUMP1 dump \
+            (written before dumps had a trailer) is imported with a warning on standard error that it \
+            cannot be checked for being complete. A Ver-ID JSON file (templates only) goes into --gallery, with time now and source \
             imported; so does an export file of bare StoredTemplate frames. Templates are sent in \
             chunks of 1000 (fewer for very large templates, to keep each request under 3 MiB), each \
             stored all or none and without the register checks. When a chunk is refused, the chunks \
@@ -188,6 +191,7 @@ struct ImportCommand: AsyncParsableCommand {
             return ([nil], try runner.prepare { try TemplateStreamReader.items(from: bytes, format: format, file: self.file) })
         }
         let all = try runner.prepare { try DumpFile.sections(from: bytes, file: self.file) }
+        if DumpFile.isUnchecked(bytes) { printError(Self.uncheckedWarning(self.file)) }
         guard let name = self.gallery.gallery else { return (all, []) }
         let selected = all.filter { $0.gallery.name.sameIdentifier(as: name) }  // by bytes, as the daemon
         guard !selected.isEmpty else {
@@ -195,6 +199,13 @@ struct ImportCommand: AsyncParsableCommand {
             throw runner.fail(RegistryError.malformedRequest("\(self.file) holds no gallery '\(name)' (it holds \(holds))"), names: .builtIn)
         }
         return (selected, [])
+    }
+
+    /// What import says of a REGDUMP1 dump, which has no trailer: a copy of it cut at a record
+    /// boundary reads as a smaller dump, so nothing tells a complete one from one cut short.
+    static func uncheckedWarning(_ file: String) -> String {
+        "registryctl: warning: \(file) is a REGDUMP1 dump, written before dumps ended with a trailer: it cannot be checked "
+            + "for being complete (one cut short at a record boundary imports as a smaller dump)"
     }
 
     /// A dump's gallery in the daemon: defined as the dump says when the daemon lacks it or it holds

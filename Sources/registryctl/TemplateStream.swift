@@ -6,7 +6,7 @@ import SwiftProtobuf
 
 /// Writes an export in one of the ``TemplateFileFormat``s:
 ///
-/// - `protobuf`: a dump (``DumpFile``): `REGDUMP1`, then per gallery its definition, its templates
+/// - `protobuf`: a dump (``DumpFile``): `REGDUMP2`, then per gallery its definition, its templates
 ///   with their data, time, source and quality (no id: ids belong to a store), and its liveness
 ///   profiles, each a `registry.v1.DumpRecord` framed as on the wire:
 ///   ```
@@ -14,6 +14,8 @@ import SwiftProtobuf
 ///   |   N: u32, big-endian              | N bytes: one DumpRecord            |
 ///   +--------+--------+--------+--------+-----------------------------------+
 ///   ```
+///   and last a trailer record: the number of records before it and the CRC-32C of every byte
+///   before its frame, by which import tells a complete dump from one cut short.
 /// - `verid`: a JSON array of `{"identifier": ..., "version": N, "data": [...]}` (vectors) and
 ///   `{"identifier": ..., "version": 1000, "landmarks": [{"name", "x", "y", "z"}]}` (landmarks):
 ///   templates only (Ver-ID's own format has no place for a gallery's definition or profiles).
@@ -21,6 +23,8 @@ struct TemplateStreamWriter {
     let format: TemplateFileFormat
     let sink: OutputSink
     private var written = 0
+    /// The dump's record count and checksum so far (protobuf).
+    private var dump = DumpFile.Writer()
 
     init(format: TemplateFileFormat, sink: OutputSink) {
         self.format = format
@@ -28,17 +32,17 @@ struct TemplateStreamWriter {
     }
 
     /// Starts the file.
-    func begin() throws(OutputFileError) {
+    mutating func begin() throws(OutputFileError) {
         switch self.format {
-        case .protobuf: try self.sink.write(DumpFile.magic)
+        case .protobuf: try self.sink.write(self.dump.header())
         case .verid: try self.sink.write("[")
         }
     }
 
     /// Starts a gallery's section: its definition (protobuf only).
-    func beginGallery(_ gallery: GalleryConfiguration) throws {
+    mutating func beginGallery(_ gallery: GalleryConfiguration) throws {
         guard self.format == .protobuf else { return }
-        try self.sink.write(try DumpFile.frame(.with { $0.gallery = Registry_V1_DefineGalleryRequest(gallery) }))
+        try self.sink.write(try self.dump.record(.with { $0.gallery = Registry_V1_DefineGalleryRequest(gallery) }))
     }
 
     /// Appends templates, which must carry their data.
@@ -51,7 +55,7 @@ struct TemplateStreamWriter {
             }
             switch self.format {
             case .protobuf:
-                try self.sink.write(try Self.templateRecord(stored))
+                try self.sink.write(try self.dump.record(.with { $0.template = Self.templateMessage(stored) }))
             case .verid:
                 try self.sink.write((self.written == 0 ? "\n" : ",\n") + Self.veridRecord(identifier: stored.identifier, template: template))
             }
@@ -60,25 +64,28 @@ struct TemplateStreamWriter {
     }
 
     /// Appends liveness profiles (protobuf only).
-    func append(profiles: [ProfileEntry]) throws {
+    mutating func append(profiles: [ProfileEntry]) throws {
         guard self.format == .protobuf else { return }
         for entry in profiles {
-            try self.sink.write(try DumpFile.frame(.with { $0.livenessProfile = Registry_V1_LivenessProfileEntry(entry) }))
+            try self.sink.write(try self.dump.record(.with { $0.livenessProfile = Registry_V1_LivenessProfileEntry(entry) }))
         }
     }
 
-    /// Ends the file (it still has to be committed).
-    func end() throws(OutputFileError) {
-        if self.format == .verid { try self.sink.write(self.written == 0 ? "]\n" : "\n]\n") }
+    /// Ends the file (it still has to be committed): a dump with its trailer.
+    func end() throws {
+        switch self.format {
+        case .protobuf: try self.sink.write(try self.dump.trailer())
+        case .verid: try self.sink.write(self.written == 0 ? "]\n" : "\n]\n")
+        }
     }
 
     // MARK: Records
 
-    /// One framed dump record of a template, without its id.
-    static func templateRecord(_ stored: StoredTemplate) throws -> [UInt8] {
+    /// A template as a dump holds it: without its id.
+    static func templateMessage(_ stored: StoredTemplate) -> Registry_V1_StoredTemplate {
         var message = Registry_V1_StoredTemplate(stored)
         message.id = 0
-        return try DumpFile.frame(.with { $0.template = message })
+        return message
     }
 
     /// One Ver-ID JSON object (no white space inside).

@@ -116,4 +116,85 @@ import Testing
         #expect(result.status != 0 && result.output.contains("holds no gallery 'nowhere'"), "\(result.output)")
         await copy.close()
     }
+
+    static func write(_ bytes: [UInt8], to path: String) throws {
+        guard let file = fopen(path, "wb") else { throw HarnessError("cannot create \(path)") }
+        defer { fclose(file) }
+        guard fwrite(bytes, 1, bytes.count, file) == bytes.count else { throw HarnessError("cannot write \(path)") }
+    }
+
+    /// Where each record's frame starts (after the 8-byte magic), from the length prefixes.
+    static func frameStarts(_ bytes: [UInt8]) -> [Int] {
+        var starts: [Int] = []
+        var offset = 8
+        while offset + 4 <= bytes.count {
+            starts.append(offset)
+            offset += 4 + bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+        }
+        return starts
+    }
+
+    /// Import checks a dump's trailer before it sends anything: a dump cut short at a record boundary
+    /// (which would otherwise import as a smaller one) or with a changed byte is a bad input file
+    /// (exit 65) that imports nothing. A dump in the format from before the trailer (REGDUMP1, no
+    /// trailer) still imports, with a warning on standard error that it cannot be checked.
+    @Test func importRefusesADumpCutShortOrDamagedAndWarnsOfOneWithoutTrailer() async throws {
+        let source = try Daemon()
+        var client = try await source.client()
+        for index in 0..<5 { _ = try await client.register(identifier: "p\(index)", face: Self.face(index), force: true) }
+        try await client.defineGallery(GalleryConfiguration(name: "staff", registries: [RegistryConfiguration(algorithm: 24)]))
+        for index in 0..<3 { _ = try await client.register(gallery: "staff", identifier: "s\(index)", face: Self.face(40 + index), force: true) }
+        let expected = try await Self.state(&client)
+        await client.close()
+        let path = source.directory + "/all.dump"
+        #expect(try Self.registryctl(source, ["export", "--all", "--output", path]).status == 0)
+        let bytes = try #require(readFileBytes(path))
+        let starts = Self.frameStarts(bytes)
+        // Two galleries, eight templates, the trailer.
+        #expect(starts.count == 11)
+
+        let target = try Daemon()
+        var copy = try await target.client()
+        let empty = try await Self.state(&copy)
+        let cut = target.directory + "/cut.dump"
+        // Cut before the trailer, in the second gallery, after the first gallery's definition, and
+        // right after the magic.
+        for records in [10, 7, 1, 0] {
+            try Self.write(Array(bytes[..<starts[records]]), to: cut)
+            let result = try Self.registryctl(target, ["import", cut])
+            let end = records == 0 ? "its REGDUMP2 header" : "record \(records)"
+            #expect(result.status == 65, "\(result.output)")
+            #expect(result.output.contains("cut.dump: the dump ends after \(end) without its trailer: the file was cut short"), "\(result.output)")
+        }
+        // Cut inside a template's record.
+        try Self.write(Array(bytes[..<((starts[3] + starts[4]) / 2)]), to: cut)
+        var result = try Self.registryctl(target, ["import", cut])
+        #expect(result.status == 65, "\(result.output)")
+        #expect(
+            result.output.contains("cut.dump: record 4 at byte \(starts[3]): truncated")
+                && result.output.contains("the file was cut short, or damaged"), "\(result.output)")
+        // A changed byte in the middle of the last template's data (the record still decodes).
+        var damaged = bytes
+        damaged[(starts[9] + starts[10]) / 2] ^= 0x10
+        try Self.write(damaged, to: cut)
+        result = try Self.registryctl(target, ["import", cut])
+        #expect(result.status == 65 && result.output.contains("the file was damaged"), "\(result.output)")
+        #expect(try await Self.state(&copy) == empty, "a refused dump imported something")
+
+        // The old format, as the test writes it: the old magic, the same records, no trailer.
+        let old = target.directory + "/old.dump"
+        try Self.write(Array("REGDUMP1".utf8) + Array(bytes[8..<starts[10]]), to: old)
+        let binary = try #require(siblingExecutable("registryctl"))
+        let errors = target.directory + "/old.stderr"
+        result = try run(
+            ["/bin/sh", "-c", #"exec "$0" "$@" 2>"$ERRORS""#, binary, "import", old, "--socket", target.socketPath],
+            environment: ["ERRORS=\(errors)"], log: target.directory + "/old.stdout")
+        let warning = readFileText(errors)
+        #expect(result.status == 0 && result.output.contains("imported 8 templates"), "\(result.output)")
+        #expect(
+            warning.contains("registryctl: warning: \(old) is a REGDUMP1 dump") && warning.contains("cannot be checked for being complete"),
+            "standard error: \(warning)")
+        #expect(try await Self.state(&copy) == expected)
+        await copy.close()
+    }
 }

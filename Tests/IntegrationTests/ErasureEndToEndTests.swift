@@ -14,7 +14,7 @@ import Testing
         return Array(values.prefix(4)).withUnsafeBytes { Array($0) }
     }
 
-    static func count(_ patterns: [[UInt8]], in dataPath: String) -> Int { DataFileScan(directory: dataPath).count(patterns) }
+    static func count(_ patterns: [[UInt8]], in dataPath: String) throws -> Int { try DataFileScan(directory: dataPath).count(patterns) }
 
     @Test func deletedTemplatesAreGoneFromTheFileAfterTheReplyAndAfterAKillRightAfterIt() async throws {
         let daemon = try Daemon()
@@ -35,7 +35,7 @@ import Testing
         // Served: gone within a second of the replies.
         for name in erasedLive { #expect(try await client.deleteIdentifier(identifier: name) == 1) }
         try await Task.sleep(for: .seconds(1))
-        #expect(Self.count(erasedLive.map { stored[$0]! }, in: daemon.dataPath) == 0)
+        #expect(try Self.count(erasedLive.map { stored[$0]! }, in: daemon.dataPath) == 0)
 
         // Killed right after the replies: the next start erases before it serves.
         for name in erasedBeforeKill { #expect(try await client.deleteIdentifier(identifier: name) == 1) }
@@ -44,8 +44,8 @@ import Testing
         try daemon.start()
         client = try await daemon.client()
         #expect(try await client.verify().checked == kept.count)
-        #expect(Self.count((erasedLive + erasedBeforeKill).map { stored[$0]! }, in: daemon.dataPath) == 0)
-        #expect(Self.count(kept.map { stored[$0]! }, in: daemon.dataPath) == kept.count)
+        #expect(try Self.count((erasedLive + erasedBeforeKill).map { stored[$0]! }, in: daemon.dataPath) == 0)
+        #expect(try Self.count(kept.map { stored[$0]! }, in: daemon.dataPath) == kept.count)
         let verification = try await client.verify()
         #expect(verification.problems.isEmpty)
         await client.close()

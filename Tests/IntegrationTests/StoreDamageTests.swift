@@ -263,12 +263,9 @@ import Testing
     /// `STORAGE_FULL` failed as well (0 of 4,967 on a 16 MiB tmpfs), until a restart.
     @Test(.enabled(if: geteuid() == 0, "mounting a tmpfs needs root"))
     func aFullDiskStillDeletesAndRegistersAgainOnceSpaceIsFreed() async throws {
-        let mount = try Self.temporaryMount(options: "size=8m")
-        guard let mount else {
-            print("skipped: mounting a tmpfs is not allowed here")
-            return
-        }
-        defer { Self.unmount(mount) }
+        let tmpfs = try TemporaryMount(options: "size=8m")
+        defer { tmpfs.remove() }
+        let mount = tmpfs.path
         // Space taken by something else on the file system, removed later.
         let filler = mount + "/other-files"
         #expect(system("head -c 2097152 /dev/urandom > '\(filler)'") == 0)
@@ -358,18 +355,15 @@ import Testing
         let directory = TemporaryDirectory("registryd-it").path
         defer { _ = system("rm -rf '\(directory)'") }
         var data = directory + "/data"
-        var mount: String?
+        var mount: TemporaryMount?
         if geteuid() == 0 {
-            mount = try Self.temporaryMount(options: "ro,size=1m")
-            guard let mount else {
-                print("skipped: mounting a tmpfs is not allowed here")
-                return
-            }
-            data = mount
+            let tmpfs = try TemporaryMount(options: "ro,size=1m")
+            mount = tmpfs
+            data = tmpfs.path
         } else {
             #expect(mkdir(data, 0o500) == 0)
         }
-        defer { if let mount { Self.unmount(mount) } }
+        defer { mount?.remove() }
         let binary = try registrydBinary()
         let log = directory + "/registryd.log"
         let pid = try spawn([binary, "--socket", directory + "/registryd.sock", "--data", data], log: log)
@@ -536,15 +530,5 @@ import Testing
         guard bytes.withUnsafeBytes({ pwrite(fd, $0.baseAddress, $0.count, off_t(offset)) }) == bytes.count else {
             throw HarnessError("cannot write \(path)")
         }
-    }
-
-    /// A fresh tmpfs mounted with `options`, or nil where mounting is not allowed.
-    static func temporaryMount(options: String) throws -> String? {
-        TemporaryMount(options: options)?.path
-    }
-
-    static func unmount(_ point: String) {
-        _ = system("umount '\(point)'")
-        rmdir(point)
     }
 }

@@ -36,6 +36,23 @@ import Testing
             try env.write { txn in try txn.put(db, key: [202], value: [2]) }
         }
         _ = try env.eraseFreePages(sync: true)
-        #expect(!DataFileScan(directory: path).contains(Self.marker), "bytes of removed records are still in data.mdb")
+        #expect(try !DataFileScan(directory: path).contains(Self.marker), "bytes of removed records are still in data.mdb")
+    }
+
+    /// The search these tests rely on fails when it cannot look: a store file that is missing, cannot
+    /// be read or is empty is an error, never a search that finds no erased bytes.
+    @Test func aStoreFileThatCannotBeSearchedIsAnErrorNotANegativeResult() throws {
+        let path = TemporaryDirectory("lmdb-tests").path
+        defer { _ = system("rm -rf '\(path)'") }
+        #expect(throws: DataFileScan.Unreadable.self) { try DataFileScan(directory: path) }
+        #expect(close(open(path + "/data.mdb", O_WRONLY | O_CREAT, 0o600)) == 0)
+        #expect(throws: DataFileScan.Unreadable.self) { try DataFileScan(directory: path) }
+        // A directory where the file should be: open succeeds, read fails (EISDIR).
+        #expect(unlink(path + "/data.mdb") == 0 && mkdir(path + "/data.mdb", 0o700) == 0)
+        #expect(throws: DataFileScan.Unreadable.self) { try DataFileScan(directory: path) }
+        #expect(rmdir(path + "/data.mdb") == 0)
+        let env = try Environment(path: path)
+        env.close()
+        #expect(try DataFileScan(directory: path).bytes.count > 0)
     }
 }

@@ -51,10 +51,7 @@ import Testing
     /// trail holds them, in the order they were recorded, before those recorded since.
     @Test(.enabled(if: geteuid() == 0, "mounting a tmpfs needs root"))
     func aFlushThatFailsOnAFullDiskKeepsItsEntriesForTheNext() async throws {
-        guard let mount = TemporaryMount(options: "size=4m") else {
-            print("skipped: mounting a tmpfs is not allowed here")
-            return
-        }
+        let mount = try TemporaryMount(options: "size=4m")
         defer { mount.remove() }
         // Ballast that leaves the store about a megabyte, removed later to make room.
         let ballast = mount.path + "/ballast"

@@ -34,7 +34,7 @@ import Testing
             _ = try await engine.register(identifier: "alice", face: Face(FaceTemplate(algorithm: 24, vector: Self.distinctive)))
             engine.close()
             // The control proves the search finds the bytes when they are there.
-            #expect(DataFileScan(directory: directory.path).contains(Self.storedPrefix) == !encrypted, "encrypted: \(encrypted)")
+            #expect(try DataFileScan(directory: directory.path).contains(Self.storedPrefix) == !encrypted, "encrypted: \(encrypted)")
         }
     }
 
@@ -76,7 +76,7 @@ import Testing
             // LMDB does not wipe freed pages: the live file may still hold the old plaintext pages
             // until they are reused. A compacting copy (backup) leaves free pages out, so it is clean.
             let (copy, _) = try await engine.backup()
-            #expect(!DataFileScan(directory: copy).contains(Self.storedPrefix), "a compacted encrypted copy must hold no template bytes")
+            #expect(try !DataFileScan(directory: copy).contains(Self.storedPrefix), "a compacted encrypted copy must hold no template bytes")
             _ = system("rm -rf '\(engine.backupRoot)'")
             engine.close()
         }

@@ -39,8 +39,8 @@ import Testing
     }
 
     /// How many of `traces` have any window somewhere in data.mdb.
-    static func found(_ traces: [Traces], in path: String) -> Int {
-        let file = DataFileScan(directory: path)
+    static func found(_ traces: [Traces], in path: String) throws -> Int {
+        let file = try DataFileScan(directory: path)
         return traces.count { trace in trace.windows.contains { file.contains($0) } }
     }
 
@@ -104,7 +104,7 @@ import Testing
             }
             let removedTraces = try Self.traces(of: removed + visitorIds, in: engine)
             let keptTraces = try Self.traces(of: kept, in: engine)
-            #expect(Self.found(removedTraces, in: engine.path) == removedTraces.count)
+            #expect(try Self.found(removedTraces, in: engine.path) == removedTraces.count)
 
             for name in deletedPeople { #expect(try await engine.deleteIdentifier(identifier: name) == 2) }
             for name in templateOwners { #expect(try await engine.deleteTemplate(id: ids[name]![1])) }
@@ -113,9 +113,9 @@ import Testing
             let residue = try await Self.awaitErasure(engine)
             #expect(residue.holdingData == 0)
             #expect(!residue.removalPending)
-            #expect(Self.found(removedTraces, in: engine.path) == 0)
+            #expect(try Self.found(removedTraces, in: engine.path) == 0)
             // What was kept is still there, byte for byte, and the store checks out.
-            #expect(Self.found(keptTraces, in: engine.path) == keptTraces.count)
+            #expect(try Self.found(keptTraces, in: engine.path) == keptTraces.count)
             let (checked, problems) = try await engine.verify()
             #expect(checked == kept.count)
             #expect(problems.isEmpty)
@@ -133,11 +133,11 @@ import Testing
             let plaintext = try Self.traces(of: ids, in: engine).map { Traces(id: $0.id, windows: Array($0.windows.prefix(2))) }
             #expect(try await engine.setEncryptionKey([UInt8](repeating: 0x33, count: 32)) == ids.count)
             try await Self.awaitErasure(engine)
-            #expect(Self.found(plaintext, in: engine.path) == 0)
+            #expect(try Self.found(plaintext, in: engine.path) == 0)
             let sealedOnce = try Self.traces(of: ids, in: engine).map { Traces(id: $0.id, windows: Array($0.windows.prefix(2))) }
             #expect(try await engine.setEncryptionKey([UInt8](repeating: 0x44, count: 32)) == ids.count)
             try await Self.awaitErasure(engine)
-            #expect(Self.found(sealedOnce, in: engine.path) == 0)
+            #expect(try Self.found(sealedOnce, in: engine.path) == 0)
         }
     }
 
@@ -176,13 +176,13 @@ import Testing
             try await Task.sleep(for: .milliseconds(300))
             let held = try environment.freePageResidue()
             #expect(held.removalPending)
-            #expect(Self.found(traces, in: engine.path) == 1)
+            #expect(try Self.found(traces, in: engine.path) == 1)
             release.signal()
             readerDone.wait()
             #expect(sameBefore && sameAfter)
             let residue = try await Self.awaitErasure(engine)
             #expect(residue.holdingData == 0 && !residue.removalPending)
-            #expect(Self.found(traces, in: engine.path) == 0)
+            #expect(try Self.found(traces, in: engine.path) == 0)
         }
     }
 
@@ -212,10 +212,10 @@ import Testing
             try store.environment.write { txn in try store.writeInteger(txn, Keys.erasureCommit, UInt64(1)) }
             store.close()
         }
-        #expect(Self.found(traces, in: directory.path) > 0)
+        #expect(try Self.found(traces, in: directory.path) > 0)
         let engine = try Engine(path: directory.path)
         defer { engine.close() }
-        #expect(Self.found(traces, in: directory.path) == 0)
+        #expect(try Self.found(traces, in: directory.path) == 0)
         #expect(try engine.store.environment.freePageResidue().holdingData == 0)
         #expect(try await engine.templates(identifier: "p5").count == 1)
     }

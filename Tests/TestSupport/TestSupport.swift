@@ -22,16 +22,30 @@ public struct TemporaryDirectory: Sendable {
 }
 
 /// A tmpfs of a few megabytes mounted on a fresh directory, for tests of a full disk (ENOSPC, as a
-/// real full file system answers). Mounting needs root.
+/// real full file system answers) and of a read-only one. Mounting needs root.
 public struct TemporaryMount: Sendable {
     public let path: String
 
-    /// Nil when mounting is not allowed here (not root, or in a container without the right).
-    public init?(options: String) {
+    /// Why the tmpfs could not be mounted.
+    public struct Refused: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// - Throws: ``Refused``, with what mount said, when it cannot be mounted (not root, or in a
+    ///   container without the right to mount). A test that needs the tmpfs then fails rather than
+    ///   passing without having run: the tests run as root in CI (tools/test), where it must work.
+    public init(options: String) throws(Refused) {
         let point = TemporaryDirectory("registryd-mount").path
-        guard system("mount -t tmpfs -o \(options) tmpfs '\(point)' 2>/dev/null") == 0 else {
+        let errors = point + ".mount-errors"
+        let status = system("mount -t tmpfs -o \(options) tmpfs '\(point)' 2>'\(errors)'")
+        let said = readFileText(errors).split(separator: "\n").map { $0.drop { $0 == " " || $0 == "\t" } }.joined(separator: "; ")
+        unlink(errors)
+        guard status == 0 else {
             rmdir(point)
-            return nil
+            throw Refused(
+                description: "cannot mount a tmpfs (-o \(options)) on \(point) (mount exited with status \(status >> 8): "
+                    + "\(said.isEmpty ? "it said nothing" : said)); this test needs root and the right to mount "
+                    + "(CAP_SYS_ADMIN; a container needs it granted)")
         }
         self.path = point
     }

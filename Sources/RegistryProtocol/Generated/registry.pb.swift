@@ -2561,10 +2561,11 @@ public nonisolated struct Registry_V1_ImportResult: Sendable {
   public init() {}
 }
 
-/// A record of registryctl export's dump file: after the 8 bytes "REGDUMP1", each record framed as
+/// A record of registryctl export's dump file: after the 8 bytes "REGDUMP2", each record framed as
 /// on the wire (a 4-byte big-endian length, then the message). A gallery record starts the gallery's
 /// section: its templates (registration order, with data and no id: ids belong to a store) and then
-/// its liveness profiles (identifier order) follow it.
+/// its liveness profiles (identifier order) follow it. The last record, and only it, is the trailer.
+/// Dumps written before the trailer start with "REGDUMP1" and have none.
 public nonisolated struct Registry_V1_DumpRecord: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -2597,6 +2598,14 @@ public nonisolated struct Registry_V1_DumpRecord: Sendable {
     set {record = .livenessProfile(newValue)}
   }
 
+  public var trailer: Registry_V1_DumpTrailer {
+    get {
+      if case .trailer(let v)? = record {return v}
+      return Registry_V1_DumpTrailer()
+    }
+    set {record = .trailer(newValue)}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public nonisolated enum OneOf_Record: Equatable, Sendable {
@@ -2604,8 +2613,28 @@ public nonisolated struct Registry_V1_DumpRecord: Sendable {
     case gallery(Registry_V1_DefineGalleryRequest)
     case template(Registry_V1_StoredTemplate)
     case livenessProfile(Registry_V1_LivenessProfileEntry)
+    case trailer(Registry_V1_DumpTrailer)
 
   }
+
+  public init() {}
+}
+
+/// The end of a dump, by which import tells a complete file from one cut short (at a record boundary
+/// it would otherwise read as a smaller dump) or damaged.
+public nonisolated struct Registry_V1_DumpTrailer: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the records before the trailer
+  public var recordCount: UInt64 = 0
+
+  /// CRC-32C (Castagnoli) of every byte of the file before the trailer's frame: the 8-byte magic
+  /// and the other records with their length prefixes.
+  public var checksum: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 }
@@ -6853,7 +6882,7 @@ nonisolated extension Registry_V1_ImportResult: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Registry_V1_DumpRecord: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DumpRecord"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gallery\0\u{1}template\0\u{3}liveness_profile\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}gallery\0\u{1}template\0\u{3}liveness_profile\0\u{1}trailer\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -6900,6 +6929,19 @@ nonisolated extension Registry_V1_DumpRecord: SwiftProtobuf.Message, SwiftProtob
           self.record = .livenessProfile(v)
         }
       }()
+      case 4: try {
+        var v: Registry_V1_DumpTrailer?
+        var hadOneofValue = false
+        if let current = self.record {
+          hadOneofValue = true
+          if case .trailer(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.record = .trailer(v)
+        }
+      }()
       default: break
       }
     }
@@ -6923,6 +6965,10 @@ nonisolated extension Registry_V1_DumpRecord: SwiftProtobuf.Message, SwiftProtob
       guard case .livenessProfile(let v)? = self.record else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 3)
     }()
+    case .trailer?: try {
+      guard case .trailer(let v)? = self.record else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+    }()
     case nil: break
     }
     try unknownFields.traverse(visitor: &visitor)
@@ -6930,6 +6976,41 @@ nonisolated extension Registry_V1_DumpRecord: SwiftProtobuf.Message, SwiftProtob
 
   public static func ==(lhs: Registry_V1_DumpRecord, rhs: Registry_V1_DumpRecord) -> Bool {
     if lhs.record != rhs.record {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_DumpTrailer: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DumpTrailer"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}record_count\0\u{1}checksum\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.recordCount) }()
+      case 2: try { try decoder.decodeSingularFixed32Field(value: &self.checksum) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.recordCount != 0 {
+      try visitor.visitSingularUInt64Field(value: self.recordCount, fieldNumber: 1)
+    }
+    if self.checksum != 0 {
+      try visitor.visitSingularFixed32Field(value: self.checksum, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_DumpTrailer, rhs: Registry_V1_DumpTrailer) -> Bool {
+    if lhs.recordCount != rhs.recordCount {return false}
+    if lhs.checksum != rhs.checksum {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

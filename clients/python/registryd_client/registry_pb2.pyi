@@ -279,14 +279,24 @@ class DepthFrame(_message.Message):
     def __init__(self, depths: _Optional[_Iterable[float]] = ..., timestamp_millis: _Optional[int] = ..., face_box: _Optional[_Union[FaceBox, _Mapping]] = ...) -> None: ...
 
 class DumpRecord(_message.Message):
-    __slots__ = ["gallery", "liveness_profile", "template"]
+    __slots__ = ["gallery", "liveness_profile", "template", "trailer"]
     GALLERY_FIELD_NUMBER: _ClassVar[int]
     LIVENESS_PROFILE_FIELD_NUMBER: _ClassVar[int]
     TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    TRAILER_FIELD_NUMBER: _ClassVar[int]
     gallery: DefineGalleryRequest
     liveness_profile: LivenessProfileEntry
     template: StoredTemplate
-    def __init__(self, gallery: _Optional[_Union[DefineGalleryRequest, _Mapping]] = ..., template: _Optional[_Union[StoredTemplate, _Mapping]] = ..., liveness_profile: _Optional[_Union[LivenessProfileEntry, _Mapping]] = ...) -> None: ...
+    trailer: DumpTrailer
+    def __init__(self, gallery: _Optional[_Union[DefineGalleryRequest, _Mapping]] = ..., template: _Optional[_Union[StoredTemplate, _Mapping]] = ..., liveness_profile: _Optional[_Union[LivenessProfileEntry, _Mapping]] = ..., trailer: _Optional[_Union[DumpTrailer, _Mapping]] = ...) -> None: ...
+
+class DumpTrailer(_message.Message):
+    __slots__ = ["checksum", "record_count"]
+    CHECKSUM_FIELD_NUMBER: _ClassVar[int]
+    RECORD_COUNT_FIELD_NUMBER: _ClassVar[int]
+    checksum: int
+    record_count: int
+    def __init__(self, record_count: _Optional[int] = ..., checksum: _Optional[int] = ...) -> None: ...
 
 class EnrolLivenessProfileRequest(_message.Message):
     __slots__ = ["gallery", "identifier", "k", "poses"]

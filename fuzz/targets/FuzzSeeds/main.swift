@@ -438,3 +438,19 @@ let stored = [("alice", alice.templates[0]), ("dave", landmarkFace.templates[0])
     }
 }
 write(stored.flatMap { framed($0) }, to: "\(corpus)/ctl-input/export.pb")
+// A dump for `registryctl import`: a gallery's definition, its templates and the trailer. And the same
+// records as written before the trailer (REGDUMP1): mutations of its records are read on, where the
+// trailer's checksum stops those of a REGDUMP2 dump.
+let dumpGallery = Registry_V1_DefineGalleryRequest.with {
+    $0.gallery = "default"
+    $0.registries = [.with { $0.algorithm = 24 }, .with { $0.algorithm = 1000 }]
+}
+var dump = DumpFile.Writer()
+var dumpBytes = dump.header()
+for record in [.with { $0.gallery = dumpGallery }] + stored.map { stored in Registry_V1_DumpRecord.with { $0.template = stored } } {
+    guard let bytes = try? dump.record(record) else { fatalError("cannot encode a dump record") }
+    dumpBytes += bytes
+}
+guard let trailer = try? dump.trailer() else { fatalError("cannot encode the dump trailer") }
+write(dumpBytes + trailer, to: "\(corpus)/ctl-input/export.dump")
+write(DumpFile.uncheckedMagic + dumpBytes.dropFirst(DumpFile.magic.count), to: "\(corpus)/ctl-input/export-regdump1.dump")

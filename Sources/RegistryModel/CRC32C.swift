@@ -1,33 +1,37 @@
 import CScanKernels
-import RegistryModel
 
-/// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum of template records and
-/// payloads (see ``TemplateRecord``). Start-up checks every payload byte: with the CPU's crc32
-/// instruction where it has one (SSE4.2, chosen at run time), else slicing-by-8 over eight 256-entry
-/// tables (the byte-at-a-time loop would cost seconds on a million templates).
-struct CRC32C {
+/// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum of the engine's template
+/// records and payloads (RegistryEngine's `TemplateRecord`) and of registryctl's dumps (their
+/// trailer). Start-up checks every payload byte: with the CPU's crc32 instruction where it has one
+/// (SSE4.2, chosen at run time), else slicing-by-8 over eight 256-entry tables (the byte-at-a-time
+/// loop would cost seconds on a million templates).
+///
+/// Here rather than in the engine because registryctl, which must not depend on the engine, checks
+/// dumps with it: one implementation, whose two paths StoreChecksTests compare, rather than a copy.
+/// That makes the model depend on CScanKernels, for the crc32 instruction only.
+package struct CRC32C {
     private(set) var state: UInt32 = 0xFFFF_FFFF
 
     /// The checksum of everything passed to ``update(_:)`` so far.
-    var value: UInt32 { ~self.state }
+    package var value: UInt32 { ~self.state }
 
-    init() {}
+    package init() {}
 
     /// The checksum of `bytes` alone.
-    static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+    package static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
         var crc = CRC32C()
         crc.update(bytes)
         return crc.value
     }
 
-    static func checksum(_ bytes: [UInt8]) -> UInt32 {
+    package static func checksum(_ bytes: [UInt8]) -> UInt32 {
         bytes.withUnsafeBytes { Self.checksum($0) }
     }
 
     /// Whether the crc32 instruction is used (tests compare both paths).
     static let hasInstruction = rk_has_crc32c() != 0
 
-    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func update(_ bytes: UnsafeRawBufferPointer) {
         guard !bytes.isEmpty else { return }
         if Self.hasInstruction {
             self.state = rk_crc32c_update(self.state, bytes.baseAddress, bytes.count)
@@ -62,7 +66,7 @@ struct CRC32C {
         self.state = crc
     }
 
-    mutating func update(_ bytes: [UInt8]) {
+    package mutating func update(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { self.update($0) }
     }
 
