@@ -81,8 +81,10 @@ let package = Package(
         // The value types every layer shares: faces, templates, landmarks, algorithms and their
         // catalogue, results, errors, configuration, the capture and liveness gates' computations, and
         // CRC-32C (the engine's records, registryctl's dumps). The protocol, the client and registryctl
-        // build on this alone. Its one dependency, CScanKernels, is for CRC-32C's crc32 instruction.
-        .target(name: "RegistryModel", dependencies: ["CScanKernels"], swiftSettings: strictSettings),
+        // build on this alone. Its one dependency, CChecksum, is CRC-32C's crc32 instruction (two C
+        // functions, chosen at run time).
+        .target(name: "RegistryModel", dependencies: ["CChecksum"], swiftSettings: strictSettings),
+        .target(name: "CChecksum"),
         // Int8 codes of float32 rows and the prefilter's kernels, one function per instruction set
         // (target attributes, chosen at run time from cpuid): the package builds for any x86-64.
         .target(name: "CScanKernels"),
@@ -193,7 +195,7 @@ let package = Package(
 if Context.environment["REGISTRYD_FUZZ_COVERAGE"] == "1" {
     let fuzzNames = Set(fuzzTargets.map(\.name))
     for target in package.targets where target.type == .regular || target.type == .executable {
-        if ["CLMDB", "CScanKernels"].contains(target.name) {
+        if ["CLMDB", "CScanKernels", "CChecksum"].contains(target.name) {
             target.cSettings = (target.cSettings ?? []) + [.unsafeFlags(["-fsanitize=fuzzer-no-link"])]
         } else {
             target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-sanitize=fuzzer"])]

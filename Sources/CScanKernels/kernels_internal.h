@@ -103,8 +103,6 @@ void rk_landmark_moments_scalar(const double *lanes, const float *rows, size_t r
 #if defined(__x86_64__)
 void rk_landmark_moments_avx2(const double *lanes, const float *rows, size_t row_stride, size_t count, double *moments);
 int rk_x86_supported_level(void);
-int rk_x86_has_crc32c(void);
-uint32_t rk_x86_crc32c_update(uint32_t state, const void *bytes, size_t count);
 void rk_encode_row_avx512(const float *row, size_t dimension, size_t code_stride, int8_t *codes, rk_row_terms *terms);
 void rk_dots_avx2(const rk_query *query, const int8_t *codes, const rk_row_terms *terms, size_t code_stride, size_t rows,
                   int32_t *dots);

@@ -27,26 +27,6 @@ int rk_x86_supported_level(void) {
     return RK_LEVEL_SCALAR;
 }
 
-int rk_x86_has_crc32c(void) {
-    unsigned int eax, ebx, ecx, edx;
-    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && ((ecx >> 20) & 1);
-}
-
-// CRC-32C with SSE4.2's crc32 instruction, eight bytes a step: start-up checks every payload byte
-// (about 6x faster than slicing-by-8 tables).
-__attribute__((target("sse4.2"))) uint32_t rk_x86_crc32c_update(uint32_t state, const void *bytes, size_t count) {
-    const unsigned char *p = bytes;
-    uint64_t crc = state;
-    for (; count >= 8; count -= 8, p += 8) {
-        uint64_t word;
-        memcpy(&word, p, 8);
-        crc = _mm_crc32_u64(crc, word);
-    }
-    uint32_t crc32 = (uint32_t)crc;
-    for (; count > 0; count--, p++) crc32 = _mm_crc32_u8(crc32, *p);
-    return crc32;
-}
-
 // ---------------------------------------------------------------------------------------------
 // AVX2: |b| as unsigned bytes times c with b's sign (vpmaddubsw; a pair of products is at most
 // 2·127·127 = 32,258, so the 16-bit sums never saturate), widened by vpmaddwd. One row at a time,

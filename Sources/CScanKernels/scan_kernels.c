@@ -298,25 +298,7 @@ void rk_coarse_dots(int level, const rk_query *queries, size_t query_count, cons
     }
 }
 
-int rk_has_crc32c(void) {
-#if defined(__x86_64__)
-    return rk_x86_has_crc32c();
-#else
-    return 0;
-#endif
-}
-
 void rk_prefetch(const void *address) { __builtin_prefetch(address); }
-
-uint32_t rk_crc32c_update(uint32_t state, const void *bytes, size_t count) {
-#if defined(__x86_64__)
-    return rk_x86_crc32c_update(state, bytes, count);
-#else
-    (void)bytes;
-    (void)count;
-    return state;  // never called: rk_has_crc32c() is 0
-#endif
-}
 
 // ---------------------------------------------------------------------------------------------
 // Landmark moments (the aligned landmark algorithm, version 1001): the scalar reference. One

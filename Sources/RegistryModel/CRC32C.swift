@@ -1,4 +1,4 @@
-import CScanKernels
+import CChecksum
 
 /// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum of the engine's template
 /// records and payloads (RegistryEngine's `TemplateRecord`) and of registryctl's dumps (their

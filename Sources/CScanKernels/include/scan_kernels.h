@@ -161,11 +161,6 @@ void rk_rank_survivors(int level, const rk_query *query, const int8_t *codes, co
 /// f64 products in the same order (slot 0 to 31, no fused multiply-add): the same bits.
 void rk_landmark_moments(int level, const double *lanes, const float *rows, size_t row_stride, size_t count, double *moments);
 
-int rk_has_crc32c(void);
-/// Advances a CRC-32C state (no inversions: the caller starts from 0xFFFFFFFF and inverts the
-/// result) over `count` bytes with the crc32 instruction. Only where rk_has_crc32c() says so.
-uint32_t rk_crc32c_update(uint32_t state, const void *bytes, size_t count);
-
 /// Asks the CPU to start fetching the cache line at `address` (a hint: never faults).
 void rk_prefetch(const void *address);
 
