@@ -335,6 +335,13 @@ public final class RequestDispatcher: Sendable {
         let first = self.refusals.record(
             peer: call.peer, operation: name, code: error.code, gallery: gallery, right: error.code == .permissionDenied ? right : nil,
             audited: audited)
+        // A failure inside the daemon (a damaged store row, a failing disk) is the operator's to act
+        // on: its message, which names templates by id and never holds their data, is logged, as
+        // often as the summary says a refusal (the first per peer, operation and code a minute).
+        if first && error.code == .internal {
+            self.logger.error(
+                "request failed inside the daemon", metadata: ["operation": "\(name)", "error": "\(Names.loggable(error.message, maximum: 1024))"])
+        }
         if audited && (first || RefusalSummary.isAuditedEachTime(error.code)) {
             self.audit(
                 name, gallery: gallery, identifiers: identifiers, outcome: .refused, score: nil, errorCode: error.code.rawValue, peer: call.peer)

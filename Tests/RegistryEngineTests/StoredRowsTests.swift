@@ -1,5 +1,6 @@
 import Glibc
 import LMDB
+import MetricsTestKit
 import Synchronization
 import SyntheticFaces
 import TestSupport
@@ -155,7 +156,8 @@ import Testing
     /// stays, and the payload cut short. Skipping them answered "nobody", stored a face already
     /// registered as someone else, and said "not registered" for a registered person.
     @Test func aDamagedRowIsAnErrorNotASkippedRow() async throws {
-        try await withEngine(Self.outgrown) { engine in
+        let metrics = TestMetrics()
+        try await withEngine(Self.outgrown, metrics: metrics) { engine in
             let vectors = try await Self.populated(engine)
             let registry = try #require(engine.state[Self.gallery]?.registries.first)
             #expect(registry.rows == nil, "the rows must be read from the store")
@@ -200,6 +202,8 @@ import Testing
             }
             // Nothing was stored for the refused registrations.
             #expect(engine.state[Self.gallery]?.presentOrdinal(of: "someone else") == nil)
+            // Counted, one per refused request.
+            #expect(try metrics.expectCounter(EngineMetrics.damagedRowsLabel).totalValue == 9)
             let problems = try await engine.verify().problems
             for (_, id) in damaged { #expect(problems.contains { $0.contains("template \(id)") }, "\(problems)") }
         }

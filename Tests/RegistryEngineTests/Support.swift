@@ -1,3 +1,4 @@
+import CoreMetrics
 import Glibc
 import TestSupport
 import Testing
@@ -8,11 +9,12 @@ import Testing
 /// Opens an engine on a fresh directory, runs `body`, closes and removes it.
 func withEngine<T>(
     _ configuration: EngineConfiguration = EngineConfiguration(),
+    metrics: any MetricsFactory = NOOPMetricsHandler.instance,
     _ body: (Engine) async throws -> T
 ) async throws -> T {
     let directory = TemporaryDirectory()
     defer { directory.remove() }
-    let engine = try Engine(path: directory.path, configuration: configuration)
+    let engine = try Engine(path: directory.path, configuration: configuration, metrics: metrics)
     defer { engine.close() }
     return try await body(engine)
 }
