@@ -66,6 +66,8 @@ let package = Package(
         // Request counts, latencies and the writer's figures, exposed in the Prometheus text format.
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // The fleet's record of truth (docs/fleet.md): PostgreSQL over PostgresNIO.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // LMDB 0.9.24 (the version Debian 12 ships), built from source with one patch that zeroes the
@@ -93,6 +95,12 @@ let package = Package(
         .target(
             name: "RegistryEngine",
             dependencies: ["RegistryModel", "CScanKernels", "LMDB", "Locks", coreMetrics, .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strictSettings),
+        // The fleet's record of truth in PostgreSQL: where it is (a postgresql:// URL), its schema and
+        // its migrations. No LMDB here: the engine applies what the fleet's log says.
+        .target(
+            name: "RegistryFleet",
+            dependencies: ["RegistryModel", logging, .product(name: "PostgresNIO", package: "postgres-nio")],
             swiftSettings: strictSettings),
         // The wire: generated protobuf messages (proto/registry.proto), framing, and conversions to
         // and from the engine's types.
@@ -142,6 +150,10 @@ let package = Package(
         // What the test targets share: temporary directories, the products' executables.
         .target(
             name: "TestSupport", dependencies: ["RegistryModel", "RegistryProtocol", "SyntheticFaces", protobuf], path: "Tests/TestSupport",
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "RegistryFleetTests",
+            dependencies: ["RegistryFleet", "RegistryModel", "TestSupport", logging, .product(name: "PostgresNIO", package: "postgres-nio")],
             swiftSettings: strictSettings),
         .testTarget(name: "LMDBTests", dependencies: ["LMDB", "CLMDB", "SyntheticFaces", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(

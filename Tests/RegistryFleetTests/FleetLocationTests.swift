@@ -1,0 +1,49 @@
+import RegistryFleet
+import Testing
+
+/// The fleet URL as operators write it: TCP, a Unix socket directory two ways, and every refusal
+/// saying what to write instead — never repeating a password.
+@Suite struct FleetLocationTests {
+    @Test func tcpWithAndWithoutAPort() throws {
+        let full = try FleetLocation(url: "postgresql://registry@db.example:6432/faces")
+        #expect(full == FleetLocation(user: "registry", database: "faces", endpoint: .tcp(host: "db.example", port: 6432)))
+        #expect(try FleetLocation(url: "postgres://registry@10.0.0.5/faces").endpoint == .tcp(host: "10.0.0.5", port: 5432))
+        #expect(try FleetLocation(url: "postgresql://registry@[fd00::5]:5433/faces").endpoint == .tcp(host: "fd00::5", port: 5433))
+        #expect(full.description == "postgresql://registry@db.example:6432/faces")
+    }
+
+    @Test func aUnixSocketDirectoryEitherWay() throws {
+        let query = try FleetLocation(url: "postgresql://registry@/faces?host=/run/postgresql")
+        #expect(query.endpoint == .unixSocket(directory: "/run/postgresql", port: 5432))
+        #expect(query.socketPath == "/run/postgresql/.s.PGSQL.5432")
+        let encoded = try FleetLocation(url: "postgresql://registry@%2Frun%2Fpostgresql:5433/faces")
+        #expect(encoded.endpoint == .unixSocket(directory: "/run/postgresql", port: 5433))
+        #expect(try FleetLocation(url: "postgresql://registry@/faces?host=/tmp/pg&port=6000").socketPath == "/tmp/pg/.s.PGSQL.6000")
+        #expect(try FleetLocation(url: query.description) == query)
+    }
+
+    @Test(arguments: [
+        ("mysql://registry@db/faces", "postgresql://"),
+        ("postgresql://db/faces", "no user"),
+        ("postgresql://registry:secret@db/faces", "password"),
+        ("postgresql://registry@db", "no database"),
+        ("postgresql://registry@db/", "database name"),
+        ("postgresql://registry@db:x/faces", "port is not a number"),
+        ("postgresql://registry@db:70000/faces", "within 1-65535"),
+        ("postgresql://registry@/faces", "no host"),
+        ("postgresql://registry@db/faces?sslmode=require", "'sslmode' is not supported"),
+        ("postgresql://registry@db/faces?password=secret", "'password' is not supported"),
+        ("postgresql://registry@db/faces?host=/run/pg", "host is given twice"),
+        ("postgresql://registry@db:5432/faces?port=5433", "port is given twice"),
+        ("postgresql://registry@db/fa%zzces", "percent-encoding"),
+    ])
+    func refusals(url: String, says: String) {
+        do {
+            _ = try FleetLocation(url: url)
+            Issue.record("accepted \(url)")
+        } catch {
+            #expect(error.description.contains(says), "\(error)")
+            #expect(!error.description.contains("secret"), "a refusal repeats the password: \(error)")
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import Glibc
+
+/// A PostgreSQL server of its own for one test: Debian's `initdb` and `pg_ctl` (as the `postgres`
+/// user, which needs root to switch to) on a fresh directory, listening only on a Unix socket in a
+/// private directory (no TCP port to collide with another test or a system cluster), trust
+/// authentication, `fsync` kept on. ``stop(immediately:)`` stops it (immediately: as a crash would).
+public final class TestPostgres: Sendable {
+    public let directory: String
+    /// Where the server's socket file is (`.s.PGSQL.5432`).
+    public let socketDirectory: String
+    public let port = 5432
+    private let binaries: String
+
+    /// Why the server could not be started.
+    public struct Refused: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Initialises and starts the server, and creates `database` (owned by the `postgres` role).
+    /// - Throws: ``Refused`` saying which step failed and what it printed (not root; PostgreSQL not
+    ///   installed: `tools/ensure-deps --test` installs it).
+    public init(database: String = "registry") throws(Refused) {
+        guard let binaries = Self.binaries() else {
+            throw Refused(description: "PostgreSQL's server programs are not installed (Debian: apt-get install postgresql)")
+        }
+        self.binaries = binaries
+        let base = TemporaryDirectory("registry-pg").path
+        self.directory = base + "/data"
+        self.socketDirectory = base + "/socket"
+        // The server refuses to run as root: its files belong to `postgres`, and /tmp/... is searchable.
+        try Self.run("mkdir -p '\(self.directory)' '\(self.socketDirectory)' && chown -R postgres:postgres '\(base)' && chmod 0755 '\(base)'", base)
+        try Self.run(
+            "runuser -u postgres -- '\(binaries)/initdb' -D '\(self.directory)' -A trust -U postgres --no-sync -E UTF8 --locale=C.UTF-8",
+            base)
+        try Self.run(
+            "runuser -u postgres -- '\(binaries)/pg_ctl' -D '\(self.directory)' -l '\(base)/server.log' -w -t 60 "
+                + "-o \"-c listen_addresses='' -p \(self.port) -k '\(self.socketDirectory)'\" start", base)
+        try Self.run(
+            "runuser -u postgres -- psql -h '\(self.socketDirectory)' -p \(self.port) -U postgres -v ON_ERROR_STOP=1 -q "
+                + "-c 'CREATE DATABASE \(database)'", base)
+    }
+
+    /// A fleet URL reaching `database` on this server as `postgres`.
+    public func url(database: String = "registry") -> String {
+        "postgresql://postgres@/\(database)?host=\(self.socketDirectory)&port=\(self.port)"
+    }
+
+    /// Runs `sql` with psql (as `postgres`), returning what it printed (unaligned, tuples only).
+    public func psql(_ sql: String, database: String = "registry") -> String {
+        let output = self.directory + "/../psql.out"
+        let escaped = sql.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''")
+        _ = system(
+            "runuser -u postgres -- psql -h '\(self.socketDirectory)' -p \(self.port) -U postgres -d \(database) -At -c '\(escaped)' >'\(output)' 2>&1"
+        )
+        var text = Substring(readFileText(output))
+        while text.last == "\n" || text.last == " " { text.removeLast() }
+        return String(text)
+    }
+
+    /// Stops the server: `fast` (sessions ended, a clean shutdown), or `immediate` (as a crash).
+    public func stop(immediately: Bool = false) {
+        _ = system(
+            "runuser -u postgres -- '\(self.binaries)/pg_ctl' -D '\(self.directory)' -m \(immediately ? "immediate" : "fast") -w stop >/dev/null 2>&1"
+        )
+    }
+
+    /// Stops the server and removes its files.
+    public func remove() {
+        self.stop(immediately: true)
+        _ = system("rm -rf '\(self.directory)/..'")
+    }
+
+    /// The newest installed server's program directory (`/usr/lib/postgresql/N/bin`).
+    static func binaries() -> String? {
+        let versions = (directoryEntries("/usr/lib/postgresql") ?? []).compactMap(Int.init).sorted()
+        return versions.reversed().map { "/usr/lib/postgresql/\($0)/bin" }.first { access($0 + "/initdb", X_OK) == 0 }
+    }
+
+    private static func run(_ command: String, _ base: String) throws(Refused) {
+        let log = base + "/step.log"
+        let status = system("(\(command)) >'\(log)' 2>&1")
+        guard status == 0 else {
+            let said = readFileText(log).split(separator: "\n").suffix(5).joined(separator: "; ")
+            throw Refused(description: "starting a test PostgreSQL failed (status \(status >> 8)) at: \(command): \(said)")
+        }
+    }
+}
