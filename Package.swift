@@ -100,7 +100,7 @@ let package = Package(
         // its migrations. No LMDB here: the engine applies what the fleet's log says.
         .target(
             name: "RegistryFleet",
-            dependencies: ["RegistryModel", logging, .product(name: "PostgresNIO", package: "postgres-nio")],
+            dependencies: ["RegistryModel", logging, nioCore, .product(name: "PostgresNIO", package: "postgres-nio")],
             swiftSettings: strictSettings),
         // The wire: generated protobuf messages (proto/registry.proto), framing, and conversions to
         // and from the engine's types.

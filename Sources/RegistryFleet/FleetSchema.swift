@@ -85,6 +85,8 @@ public enum FleetSchema {
             entry bytea NOT NULL,
             committed_at timestamptz NOT NULL DEFAULT now())
         """,
+        // An append's check reads its gallery's entries after a position.
+        "CREATE INDEX fleet_log_gallery ON fleet_log (gallery, position)",
         """
         CREATE TABLE fleet_nodes (
             node text PRIMARY KEY,

@@ -5,6 +5,8 @@ import Glibc
 /// private directory (no TCP port to collide with another test or a system cluster), trust
 /// authentication, `fsync` kept on. ``stop(immediately:)`` stops it (immediately: as a crash would).
 public final class TestPostgres: Sendable {
+    /// The temporary directory holding the data directory, the socket directory and the logs.
+    public let base: String
     public let directory: String
     /// Where the server's socket file is (`.s.PGSQL.5432`).
     public let socketDirectory: String
@@ -25,6 +27,7 @@ public final class TestPostgres: Sendable {
         }
         self.binaries = binaries
         let base = TemporaryDirectory("registry-pg").path
+        self.base = base
         self.directory = base + "/data"
         self.socketDirectory = base + "/socket"
         // The server refuses to run as root: its files belong to `postgres`, and /tmp/... is searchable.
@@ -35,9 +38,14 @@ public final class TestPostgres: Sendable {
         try Self.run(
             "runuser -u postgres -- '\(binaries)/pg_ctl' -D '\(self.directory)' -l '\(base)/server.log' -w -t 60 "
                 + "-o \"-c listen_addresses='' -p \(self.port) -k '\(self.socketDirectory)'\" start", base)
-        try Self.run(
-            "runuser -u postgres -- psql -h '\(self.socketDirectory)' -p \(self.port) -U postgres -v ON_ERROR_STOP=1 -q "
-                + "-c 'CREATE DATABASE \(database)'", base)
+        do {
+            try Self.run(
+                "runuser -u postgres -- psql -h '\(self.socketDirectory)' -p \(self.port) -U postgres -v ON_ERROR_STOP=1 -q "
+                    + "-c 'CREATE DATABASE \(database)'", base)
+        } catch {
+            self.remove()
+            throw error
+        }
     }
 
     /// A fleet URL reaching `database` on this server as `postgres`.
@@ -47,7 +55,7 @@ public final class TestPostgres: Sendable {
 
     /// Runs `sql` with psql (as `postgres`), returning what it printed (unaligned, tuples only).
     public func psql(_ sql: String, database: String = "registry") -> String {
-        let output = self.directory + "/../psql.out"
+        let output = self.base + "/psql.out"
         let escaped = sql.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''")
         _ = system(
             "runuser -u postgres -- psql -h '\(self.socketDirectory)' -p \(self.port) -U postgres -d \(database) -At -c '\(escaped)' >'\(output)' 2>&1"
@@ -64,10 +72,14 @@ public final class TestPostgres: Sendable {
         )
     }
 
-    /// Stops the server and removes its files.
+    /// Stops the server and removes its files. Should pg_ctl fail to stop it, the postmaster (the
+    /// first line of `postmaster.pid`, which a clean stop removes) is killed: no test leaves a server.
     public func remove() {
         self.stop(immediately: true)
-        _ = system("rm -rf '\(self.directory)/..'")
+        if let pid = readFileText(self.directory + "/postmaster.pid").split(separator: "\n").first.flatMap({ Int32($0) }), pid > 0 {
+            kill(pid, SIGKILL)
+        }
+        _ = system("rm -rf '\(self.base)'")
     }
 
     /// The newest installed server's program directory (`/usr/lib/postgresql/N/bin`).
