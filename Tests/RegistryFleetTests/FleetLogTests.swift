@@ -9,22 +9,13 @@ import Testing
 /// The fleet's log against a real PostgreSQL: appends in order, checks that see what others
 /// committed, refusals that append nothing, and positions that never appear behind a reader.
 @Suite(.serialized) struct FleetLogTests {
-    static let logger = Logger(label: "fleet-log-tests")
-
     /// A prepared fleet database on a fresh server, and `body` with a log client for `node`.
     static func withLog<T: Sendable>(
         _ server: TestPostgres, node: String, _ body: @Sendable (FleetLog) async throws -> T
     ) async throws -> T {
-        let location = try FleetLocation(url: server.url())
-        let client = PostgresClient(configuration: location.clientConfiguration(password: nil), backgroundLogger: Self.logger)
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
-                await client.run()
-                return nil
-            }
-            defer { group.cancelAll() }
-            _ = try await FleetSchema.prepare(client, logger: Self.logger)
-            return try await body(FleetLog(client: client, node: node, logger: Self.logger))
+        try await withFleetClient(server) { client in
+            _ = try await FleetSchema.prepare(client, logger: fleetTestLogger)
+            return try await body(FleetLog(client: client, node: node, logger: fleetTestLogger))
         }
     }
 
