@@ -55,26 +55,20 @@ public struct FleetLog: Sendable {
     ) async throws -> [Int64] {
         let logger = self.logger
         let node = self.node
-        do {
-            return try await self.client.withTransaction(logger: logger) { connection in
-                _ = try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(gallery), 0))", logger: logger)
-                try check(try await Self.entries(connection, gallery: gallery, after: after, logger: logger))
-                _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.orderLockKey))", logger: logger)
-                var positions: [Int64] = []
-                for (kind, entry) in entries {
-                    // bytea binds from a ByteBuffer (an array of bytes would bind as "char"[]).
-                    let bytes = ByteBuffer(bytes: entry)
-                    let rows = try await connection.query(
-                        "INSERT INTO fleet_log (gallery, node, kind, entry) VALUES (\(gallery), \(node), \(kind), \(bytes)) RETURNING position",
-                        logger: logger)
-                    for try await position in rows.decode(Int64.self) { positions.append(position) }
-                }
-                return positions
+        return try await self.client.transaction(logger: logger) { connection in
+            _ = try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(gallery), 0))", logger: logger)
+            try check(try await Self.entries(connection, gallery: gallery, after: after, logger: logger))
+            _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.orderLockKey))", logger: logger)
+            var positions: [Int64] = []
+            for (kind, entry) in entries {
+                // bytea binds from a ByteBuffer (an array of bytes would bind as "char"[]).
+                let bytes = ByteBuffer(bytes: entry)
+                let rows = try await connection.query(
+                    "INSERT INTO fleet_log (gallery, node, kind, entry) VALUES (\(gallery), \(node), \(kind), \(bytes)) RETURNING position",
+                    logger: logger)
+                for try await position in rows.decode(Int64.self) { positions.append(position) }
             }
-        } catch let error as PostgresTransactionError {
-            // The check's refusal, rolled back: the caller's own error, not a failed transaction.
-            if let refusal = error.closureError, !(refusal is PSQLError), error.rollbackError == nil { throw refusal }
-            throw error
+            return positions
         }
     }
 
@@ -83,11 +77,7 @@ public struct FleetLog: Sendable {
         let rows = try await self.client.query(
             "SELECT position, gallery, node, kind, entry FROM fleet_log WHERE position > \(position) ORDER BY position LIMIT \(Int64(limit))",
             logger: self.logger)
-        var found: [FleetEntry] = []
-        for try await (position, gallery, node, kind, entry) in rows.decode((Int64, String, String, Int16, ByteBuffer).self) {
-            found.append(FleetEntry(position: position, gallery: gallery, node: node, kind: kind, entry: Array(buffer: entry)))
-        }
-        return found
+        return try await Self.decode(rows)
     }
 
     /// The last position committed (0 for an empty log).
@@ -111,13 +101,32 @@ public struct FleetLog: Sendable {
     private static func entries(_ connection: PostgresConnection, gallery: String, after position: Int64, logger: Logger) async throws
         -> [FleetEntry]
     {
-        let rows = try await connection.query(
-            "SELECT position, node, kind, entry FROM fleet_log WHERE gallery = \(gallery) AND position > \(position) ORDER BY position",
-            logger: logger)
+        try await Self.decode(
+            connection.query(
+                "SELECT position, gallery, node, kind, entry FROM fleet_log WHERE gallery = \(gallery) AND position > \(position) ORDER BY position",
+                logger: logger))
+    }
+
+    /// Rows of (position, gallery, node, kind, entry) as entries.
+    private static func decode(_ rows: PostgresRowSequence) async throws -> [FleetEntry] {
         var found: [FleetEntry] = []
-        for try await (position, node, kind, entry) in rows.decode((Int64, String, Int16, ByteBuffer).self) {
+        for try await (position, gallery, node, kind, entry) in rows.decode((Int64, String, String, Int16, ByteBuffer).self) {
             found.append(FleetEntry(position: position, gallery: gallery, node: node, kind: kind, entry: Array(buffer: entry)))
         }
         return found
+    }
+}
+
+extension PostgresClient {
+    /// `withTransaction`, with an error thrown by `body` itself (a refused check, a newer schema)
+    /// given back as it was thrown once the transaction rolled back, instead of wrapped as the
+    /// transaction's failure; PostgreSQL's own errors and failed rollbacks stay wrapped.
+    func transaction<T>(logger: Logger, _ body: (PostgresConnection) async throws -> sending T) async throws -> sending T {
+        do {
+            return try await self.withTransaction(logger: logger, body)
+        } catch let error as PostgresTransactionError {
+            if let own = error.closureError, !(own is PSQLError), error.rollbackError == nil { throw own }
+            throw error
+        }
     }
 }

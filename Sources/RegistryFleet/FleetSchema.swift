@@ -39,17 +39,7 @@ public enum FleetSchema {
     /// migrates) those there.
     /// - Throws: ``FleetSchemaError`` for a newer schema; PostgreSQL's errors as they come.
     public static func prepare(_ client: PostgresClient, logger: Logger) async throws -> Prepared {
-        do {
-            return try await Self.prepareInTransaction(client, logger: logger)
-        } catch let error as PostgresTransactionError {
-            // A refusal of ours, rolled back: say it as ours, not as a transaction's failure.
-            if let refusal = error.closureError as? FleetSchemaError, error.rollbackError == nil { throw refusal }
-            throw error
-        }
-    }
-
-    private static func prepareInTransaction(_ client: PostgresClient, logger: Logger) async throws -> Prepared {
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.transaction(logger: logger) { connection in
             // Every query names its logger: without it, PostgresNIO picks its future-returning API,
             // which nothing awaits inside a transaction (the transaction then commits nothing).
             _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger: logger)

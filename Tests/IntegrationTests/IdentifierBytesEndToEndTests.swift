@@ -145,36 +145,6 @@ extension IdentifierBytesEndToEndTests {
     }
 }
 
-/// The registryctl built beside the tests, run against `daemon` with `--json`.
-private struct Registryctl {
-    let daemon: Daemon
-    let binary: String
-
-    init(_ daemon: Daemon) throws {
-        self.daemon = daemon
-        self.binary = try #require(siblingExecutable("registryctl"), "registryctl not found next to the tests")
-    }
-
-    /// Runs `registryctl ARGUMENTS --socket SOCKET --json`; its exit status and what it printed.
-    func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        try IntegrationTests.run(
-            [self.binary] + arguments + ["--socket", self.daemon.socketPath, "--json"], log: self.daemon.directory + "/registryctl.out")
-    }
-
-    /// Runs the command, expects it to succeed and decodes the JSON document it printed.
-    func json<Document: Decodable>(_ type: Document.Type, _ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws
-        -> Document
-    {
-        let (status, printed) = try self.run(arguments)
-        #expect(status == 0, "registryctl \(arguments.joined(separator: " ")): exit \(status)\n\(printed)", sourceLocation: sourceLocation)
-        do {
-            return try JSONDecoder().decode(Document.self, from: Data(printed.utf8))
-        } catch {
-            throw HarnessError("registryctl \(arguments.joined(separator: " ")): \(error)\n\(printed)")
-        }
-    }
-}
-
 // The parts of registryctl's --json documents the test looks at.
 
 private struct GalleriesDocument: Decodable {

@@ -51,6 +51,18 @@ import Testing
         return RegistryError.Code(error.code)
     }
 
+    /// Registers `identifier` with face `axis` as root (the setting-up every test needs).
+    func register(_ identifier: String, face axis: Int, in gallery: String = "") async throws -> Registry_V1_Response {
+        try await self.send(
+            .with {
+                $0.register = .with {
+                    $0.gallery = gallery
+                    $0.identifier = identifier
+                    $0.face = Self.face(axis)
+                }
+            }, from: self.root)
+    }
+
     static func face(_ axis: Int) -> Registry_V1_Face {
         .with {
             $0.templates = [
@@ -102,13 +114,7 @@ import Testing
     @Test("10,000 refusals from a peer without rights: two audit entries, the second counting 9,999; an earlier entry stays")
     func aFloodOfRefusals() async throws {
         defer { self.cleanUp() }
-        let registered = try await self.send(
-            .with {
-                $0.register = .with {
-                    $0.identifier = "alice"
-                    $0.face = Self.face(2)
-                }
-            }, from: self.root)
+        let registered = try await self.register("alice", face: 2)
         #expect(self.code(registered) == nil)
         for index in 0..<10_000 {
             let response = try await self.send(
@@ -153,22 +159,9 @@ import Testing
                 }
             }, from: self.root)
         #expect(self.code(alpha) == nil, "\(alpha)")
-        let carol = try await self.send(
-            .with {
-                $0.register = .with {
-                    $0.gallery = "alpha"
-                    $0.identifier = "carol"
-                    $0.face = Self.face(4)
-                }
-            }, from: self.root)
+        let carol = try await self.register("carol", face: 4, in: "alpha")
         #expect(self.code(carol) == nil)
-        let dave = try await self.send(
-            .with {
-                $0.register = .with {
-                    $0.identifier = "dave"
-                    $0.face = Self.face(5)
-                }
-            }, from: self.root)
+        let dave = try await self.register("dave", face: 5)
         #expect(self.code(dave) == nil)
 
         // In default (the * entry) the admin lists; in alpha it may not.

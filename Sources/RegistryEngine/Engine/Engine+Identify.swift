@@ -78,20 +78,21 @@ extension Engine {
             case .scan(let order): route = order
             }
             var scanned: [(candidate: Int, matched: Bool)] = []
-            var found: [Int: [IdentifyMatch]] = [:]
-            var decider: Int?
-            for candidate in route where decider == nil {
+            var decided: (registry: RegistryIndex, matches: [IdentifyMatch])?
+            for candidate in route {
                 let registry = candidates[candidate]
                 let matches = try self.identify(registry, in: gallery, query: templates[registry.algorithm.version]!, limit: limit)
-                found[candidate] = matches
                 scanned.append((candidate, !matches.isEmpty))
-                decider = IdentifyRoute.decider(scanned: scanned, of: route)
+                // The decider is the registry just scanned when it matched, else (all scanned, none
+                // matched) the route's first, with no match.
+                guard let decider = IdentifyRoute.decider(scanned: scanned, of: route) else { continue }
+                decided = (candidates[decider], decider == candidate ? matches : [])
+                break
             }
             var identification = Identification(algorithm: nil, matches: [], autoEnrolment: [], liveness: liveness)
-            guard let decider else { return (identification, nil) }
-            let registry = candidates[decider]
+            guard let (registry, matches) = decided else { return (identification, nil) }
             identification.algorithm = registry.algorithm.version
-            identification.matches = found[decider] ?? []
+            identification.matches = matches
             let plan = identification.matches.first.flatMap { top in
                 autoEnrol
                     ? AutoEnrolmentPlan(
