@@ -22,6 +22,19 @@ import Testing
         #expect(try FleetLocation(url: query.description) == query)
     }
 
+    /// A socket directory of 87 bytes leaves room for the socket file's name within a Unix socket
+    /// path (108 bytes with its NUL, the port at most 5 digits); 88 is refused, saying why.
+    @Test func theSocketDirectoryIsBoundedByTheSocketPath() throws {
+        let at = "/" + String(repeating: "d", count: 86)
+        #expect(try FleetLocation(url: "postgresql://registry@/faces?host=\(at)&port=65535").socketPath?.utf8.count == 87 + 15)
+        do {
+            _ = try FleetLocation(url: "postgresql://registry@/faces?host=\(at)d")
+            Issue.record("an 88-byte socket directory was accepted")
+        } catch {
+            #expect(error.description.contains("at most 87 bytes"), "\(error)")
+        }
+    }
+
     @Test(arguments: [
         ("mysql://registry@db/faces", "postgresql://"),
         ("postgresql://db/faces", "no user"),
