@@ -100,7 +100,10 @@ let package = Package(
         // its migrations. No LMDB here: the engine applies what the fleet's log says.
         .target(
             name: "RegistryFleet",
-            dependencies: ["RegistryModel", logging, nioCore, .product(name: "PostgresNIO", package: "postgres-nio")],
+            dependencies: [
+                "RegistryModel", logging, nioCore, .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strictSettings),
         // The wire: generated protobuf messages (proto/registry.proto), framing, and conversions to
         // and from the engine's types.
@@ -109,8 +112,8 @@ let package = Package(
         .target(
             name: "RegistryServer",
             dependencies: [
-                "RegistryEngine", "RegistryModel", "RegistryProtocol", "CSystemd", nioCore, nioPosix, logging, serviceLifecycle, unixSignals,
-                metrics, prometheus,
+                "RegistryEngine", "RegistryFleet", "RegistryModel", "RegistryProtocol", "CSystemd", nioCore, nioPosix, logging, serviceLifecycle,
+                unixSignals, metrics, prometheus, .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: strictSettings),
         // The Swift client library apps, registryctl and the tests use.

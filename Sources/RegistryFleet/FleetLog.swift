@@ -22,11 +22,8 @@ public struct FleetEntry: Sendable, Hashable {
 
 /// The fleet's change log in PostgreSQL, as one node uses it (docs/fleet.md, "The log").
 ///
-/// Appends to a gallery are serialised by a transaction-scoped advisory lock on the gallery's name:
-/// the append's check (a registration's similar-face check) sees every entry of the gallery committed
-/// before it anywhere, and nothing of the gallery commits between the check and the append. Positions
-/// are taken, and committed, under one fleet-wide advisory lock held to the commit, so they commit in
-/// their order: a reader that has read up to position p never later finds an entry below p (with
+/// Positions are taken, and committed, under one fleet-wide advisory lock held to the commit, so
+/// they commit in their order: a reader that has read up to position p never later finds an entry below p (with
 /// positions taken outside it, a transaction holding a smaller one could commit after a reader had
 /// passed it, and the entry would be skipped for good).
 public struct FleetLog: Sendable {
@@ -44,31 +41,47 @@ public struct FleetLog: Sendable {
         self.logger = logger
     }
 
-    /// Appends `entries` (kind, entry) to `gallery`'s changes in one transaction, after `check` has
-    /// seen the gallery's entries committed after position `after` (what this node has not applied
-    /// yet) and not refused: both under the gallery's lock.
-    /// - Returns: the positions given to the entries, in order.
-    /// - Throws: what `check` throws (nothing is appended), or PostgreSQL's errors.
-    public func append(
-        gallery: String, after: Int64, _ entries: [(kind: Int16, entry: [UInt8])],
-        check: @Sendable ([FleetEntry]) throws -> Void = { _ in }
-    ) async throws -> [Int64] {
+    /// Appends `entries` in one transaction, in their order, and returns the positions they were
+    /// given (ascending). A node's group of writes is one append, as it is one LMDB commit.
+    public func append(_ entries: [(gallery: String, kind: Int16, entry: [UInt8])]) async throws -> [Int64] {
+        guard !entries.isEmpty else { return [] }
         let logger = self.logger
-        let node = self.node
+        let galleries = entries.map(\.gallery)
+        let nodes = [String](repeating: self.node, count: entries.count)
+        let kinds = entries.map(\.kind)
+        // bytea binds from a ByteBuffer (an array of bytes would bind as "char"[]).
+        let bytes = entries.map { ByteBuffer(bytes: $0.entry) }
         return try await self.client.transaction(logger: logger) { connection in
-            _ = try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(gallery), 0))", logger: logger)
-            try check(try await Self.entries(connection, gallery: gallery, after: after, logger: logger))
             _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.orderLockKey))", logger: logger)
+            // One statement for the group; rows inserted in the arrays' order take ascending positions.
+            let rows = try await connection.query(
+                """
+                INSERT INTO fleet_log (gallery, node, kind, entry)
+                SELECT g, n, k, e FROM unnest(\(galleries)::text[], \(nodes)::text[], \(kinds)::int2[], \(bytes)::bytea[])
+                    WITH ORDINALITY AS t(g, n, k, e, i) ORDER BY i
+                RETURNING position
+                """,
+                logger: logger)
             var positions: [Int64] = []
-            for (kind, entry) in entries {
-                // bytea binds from a ByteBuffer (an array of bytes would bind as "char"[]).
-                let bytes = ByteBuffer(bytes: entry)
-                let rows = try await connection.query(
-                    "INSERT INTO fleet_log (gallery, node, kind, entry) VALUES (\(gallery), \(node), \(kind), \(bytes)) RETURNING position",
-                    logger: logger)
-                for try await position in rows.decode(Int64.self) { positions.append(position) }
+            for try await position in rows.decode(Int64.self) { positions.append(position) }
+            // Delivered at the commit to every node listening (``listen(_:)``): they follow at once
+            // instead of polling.
+            _ = try await connection.query(PostgresQuery(unsafeSQL: "NOTIFY \(Self.channel)"), logger: logger)
+            return positions.sorted()
+        }
+    }
+
+    /// The notification channel appends are announced on.
+    static let channel = "registry_fleet_log"
+
+    /// Calls `appended` whenever an append commits anywhere in the fleet, until cancelled or the
+    /// connection fails (then it throws; the caller listens again).
+    public func listen(_ appended: @Sendable () -> Void) async throws {
+        try await self.client.withConnection { connection in
+            try await connection.listen(on: Self.channel) { notifications in
+                appended()  // what was appended before the listening began
+                for try await _ in notifications { appended() }
             }
-            return positions
         }
     }
 
@@ -87,6 +100,20 @@ public struct FleetLog: Sendable {
         return 0
     }
 
+    /// The last position committed, and when the first entry after `position` was committed
+    /// (seconds since 1970; nil: none is), for a node's lag.
+    public func lag(after position: Int64) async throws -> (head: Int64, oldest: Double?) {
+        let rows = try await self.client.query(
+            """
+            SELECT coalesce(max(position), 0)::bigint,
+                   (SELECT extract(epoch FROM committed_at)::float8 FROM fleet_log WHERE position > \(position) ORDER BY position LIMIT 1)
+            FROM fleet_log
+            """,
+            logger: self.logger)
+        for try await (head, oldest) in rows.decode((Int64, Double?).self) { return (head, oldest) }
+        return (0, nil)
+    }
+
     /// Records that this node has applied the log up to `position` (and that it was seen now).
     public func recordApplied(_ position: Int64) async throws {
         _ = try await self.client.query(
@@ -95,16 +122,6 @@ public struct FleetLog: Sendable {
             ON CONFLICT (node) DO UPDATE SET applied = greatest(fleet_nodes.applied, excluded.applied), seen_at = now()
             """,
             logger: self.logger)
-    }
-
-    /// A gallery's entries after `position`, in order, inside an append's transaction.
-    private static func entries(_ connection: PostgresConnection, gallery: String, after position: Int64, logger: Logger) async throws
-        -> [FleetEntry]
-    {
-        try await Self.decode(
-            connection.query(
-                "SELECT position, gallery, node, kind, entry FROM fleet_log WHERE gallery = \(gallery) AND position > \(position) ORDER BY position",
-                logger: logger))
     }
 
     /// Rows of (position, gallery, node, kind, entry) as entries.

@@ -24,6 +24,7 @@ public struct RegistryError: Error, Sendable, CustomStringConvertible {
         case `internal` = "INTERNAL"
         /// The daemon serves its maximum number of connections: retry later.
         case tooManyConnections = "TOO_MANY_CONNECTIONS"
+        case fleetUnavailable = "FLEET_UNAVAILABLE"
     }
 
     /// Structured details, by code.

@@ -446,6 +446,7 @@ extension Registry_V1_ErrorCode {
         case .shuttingDown: self = .shuttingDown
         case .internal: self = .internal
         case .tooManyConnections: self = .tooManyConnections
+        case .fleetUnavailable: self = .UNRECOGNIZED(18)
         }
     }
 }

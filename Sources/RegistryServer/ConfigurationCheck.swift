@@ -16,12 +16,13 @@ enum ConfigurationCheck {
     static let registry = Self.keys(ServerConfiguration.RegistryEntry.CodingKeys.self)
     static let audit = Self.keys(ServerConfiguration.AuditEntryRetention.CodingKeys.self)
     static let backup = Self.keys(ServerConfiguration.BackupEntry.CodingKeys.self)
+    static let fleet = Self.keys(ServerConfiguration.FleetEntry.CodingKeys.self)
     static let operationClasses = Set(OperationClass.allCases.map(\.rawValue))
 
     /// The known keys of each object, by its place in the file (`[]`: any element of a list), as
     /// ``unknownKeys(in:file:)`` checks them.
     static let knownKeys: [String: Set<String>] = [
-        "": Self.topLevel, "limits": Self.limits, "audit": Self.audit, "backup": Self.backup, "algorithms[]": Self.algorithm,
+        "": Self.topLevel, "limits": Self.limits, "audit": Self.audit, "backup": Self.backup, "fleet": Self.fleet, "algorithms[]": Self.algorithm,
         "galleries[]": Self.gallery, "galleries[].registries[]": Self.registry,
     ]
 
@@ -75,6 +76,9 @@ enum ConfigurationCheck {
         }
         if case .object(let backup) = top["backup"] {
             check(backup, Self.backup, at: "backup")
+        }
+        if case .object(let fleet) = top["fleet"] {
+            check(fleet, Self.fleet, at: "fleet")
         }
         if case .array(let algorithms) = top["algorithms"] {
             for (index, entry) in algorithms.enumerated() {

@@ -25,6 +25,7 @@ public struct RegistryDaemon: Sendable {
     public func run(onReady: @escaping @Sendable (Engine) -> Void = { _ in }) async throws {
         // Every check --check-config makes, all problems at once, before anything is bound or opened.
         let (engineConfiguration, galleries) = try self.configuration.checkedForStart()
+        let fleetSettings = try self.configuration.fleetSettings()
         try FileDescriptorLimit.ensure(connections: self.configuration.limits.maximumConnections, logger: self.logger)
         let activated = Systemd.activatedSocket()
         if activated == nil {
@@ -44,7 +45,22 @@ public struct RegistryDaemon: Sendable {
         engine.onStorageReserveChange { reached, description in
             if reached { logger.warning("\(description)") } else { logger.notice("\(description)") }
         }
-        try await engine.defineGalleries(galleries)
+        var fleet: FleetNode?
+        if let fleetSettings {
+            // A replica defines nothing alone: its configured galleries go through the log.
+            let node = FleetNode(settings: fleetSettings, engine: engine, logger: self.logger, metrics: metrics.factory)
+            node.configuredGalleries = galleries
+            try await node.join(timeout: .seconds(5))
+            fleet = node
+        } else {
+            if try engine.fleetMembership().fleetId != nil {
+                throw RegistryError(
+                    .malformedRequest,
+                    "the store in \(self.configuration.dataDirectory) is a fleet replica: start registryd with its fleet settings "
+                        + "(--fleet, --node and the fleet key); alone it would go its own way and never agree with the fleet again")
+            }
+            try await engine.defineGalleries(galleries)
+        }
         let info = engine.galleries()
         self.logger.info(
             "store open",
@@ -57,7 +73,8 @@ public struct RegistryDaemon: Sendable {
             ])
 
         let policy = try AccessPolicy(self.configuration.access)
-        let dispatcher = RequestDispatcher(engine: engine, logger: self.logger, policy: policy, metrics: metrics)
+        let dispatcher = RequestDispatcher(engine: engine, logger: self.logger, policy: policy, metrics: metrics, fleet: fleet)
+        fleet?.dispatcher = dispatcher
         // The refusals counted since the periodic report's last flush (those of the drain included:
         // it stops before the server does), into the log and the trail before the store closes (this
         // runs before the close above).
@@ -71,8 +88,11 @@ public struct RegistryDaemon: Sendable {
                 exit(EXIT_FAILURE)
             })
         let reloader = ReloadService(
-            configurationPath: self.configurationPath, engine: engine, dispatcher: dispatcher, logger: self.logger)
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            configurationPath: self.configurationPath, engine: engine, dispatcher: dispatcher, fleet: fleet, logger: self.logger)
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        // First, so that it stops last: the writes the server drains are applied through it.
+        if let fleet { services.append(.init(service: fleet)) }
+        services += [
             .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup),
             .init(service: reloader, successTerminationBehavior: .gracefullyShutdownGroup),
             .init(service: PeriodicReportService(engine: engine, dispatcher: dispatcher, period: .seconds(60))),
@@ -113,6 +133,7 @@ struct ReloadService: Service {
     let configurationPath: String?
     let engine: Engine
     let dispatcher: RequestDispatcher
+    let fleet: FleetNode?
     let logger: Logger
 
     func run() async throws {
@@ -129,7 +150,13 @@ struct ReloadService: Service {
                 // The policy is built before any gallery changes, so that a bad policy changes nothing;
                 // the galleries are defined in one transaction, so that a refused one changes nothing.
                 let policy = try AccessPolicy(configuration.access)
-                try await self.engine.defineGalleries(galleries)
+                if let fleet = self.fleet {
+                    // Through the log, as every write of a replica (each gallery an entry of its own).
+                    fleet.configuredGalleries = galleries
+                    try await fleet.proposeGalleries(galleries)
+                } else {
+                    try await self.engine.defineGalleries(galleries)
+                }
                 self.dispatcher.update(policy: policy)
                 self.logger.notice("SIGHUP: configuration reloaded", metadata: ["galleries": "\(galleries.count)"])
             } catch {

@@ -48,12 +48,21 @@ public final class RequestDispatcher: Sendable {
     /// SwiftProtobuf (false only in the test that compares the two).
     let readsAuthenticationsByHand: Bool
 
-    public convenience init(engine: Engine, logger: Logger, policy: AccessPolicy, metrics: ServerMetrics = ServerMetrics()) {
-        self.init(engine: engine, logger: logger, policy: policy, metrics: metrics, readsAuthenticationsByHand: true)
+    /// Fleet mode: the node every write of the registry's contents goes through (nil: standalone).
+    let fleet: FleetNode?
+
+    public convenience init(
+        engine: Engine, logger: Logger, policy: AccessPolicy, metrics: ServerMetrics = ServerMetrics(), fleet: FleetNode? = nil
+    ) {
+        self.init(engine: engine, logger: logger, policy: policy, metrics: metrics, readsAuthenticationsByHand: true, fleet: fleet)
     }
 
-    init(engine: Engine, logger: Logger, policy: AccessPolicy, metrics: ServerMetrics = ServerMetrics(), readsAuthenticationsByHand: Bool) {
+    init(
+        engine: Engine, logger: Logger, policy: AccessPolicy, metrics: ServerMetrics = ServerMetrics(), readsAuthenticationsByHand: Bool,
+        fleet: FleetNode? = nil
+    ) {
         self.readsAuthenticationsByHand = readsAuthenticationsByHand
+        self.fleet = fleet
         self.engine = engine
         self.logger = logger
         self.policy = Mutex(policy)
@@ -122,7 +131,7 @@ public final class RequestDispatcher: Sendable {
         // The id is 0 until the frame is read (a frame without one is answered with 0).
         var call = Call(
             dispatcher: self, id: 0, peer: peer, start: ContinuousClock.now, draining: draining, eventLoop: eventLoop, receiver: receiver,
-            sequence: sequence)
+            sequence: sequence, frame: frame)
         // Bounds before anything else: no field longer, no count larger than the protocol allows, before
         // the request is decoded, checked for rights, audited or logged (RequestBounds).
         let envelope: RequestBounds.Envelope
@@ -198,7 +207,7 @@ public final class RequestDispatcher: Sendable {
     /// One request on its way: ``start(_:from:draining:on:replyTo:sequence:)`` specialised for each kind
     /// of request (handed to ``Registry_V1_Request/OneOf_Operation/accept(_:)``, where opening an
     /// `any RegistryOperation` would look up generic metadata and call unspecialised code).
-    fileprivate struct Call: OperationVisitor {
+    struct Call: OperationVisitor {
         let dispatcher: RequestDispatcher
         var id: UInt64
         let peer: Peer?
@@ -207,6 +216,8 @@ public final class RequestDispatcher: Sendable {
         let eventLoop: (any EventLoop)?
         let receiver: any ReplyReceiver
         let sequence: UInt64
+        /// The request as read (fleet mode appends it to the log as it came).
+        let frame: ByteBuffer
         /// The peer's right was checked before the request was decoded.
         var rightChecked = false
 
@@ -244,12 +255,16 @@ public final class RequestDispatcher: Sendable {
             context.peer = call.peer
             context.policy = self.policy.withLock { $0 }
         }
-        operation.start(in: context, completion: Running(dispatcher: self, operation: operation, call: call))
+        let running = Running(dispatcher: self, operation: operation, call: call)
+        if let fleet = self.fleet, Operation.isReplicated {
+            return fleet.submit(operation, frame: call.frame, context: context, completion: running)
+        }
+        operation.start(in: context, completion: running)
     }
 
     /// A started operation's completion: a value, so that an answer given at once allocates
     /// nothing (a closure would, for its captures; measured per authentication).
-    private struct Running<Operation: RegistryOperation>: Completion {
+    struct Running<Operation: RegistryOperation>: Completion {
         let dispatcher: RequestDispatcher
         let operation: Operation
         let call: Call

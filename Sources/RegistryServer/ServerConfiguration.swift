@@ -203,6 +203,30 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     /// The file holding the key of templates at rest (32 bytes or 64 hex characters). Absent: the
     /// systemd credential `store-key` ($CREDENTIALS_DIRECTORY/store-key) when there is one, else none.
     public var keyFile: String?
+    /// Fleet mode (docs/fleet.md): absent, the daemon is standalone.
+    public var fleet: FleetEntry?
+
+    /// The `fleet` section: where the fleet's PostgreSQL is, this node's name, the fleet key and the
+    /// database password (files; or the systemd credentials `fleet-key` and `fleet-password`).
+    public struct FleetEntry: Sendable, Codable, Equatable {
+        /// `postgresql://USER@HOST:PORT/DB`, or a Unix socket directory (`?host=/run/postgresql`).
+        public var url: String
+        /// This node's name in the fleet: 1 to 64 letters, digits, `.`, `_` or `-`, unique in the fleet.
+        public var node: String
+        public var keyFile: String?
+        public var passwordFile: String?
+
+        public init(url: String, node: String, keyFile: String? = nil, passwordFile: String? = nil) {
+            self.url = url
+            self.node = node
+            self.keyFile = keyFile
+            self.passwordFile = passwordFile
+        }
+
+        public enum CodingKeys: String, CodingKey, CaseIterable {
+            case url, node, keyFile, passwordFile
+        }
+    }
 
     /// The longest audit retention `validated()` accepts: 100 years.
     static let maximumAuditAgeDays = 36_500
@@ -242,7 +266,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     /// knows, so a setting added to a type is known to the check without a second list
     /// (ConfigurationTests decodes with every key present and compares).
     public enum CodingKeys: String, CodingKey, CaseIterable {
-        case socketPath, dataDirectory, logLevel, limits, algorithms, galleries, access, audit, backup, keyFile
+        case socketPath, dataDirectory, logLevel, limits, algorithms, galleries, access, audit, backup, keyFile, fleet
     }
 
     public init() {}
@@ -260,6 +284,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         self.audit = try container.decodeIfPresent(AuditEntryRetention.self, forKey: .audit)
         self.backup = try container.decodeIfPresent(BackupEntry.self, forKey: .backup)
         self.keyFile = try container.decodeIfPresent(String.self, forKey: .keyFile)
+        self.fleet = try container.decodeIfPresent(FleetEntry.self, forKey: .fleet)
     }
 
     /// Reads a configuration file.
@@ -418,6 +443,11 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         }
         if self.limits.maximumConnections >= 1, let problem = FileDescriptorLimit.problem(connections: self.limits.maximumConnections) {
             problems.append(problem)
+        }
+        do {
+            _ = try self.fleetSettings()
+        } catch {
+            problems.append(error.description)
         }
         guard problems.isEmpty, let result else { throw ConfigurationError(problems.joined(separator: "\n")) }
         return result

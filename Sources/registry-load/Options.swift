@@ -29,6 +29,12 @@ struct Options: ParsableArguments, Sendable {
     var json = false
     @Flag(help: "Seed the gallery (or find it seeded), write --vectors-out, and stop: no requests are sent.")
     var seedOnly = false
+    @Flag(
+        help: """
+            Use the gallery as it is, without checking or seeding it (register only): for several runs at once \
+            into one gallery, seeded before by a --seed-only run (a fleet's nodes).
+            """)
+    var noSeed = false
     @Option(help: ArgumentHelp("Write the seeded people's templates there (raw little-endian float32, in order).", valueName: "path"))
     var vectorsOut: String?
     @Option(
@@ -56,6 +62,9 @@ struct Options: ParsableArguments, Sendable {
             throw ValidationError("--gallery: the load gallery is redefined and deleted; use one of its own, not 'default'")
         }
         guard self.warmup >= 0 else { throw ValidationError("--warmup must be at least 0") }
+        guard !self.noSeed || (self.operation == .register && !self.seedOnly && self.vectorsOut == nil) else {
+            throw ValidationError("--no-seed goes with --operation register alone: other operations check what they find against the seeded people")
+        }
         guard !(self.seedOnly && self.queriesOut != nil) else { throw ValidationError("--seed-only sends no requests: no --queries-out") }
     }
 }

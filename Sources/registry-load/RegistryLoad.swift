@@ -45,9 +45,9 @@ enum LoadRun {
             return 1
         }
         let people = People(count: options.people, dimension: options.dimension)
-        let seeding: Double?
+        var seeding: Double?
         do {
-            seeding = try await Seeding.prepare(client: client, gallery: options.gallery, people: people)
+            if !options.noSeed { seeding = try await Seeding.prepare(client: client, gallery: options.gallery, people: people) }
         } catch {
             printError("registry-load: cannot seed gallery '\(options.gallery)': \(error)")
             await client.close()

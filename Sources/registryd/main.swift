@@ -99,6 +99,21 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Threads serving the socket (default: one fewer than the cores, at least one).", valueName: "count"))
     var eventLoops: Int?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Fleet mode: the fleet's PostgreSQL, postgresql://USER@HOST:PORT/DB or postgresql://USER@/DB?host=SOCKETDIR (fleet.url).",
+            valueName: "url"))
+    var fleet: String?
+
+    @Option(name: .long, help: ArgumentHelp("Fleet mode: this node's name, unique in the fleet (fleet.node).", valueName: "name"))
+    var node: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Fleet mode: the fleet key, the same on every node (fleet.keyFile).", valueName: "file"), completion: .file())
+    var fleetKey: String?
+
     @Flag(
         name: .long,
         help: """
@@ -135,6 +150,9 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
     var restore: String?
 
     func validate() throws {
+        if (self.node != nil || self.fleetKey != nil) && self.fleet == nil && self.config == nil && self.file == nil {
+            throw ValidationError("--node and --fleet-key go with --fleet (or a configuration file's fleet section)")
+        }
         if self.file != nil && !self.checkConfig { throw ValidationError("a FILE argument goes with --check-config (or use --config FILE)") }
         if self.file != nil && self.config != nil { throw ValidationError("give the file either as FILE or as --config, not both") }
     }
@@ -158,6 +176,13 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
         if let socket { configuration.socketPath = socket }
         if let data { configuration.dataDirectory = data }
         if let keyFile { configuration.keyFile = keyFile }
+        if let fleet {
+            configuration.fleet = ServerConfiguration.FleetEntry(
+                url: fleet, node: self.node ?? configuration.fleet?.node ?? "", keyFile: configuration.fleet?.keyFile,
+                passwordFile: configuration.fleet?.passwordFile)
+        }
+        if let node, configuration.fleet != nil { configuration.fleet?.node = node }
+        if let fleetKey, configuration.fleet != nil { configuration.fleet?.keyFile = fleetKey }
         if let logLevel { configuration.logLevel = logLevel }
         if let maximumFrameBytes { configuration.limits.maximumFrameBytes = maximumFrameBytes }
         if let maximumConnections { configuration.limits.maximumConnections = maximumConnections }

@@ -65,6 +65,13 @@ public final class TestPostgres: Sendable {
         return String(text)
     }
 
+    /// Starts the server again after ``stop(immediately:)``, on the same directory and socket.
+    public func start() {
+        _ = system(
+            "runuser -u postgres -- '\(self.binaries)/pg_ctl' -D '\(self.directory)' -l '\(self.base)/server.log' -w -t 60 "
+                + "-o \"-c listen_addresses='' -p \(self.port) -k '\(self.socketDirectory)'\" start >/dev/null 2>&1")
+    }
+
     /// Stops the server: `fast` (sessions ended, a clean shutdown), or `immediate` (as a crash).
     public func stop(immediately: Bool = false) {
         _ = system(

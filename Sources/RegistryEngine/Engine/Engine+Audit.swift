@@ -256,7 +256,7 @@ extension Engine {
 
     /// Writes the audit entries waiting for their lazy flush: they ride along with an empty write.
     public func flushAudit() async throws {
-        try await self.write(useReserve: true) { _, _ in () }
+        try await self.write(useReserve: true, local: true) { _, _ in () }
     }
 
     /// The newest audit entries matching `query`, oldest first, as stored in `txn`.

@@ -19,6 +19,11 @@ extension Engine {
     func autoEnrol(_ plan: AutoEnrolmentPlan, completion: @escaping @Sendable ([AutoEnrolmentOutcome]) -> Void) {
         // Most authentications and identifications enrol nothing: they wait for no commit.
         if let outcomes = plan.outcomesWithoutWrite { return completion(outcomes) }
+        // A replica writes only what the fleet's log says, and auto-enrolment is not an entry of it
+        // yet (docs/fleet.md): reported as not carried out, never done on this node alone.
+        if self.isReplica.load(ordering: .acquiring) {
+            return completion(plan.outcomes(failing: "auto-enrolment is not carried out on a fleet node yet"))
+        }
         self.write(
             { txn, context in
                 let gallery = try self.currentGallery(plan.galleryName, id: plan.galleryId)

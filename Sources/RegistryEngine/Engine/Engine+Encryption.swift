@@ -15,7 +15,7 @@ extension Engine {
     /// - Returns: the number of templates (re-)encrypted.
     public func setEncryptionKey(_ key: [UInt8]) async throws -> Int {
         let newCipher = try PayloadCipher(keyMaterial: key)
-        return try await self.write(exclusive: true) { txn, context in
+        return try await self.write(exclusive: true, local: true) { txn, context in
             // Read every payload with the current key, write it sealed with the new one; the store
             // switches keys only after the commit (an IndexChange), so a failed or re-run batch is safe.
             var ids: [UInt64] = []

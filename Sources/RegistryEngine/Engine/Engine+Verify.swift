@@ -24,7 +24,7 @@ extension Engine {
     /// - Returns: the number of templates checked and a description of each problem found.
     public func verify() async throws -> (checked: Int, problems: [String]) {
         if self.isReadOnly { return try await self.readStore { txn in try self.verify(txn) } }
-        return try await self.write(exclusive: true, useReserve: true) { txn, _ in try self.verify(txn) }
+        return try await self.write(exclusive: true, useReserve: true, local: true) { txn, _ in try self.verify(txn) }
     }
 
     private func verify(_ txn: borrowing Transaction) throws -> (checked: Int, problems: [String]) {

@@ -58,6 +58,9 @@ public final class Engine: @unchecked Sendable {
     private(set) var writer: WriteQueue!
     /// Whether the lazy request that finishes a removal's erasure is queued (``queueErasureCommit()``).
     let erasureCommitQueued = Atomic<Bool>(false)
+    /// Whether the store is a fleet replica (``joinFleet(id:)``): every write of the registry's
+    /// contents must then come from the fleet's log (``FleetApplication``).
+    let isReplica = Atomic<Bool>(false)
     let auditBuffer = AuditBuffer()
     let auditRetention: AuditRetention
     let metrics: EngineMetrics

@@ -39,6 +39,9 @@ final class WriteQueue: @unchecked Sendable {
         /// Submitted with ``WriteQueue/submitLazily(_:)``: a batch of lazy requests alone is one the
         /// delay started, with no other write waiting.
         var isLazy = false
+        /// Fleet mode: the log position this write applies (``FleetApplication``), recorded in its
+        /// commit; nil: not an entry of the log.
+        var fleetPosition: Int64? = nil
 
         /// A write whose `body` returns a `T` and whose caller is told through `completion`, once.
         init<T: Sendable>(

@@ -16,15 +16,20 @@ extension Engine {
     /// index updated.
     /// `useReserve`: the write frees space or adds next to nothing (a deletion, the audit trail,
     /// verify), so it goes ahead when the file system is down to its reserve (``StorageReserve``).
+    /// `local`: the node's own housekeeping (the audit trail, verify, encryption at rest), never
+    /// replicated, so allowed on a fleet replica outside the log.
     func write<T: Sendable>(
         exclusive: Bool = false,
         precheck: Precheck? = nil,
         flat: Bool = false,
         useReserve: Bool = false,
+        local: Bool = false,
         _ body: @escaping @Sendable (borrowing Transaction, OperationContext) throws -> T
     ) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            self.write(exclusive: exclusive, precheck: precheck, flat: flat, useReserve: useReserve, body) { continuation.resume(with: $0) }
+            self.write(exclusive: exclusive, precheck: precheck, flat: flat, useReserve: useReserve, local: local, body) {
+                continuation.resume(with: $0)
+            }
         }
     }
 
@@ -37,17 +42,27 @@ extension Engine {
         precheck: Precheck? = nil,
         flat: Bool = false,
         useReserve: Bool = false,
+        local: Bool = false,
         _ body: @escaping @Sendable (borrowing Transaction, OperationContext) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
-        let request = WriteQueue.Request(
+        var request = WriteQueue.Request(
             exclusive: exclusive, precheck: precheck, flat: flat, useReserve: useReserve, body, completion: completion)
         guard let writer = self.writer else {
             return request.fail(RegistryError(.internal, "the store is open read-only"))
         }
+        let application = FleetApplication.current
+        if let application {
+            request.fleetPosition = application.position
+        } else if !local && self.isReplica.load(ordering: .acquiring) {
+            // A replica changes only as the log says: a write from anywhere else would make it
+            // differ from the others for good.
+            return request.fail(RegistryError(.internal, "this fleet node tried to write outside the fleet's log; nothing was written"))
+        }
         if !writer.submit(request) {
             request.fail(RegistryError(.shuttingDown, "the registry is shutting down"))
         }
+        application?.queued()
     }
 
     /// Runs one batch on the writer thread: every operation in a nested transaction of one write
@@ -107,6 +122,9 @@ extension Engine {
     /// the instants between the two looks.
     func afterPublication(_ body: @escaping @Sendable () -> Void) {
         self.metrics.indexLockWaits.increment()
+        // The fleet entry being applied goes along (task-locals do not cross to the writer thread).
+        let body: @Sendable () -> Void =
+            if let application = FleetApplication.current { { FleetApplication.$current.withValue(application, operation: body) } } else { body }
         let deferred = self.publication.withLock { publication in
             guard publication.underWay else { return false }
             publication.waiting.append(body)
@@ -159,7 +177,16 @@ extension Engine {
             changes = BatchChanges()
             let firstId = try self.store.readUInt64(txn, Keys.nextTemplateId) ?? 1
             var nextId = firstId
+            // Fleet mode: the positions the batch applies follow the store's last, one by one.
+            let firstPosition = batch.contains { $0.fleetPosition != nil } ? Int64(try self.store.readUInt64(txn, Keys.fleetPosition) ?? 0) : 0
+            var position = firstPosition
             for (index, request) in batch.enumerated() {
+                if let entry = request.fleetPosition, entry != position + 1 {
+                    // An entry before it failed on this node alone (its disk, its shutdown): the
+                    // node applies the log again from its last position.
+                    results.append(.failure(RegistryError(.internal, "fleet log entry \(entry) came after \(position) was the last applied")))
+                    continue
+                }
                 let context = OperationContext(batch: changes, nextTemplateId: nextId)
                 context.precomputed = prechecked[index] ?? [:]
                 let flat = request.flat && !nested.contains(index)
@@ -168,6 +195,7 @@ extension Engine {
                     let answer = try flat ? request.run(txn, context) : txn.nested { child in try request.run(child, context) }
                     changes.append(context.changes)
                     results.append(.success(answer))
+                    if let entry = request.fleetPosition { position = entry }
                 } catch let error as LMDBError {
                     throw error
                 } catch  where flat && txn.changeCount != changesBefore {
@@ -175,11 +203,14 @@ extension Engine {
                     throw FlatOperationFailed(index: index)
                 } catch {
                     results.append(.failure(error))
+                    // Refused the same way on every replica: applied, as a refusal.
+                    if let entry = request.fleetPosition, Engine.failsEverywhere(error) { position = entry }
                 }
                 nextId = context.nextTemplateId
             }
             // A batch that wrote nothing leaves no dirty page, and LMDB then skips the fsync.
             if nextId != firstId { try self.store.writeInteger(txn, Keys.nextTemplateId, nextId) }
+            if position != firstPosition { try self.store.writeInteger(txn, Keys.fleetPosition, UInt64(position)) }
         }
         return (results, changes)
     }

@@ -20,28 +20,8 @@ struct PayloadCipher: @unchecked Sendable {
     /// caller wipes `keyMaterial` (``KeyMaterial/wipe(_:)``).
     /// - Throws: ``RegistryError`` (`malformedRequest`) for any other key material.
     init(keyMaterial: [UInt8]) throws(RegistryError) {
-        var bytes = [UInt8](repeating: 0, count: 32)
+        var bytes = try KeyMaterial.keyBytes(keyMaterial)
         defer { KeyMaterial.wipe(&bytes) }
-        if keyMaterial.count == 32 {
-            for index in 0..<32 { bytes[index] = keyMaterial[index] }
-        } else {
-            // Hexadecimal read byte by byte, without a String: a string's storage could not be wiped.
-            var nibbles = 0
-            for character in keyMaterial {
-                let value: UInt8
-                switch character {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): value = character - UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): value = character - UInt8(ascii: "a") + 10
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): value = character - UInt8(ascii: "A") + 10
-                case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"): continue
-                default: throw .malformedRequest("an encryption key is 32 bytes, or 64 hexadecimal characters")
-                }
-                guard nibbles < 64 else { throw .malformedRequest("an encryption key is 32 bytes, or 64 hexadecimal characters") }
-                bytes[nibbles / 2] |= nibbles % 2 == 0 ? value << 4 : value
-                nibbles += 1
-            }
-            guard nibbles == 64 else { throw .malformedRequest("an encryption key is 32 bytes, or 64 hexadecimal characters") }
-        }
         self.key = SymmetricKey(data: bytes)
     }
 

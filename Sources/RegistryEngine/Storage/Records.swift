@@ -30,6 +30,10 @@ enum Keys {
     static let auditBytes = Array("audit_bytes".utf8)
     /// The last commit made only so that a removal's freed pages can be erased (u64 transaction id).
     static let erasureCommit = Array("erasure_commit".utf8)
+    /// Fleet mode: the fleet the store is a replica of (i64 bit pattern; absent: standalone), and the
+    /// last log position applied (u64; absent: none), written in the commit that applied it.
+    static let fleetId = Array("fleet_id".utf8)
+    static let fleetPosition = Array("fleet_position".utf8)
 
     static func template(_ id: UInt64) -> [UInt8] { [UInt8](bigEndian: id) }
 

@@ -5,6 +5,7 @@ import RegistryProtocol
 extension Registry_V1_DefineGalleryRequest: AsyncRegistryOperation {
     static let name = "define_gallery"
     static let right: OperationClass? = .admin
+    static let isReplicated = true
     static func response(_ result: Registry_V1_Gallery) -> Registry_V1_Response.OneOf_Result { .defineGallery(result) }
 
     var scope: OperationScope { .gallery(self.gallery) }

@@ -6,6 +6,7 @@ import SwiftProtobuf
 extension Registry_V1_EnrolLivenessProfileRequest: AsyncRegistryOperation {
     static let name = "enrol_liveness_profile"
     static let right: OperationClass? = .enrol
+    static let isReplicated = true
     static func response(_ result: Registry_V1_LivenessProfileResult) -> Registry_V1_Response.OneOf_Result { .enrolLivenessProfile(result) }
 
     var scope: OperationScope { .gallery(self.gallery) }

@@ -6,6 +6,7 @@ import SwiftProtobuf
 extension Registry_V1_ImportRequest: AsyncRegistryOperation {
     static let name = "import"
     static let right: OperationClass? = .admin
+    static let isReplicated = true
     static func response(_ result: Registry_V1_ImportResult) -> Registry_V1_Response.OneOf_Result { .import(result) }
 
     var scope: OperationScope { .gallery(self.gallery) }

@@ -26,6 +26,10 @@ protocol RegistryOperation: Sendable {
     static var isAudited: Bool { get }
     /// Whether its outcomes are `match` and `no-match` (identify, authenticate), for the metrics.
     static var decidesMatches: Bool { get }
+    /// Whether it changes the registry's contents: in fleet mode it is then an entry of the fleet's
+    /// log, applied on every node (docs/fleet.md). The node's own housekeeping (audit trail, backup,
+    /// verify, encryption at rest) is not.
+    static var isReplicated: Bool { get }
     /// The wire form of a result.
     static func response(_ result: Result) -> Registry_V1_Response.OneOf_Result
     /// The whole reply frame for `result`, written without building the response message, or nil
@@ -85,6 +89,7 @@ struct AuditedResult: Sendable {
 extension RegistryOperation {
     static var isAudited: Bool { Self.right != nil }
     static var decidesMatches: Bool { false }
+    static var isReplicated: Bool { false }
     static func framedReply(id: UInt64, _ result: Result) -> ByteBuffer? { nil }
     static func metrics(in metrics: ServerMetrics) -> OperationMetrics {
         metrics.operation(Self.name, decidesMatches: Self.decidesMatches)

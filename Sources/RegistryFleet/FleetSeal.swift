@@ -1,0 +1,52 @@
+import Crypto
+import Foundation
+import RegistryModel
+
+/// Seals the fleet log's entries with the fleet key before they reach PostgreSQL, so that no
+/// template is ever there in the clear (docs/fleet.md, "Erasure and the fleet key"). The key is a
+/// file every node has (32 bytes, or 64 hex characters), never stored in the database.
+///
+/// An entry is AES-256-GCM over the node's payload, with the fleet's id as associated data: an
+/// entry copied into another fleet's database does not open there.
+///
+/// `@unchecked Sendable`: SymmetricKey is an immutable value (swift-crypto does not mark it Sendable).
+public struct FleetSeal: @unchecked Sendable {
+    private let key: SymmetricKey
+    private let fleetId: Int64
+
+    /// The first byte of every sealed entry: the format, so that a later one can be told apart.
+    static let format: UInt8 = 1
+
+    public init(key: [UInt8], fleetId: Int64) {
+        self.key = SymmetricKey(data: key)
+        self.fleetId = fleetId
+    }
+
+    private var associatedData: [UInt8] { withUnsafeBytes(of: self.fleetId.bigEndian, Array.init) }
+
+    public func seal(_ payload: [UInt8]) throws -> [UInt8] {
+        let box = try AES.GCM.seal(payload, using: self.key, authenticating: self.associatedData)
+        guard let combined = box.combined else { throw FleetSealError(problem: "AES-GCM gave no combined form") }
+        return [Self.format] + Array(combined)
+    }
+
+    /// The payload of a sealed entry; throws when it was not sealed with this key for this fleet,
+    /// or was changed since.
+    public func open(_ sealed: [UInt8]) throws(FleetSealError) -> [UInt8] {
+        guard sealed.first == Self.format else {
+            throw FleetSealError(problem: "an entry of an unknown format (\(sealed.first.map(String.init) ?? "empty"))")
+        }
+        do {
+            let box = try AES.GCM.SealedBox(combined: sealed.dropFirst())
+            return Array(try AES.GCM.open(box, using: self.key, authenticating: self.associatedData))
+        } catch {
+            throw FleetSealError(
+                problem: "an entry does not open with this node's fleet key: the key differs from the node that wrote it, or the entry was changed")
+        }
+    }
+}
+
+public struct FleetSealError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let problem: String
+    public var description: String { self.problem }
+}

@@ -1,0 +1,224 @@
+import Logging
+import PostgresNIO
+import RegistryEngine
+import RegistryFleet
+import RegistryModel
+import RegistryProtocol
+import ServiceLifecycle
+import SwiftProtobuf
+import Synchronization
+
+extension FleetNode: Service {
+    // MARK: Following the log
+
+    /// Keeps the connection pool, follows the log and reports the node's position, until the
+    /// daemon's graceful shutdown (after the server's drain: the daemon lists this service first, so
+    /// it stops last and the writes still being answered are applied).
+    public func run() async throws {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.follow() }
+            group.addTask { await self.listen() }
+            group.addTask { await self.report() }
+            group.addTask { await self.proposeConfiguredGalleries() }
+            try? await gracefulShutdown()
+            group.cancelAll()
+        }
+        self.pool.cancel()
+    }
+
+    /// Proposes the configured galleries to the fleet once it answers (a define_gallery entry each,
+    /// applied by every node as a request would be), retrying until they are applied here.
+    private func proposeConfiguredGalleries() async {
+        while !Task.isCancelled {
+            do {
+                try await self.proposeGalleries(self.configuredGalleries)
+                return
+            } catch {
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+
+    /// Proposes `galleries` to the fleet and waits until they are applied here.
+    func proposeGalleries(_ galleries: [GalleryConfiguration]) async throws {
+        guard !galleries.isEmpty else { return }
+        let frames = try galleries.map { configuration in
+            (
+                gallery: configuration.name,
+                frame: try Registry_V1_Request.with { $0.defineGallery = Registry_V1_DefineGalleryRequest(configuration) }.serializedBytes()
+                    as [UInt8]
+            )
+        }
+        try await self.propose(frames, timeout: .seconds(10))
+        self.logger.info("the configured galleries are proposed to the fleet and applied here", metadata: ["galleries": "\(frames.count)"])
+    }
+
+    /// Applies the log's entries in order, from the store's position, for good.
+    func follow() async {
+        var next: Int64 = (try? self.engine.fleetPosition()) ?? 0
+        var tickets: [FleetTicket] = []
+        var lastFailure: String?
+        while !Task.isCancelled {
+            do {
+                if self.state.withLock({ $0.seal == nil }) {
+                    try await Self.within(.seconds(5)) { try await self.prepareAgain() }
+                }
+                let after = next
+                let entries = try await Self.within(.seconds(5)) { try await self.log.entries(after: after, limit: Self.page) }
+                self.state.withLock { state in
+                    state.reachable = true
+                    if let last = entries.last { state.head = max(state.head, last.position) }
+                }
+                if entries.isEmpty {
+                    // Woken by an append's notification; looking again each second all the same
+                    // (a notification is lost while the listening connection is re-made).
+                    await self.waitForEntries(.seconds(1))
+                    continue
+                }
+                for entry in entries {
+                    if self.state.withLock({ $0.failedHere != nil }) { break }
+                    let ticket = await self.apply(entry)
+                    tickets.append(ticket)
+                    next = entry.position
+                }
+                tickets.removeAll { ticket in
+                    guard let outcome = ticket.ended else { return false }
+                    if case .failedHere(let reason) = outcome { self.state.withLock { $0.failedHere = $0.failedHere ?? reason } }
+                    return true
+                }
+                if let reason = self.state.withLock({ $0.failedHere }) {
+                    // Every entry started must end before the store's position says where to go on.
+                    for ticket in tickets { _ = await ticket.outcome() }
+                    tickets = []
+                    next = (try? self.engine.fleetPosition()) ?? next
+                    if reason != lastFailure {
+                        self.logger.error(
+                            "a fleet entry failed on this node; applying the log again from the store's position",
+                            metadata: ["position": "\(next + 1)", "error": "\(Names.loggable(reason, maximum: 512))"])
+                    }
+                    lastFailure = reason
+                    self.state.withLock { $0.failedHere = nil }
+                    try await Task.sleep(for: .milliseconds(500))
+                } else {
+                    lastFailure = nil
+                }
+            } catch is CancellationError {
+                return
+            } catch {
+                if self.state.withLock({ $0.reachable }) {
+                    self.logger.warning("the fleet's database stopped answering", metadata: ["error": "\(String(reflecting: error).prefix(300))"])
+                }
+                self.state.withLock { $0.reachable = false }
+                try? await Task.sleep(for: .milliseconds(250))
+            }
+        }
+    }
+
+    /// The schema and join, when PostgreSQL did not answer at start.
+    private func prepareAgain() async throws {
+        let prepared = try await FleetSchema.prepare(self.client, logger: self.logger)
+        try await self.engine.joinFleet(id: prepared.fleetId)
+        self.state.withLock { state in
+            state.fleetId = prepared.fleetId
+            state.seal = FleetSeal(key: self.settings.key, fleetId: prepared.fleetId)
+        }
+    }
+
+    /// Starts applying one entry and returns once its write is queued behind the previous ones (so
+    /// the next can start), or its operation ended without writing (then its position is recorded
+    /// alone, when the refusal is the same on every replica).
+    private func apply(_ entry: FleetEntry) async -> FleetTicket {
+        let ticket = FleetTicket(position: entry.position)
+        let application = FleetApplication(position: entry.position) { ticket.queued() }
+        guard let seal = self.state.withLock({ $0.seal }) else {
+            ticket.finished(Result<Void, any Error>.failure(RegistryError(.internal, "the fleet's seal is not known yet")))
+            return ticket
+        }
+        let payload: (token: UInt64, frame: ArraySlice<UInt8>)
+        do {
+            guard let decoded = FleetPayload.decode(try seal.open(entry.entry)), entry.kind == FleetEntryKind.request.rawValue else {
+                throw RegistryError(.internal, "fleet entry \(entry.position) is of a kind this registryd does not know (\(entry.kind))")
+            }
+            payload = decoded
+        } catch {
+            // Not for this node to skip: every replica must apply it. Stopped here until it can.
+            ticket.finished(Result<Void, any Error>.failure(RegistryError(.internal, "\(error)")))
+            return ticket
+        }
+        if entry.node == self.settings.node, payload.token != 0, let write = self.claim(token: payload.token) {
+            write.apply(application, ticket)
+        } else if let dispatcher = self.dispatcher {
+            dispatcher.applyFleetEntry(Array(payload.frame), application: application, ticket: ticket)
+        } else {
+            ticket.finished(Result<Void, any Error>.failure(RegistryError(.internal, "the node is not serving yet")))
+        }
+        let started = await ticket.started()
+        if !started.queued, started.outcome == .done {
+            // Refused before it wrote, as on every replica: its position alone is recorded, in order.
+            FleetApplication.$current.withValue(application) {
+                self.engine.recordFleetPosition { result in
+                    if case .failure(let error) = result {
+                        self.state.withLock { $0.failedHere = $0.failedHere ?? ((error as? RegistryError)?.message ?? "\(error)") }
+                    }
+                }
+            }
+        }
+        return ticket
+    }
+
+    /// Wakes the follower whenever an append commits anywhere in the fleet.
+    private func listen() async {
+        while !Task.isCancelled {
+            do {
+                try await self.log.listen { self.wakeFollower() }
+            } catch {
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+        }
+    }
+
+    /// Waits until an append committed (this node's, or another's notification), or `limit` passed.
+    private func waitForEntries(_ limit: Duration) async {
+        let timer = Task {
+            // Not when cancelled: a wake-up left behind would end the next wait at once.
+            guard (try? await Task.sleep(for: limit)) != nil else { return }
+            self.wakeFollower()
+        }
+        await withCheckedContinuation { continuation in
+            let now = self.state.withLock { state -> Bool in
+                if state.woken {
+                    state.woken = false
+                    return true
+                }
+                state.wake = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+        self.state.withLock { $0.woken = false }
+        timer.cancel()
+    }
+
+    /// Every second: the log's head, how old its oldest entry not applied here is, and this node's
+    /// position recorded in the database (the log's trimming waits for the slowest node).
+    private func report() async {
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: .seconds(1))
+                let applied = try self.engine.fleetPosition()
+                let (head, oldest) = try await Self.within(.seconds(5)) { try await self.log.lag(after: applied) }
+                try await Self.within(.seconds(5)) { try await self.log.recordApplied(applied) }
+                self.state.withLock { state in
+                    state.head = max(state.head, head)
+                    state.oldestUnapplied = oldest ?? 0
+                    state.reachable = true
+                }
+            } catch is CancellationError {
+                return
+            } catch {
+                self.state.withLock { $0.reachable = false }
+            }
+            self.gauges.record(self.status())
+        }
+    }
+}

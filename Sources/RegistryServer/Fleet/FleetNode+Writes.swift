@@ -1,0 +1,119 @@
+import Logging
+import RegistryEngine
+import RegistryFleet
+import RegistryModel
+import RegistryProtocol
+import Synchronization
+
+extension FleetNode {
+    // MARK: Writes through the log
+
+    /// Appends `write` to the log with the other writes waiting now (one PostgreSQL transaction, one
+    /// fleet-wide position each), then leaves it to the follower, which applies it with its own
+    /// operation and completion. Refused with `FLEET_UNAVAILABLE` when PostgreSQL does not take it.
+    func submit(_ write: FleetWrite) {
+        let flush = self.state.withLock { state in
+            state.pending.append(write)
+            defer { state.flushing = true }
+            return !state.flushing
+        }
+        if flush { Task { await self.flush() } }
+    }
+
+    /// Appends what is pending, a group at a time, until nothing is.
+    private func flush() async {
+        while true {
+            let taken: (writes: [FleetWrite], tokens: [UInt64], seal: FleetSeal?)? = self.state.withLock { state in
+                guard !state.pending.isEmpty else {
+                    state.flushing = false
+                    return nil
+                }
+                let writes = Array(state.pending.prefix(Self.maximumAppend))
+                state.pending.removeFirst(writes.count)
+                // Waiting before the append: the follower may read the entries before it returns.
+                var tokens: [UInt64] = []
+                for write in writes {
+                    state.nextToken &+= 1
+                    tokens.append(state.nextToken)
+                    state.waiting[state.nextToken] = write
+                }
+                return (writes, tokens, state.seal)
+            }
+            guard let (writes, tokens, seal) = taken else { return }
+            do {
+                guard let seal else { throw FleetTimeout() }
+                let entries = try zip(writes, tokens).map { write, token in
+                    (
+                        gallery: write.gallery, kind: FleetEntryKind.request.rawValue,
+                        entry: try seal.seal(FleetPayload.encode(token: token, frame: write.frame))
+                    )
+                }
+                _ = try await Self.within(.seconds(5)) { try await self.log.append(entries) }
+                self.state.withLock { $0.reachable = true }
+                self.wakeFollower()
+            } catch {
+                self.state.withLock { $0.reachable = false }
+                self.logger.warning(
+                    "fleet writes refused: the fleet's database did not take them",
+                    metadata: ["writes": "\(writes.count)", "error": "\(String(reflecting: error).prefix(300))"])
+                let refusal = RegistryError(
+                    .fleetUnavailable,
+                    "this node cannot reach the fleet's database: the write was not carried out; reads go on, retry the write later")
+                for token in tokens {
+                    // Unless the follower found it in the log meanwhile and answers it.
+                    if let write = self.state.withLock({ $0.waiting.removeValue(forKey: token) }) { write.refuse(refusal) }
+                }
+            }
+        }
+    }
+
+    /// Appends `frames` (requests this node makes of itself: its configured galleries) and waits,
+    /// at most `timeout`, until this node has applied them.
+    func propose(_ frames: [(gallery: String, frame: [UInt8])], timeout: Duration) async throws {
+        guard let seal = self.state.withLock({ $0.seal }) else { throw FleetTimeout() }
+        let entries = try frames.map {
+            (gallery: $0.gallery, kind: FleetEntryKind.request.rawValue, entry: try seal.seal(FleetPayload.encode(token: 0, frame: $0.frame)))
+        }
+        let positions = try await Self.within(timeout) { try await self.log.append(entries) }
+        self.wakeFollower()
+        guard let last = positions.last else { return }
+        let deadline = ContinuousClock.now + timeout
+        while try self.engine.fleetPosition() < last {
+            guard ContinuousClock.now < deadline else { throw FleetTimeout() }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// Takes the write this node made under `token`, if it still waits (whoever takes it answers it).
+    func claim(token: UInt64) -> FleetWrite? {
+        self.state.withLock { $0.waiting.removeValue(forKey: token) }
+    }
+
+    func wakeFollower() {
+        let waiter = self.state.withLock { state in
+            state.woken = true
+            defer { state.wake = nil }
+            return state.wake
+        }
+        waiter?.resume()
+    }
+}
+
+/// The kinds of entries in the log.
+enum FleetEntryKind: Int16 {
+    /// A client's request (a `registry.v1.Request`), applied as the node that took it applies it.
+    case request = 1
+}
+
+/// An entry's payload before sealing: the writing node's token for it (0: no one waits), then the request.
+enum FleetPayload {
+    static func encode(token: UInt64, frame: [UInt8]) -> [UInt8] {
+        withUnsafeBytes(of: token.bigEndian, Array.init) + frame
+    }
+
+    static func decode(_ payload: [UInt8]) -> (token: UInt64, frame: ArraySlice<UInt8>)? {
+        guard payload.count >= 8 else { return nil }
+        let token = payload.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        return (token, payload.dropFirst(8))
+    }
+}

@@ -1,0 +1,296 @@
+import Glibc
+import RegistryClient
+import RegistryModel
+import Synchronization
+import TestSupport
+import Testing
+
+/// Several `registryd` in fleet mode on one machine with a real PostgreSQL (docs/fleet.md): what a
+/// site with door terminals and an enrolment desk relies on, checked through the daemons' sockets.
+@Suite(.serialized) struct FleetEndToEndTests {
+    /// A PostgreSQL of its own, a fleet key, and nodes started on it.
+    final class Fleet: @unchecked Sendable {
+        let server: TestPostgres
+        let directory: String
+        let keyPath: String
+
+        init() throws {
+            self.server = try TestPostgres()
+            self.directory = TemporaryDirectory("registry-fleet").path
+            self.keyPath = self.directory + "/fleet.key"
+            var generator = SystemRandomNumberGenerator()
+            let key = hex((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            let fd = open(self.keyPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard fd >= 0, write(fd, key + "\n", key.utf8.count + 1) == key.utf8.count + 1 else { throw HarnessError("cannot write the fleet key") }
+            close(fd)
+        }
+
+        func node(_ name: String) throws -> Daemon {
+            try Daemon(arguments: self.arguments(name))
+        }
+
+        func arguments(_ name: String) -> [String] {
+            ["--fleet", self.server.url(), "--node", name, "--fleet-key", self.keyPath, "--log-level", "info"]
+        }
+
+        deinit {
+            self.server.remove()
+            _ = system("rm -rf '\(self.directory)'")
+        }
+    }
+
+    final class Names: Sendable {
+        let set = Mutex<Set<String>>([])
+    }
+
+    /// A random unit-free vector of algorithm 24: two of them are never similar.
+    static func face(_ generator: inout some RandomNumberGenerator) -> Face {
+        Face(FaceTemplate(algorithm: 24, vector: (0..<128).map { _ in Float.random(in: -1...1, using: &generator) }))
+    }
+
+    /// Every identifier of the default gallery a node holds.
+    static func identifiers(_ client: RegistryConnection) async throws -> Set<String> {
+        var found: Set<String> = []
+        var after: String?
+        repeat {
+            let page = try await client.identifiers(after: after, limit: 1000)
+            found.formUnion(page.identifiers)
+            after = page.next
+        } while after != nil
+        return found
+    }
+
+    /// Polls `condition` every 20 ms until it holds or `limit` passes; how long it took (nil: never).
+    static func within(_ limit: Duration, _ condition: () async throws -> Bool) async throws -> Duration? {
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < limit {
+            if try await condition() { return ContinuousClock.now - start }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return try await condition() ? ContinuousClock.now - start : nil
+    }
+
+    @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
+    func registrationsReachEveryNodeAndTheWriterReadsItsOwn() async throws {
+        let fleet = try Fleet()
+        let nodes = try ["door-1", "door-2", "desk"].map(fleet.node)
+        let clients = try await nodes.asyncMap { try await $0.client() }
+        var generator = SystemRandomNumberGenerator()
+        var names: Set<String> = []
+        for person in 0..<300 {
+            let face = Self.face(&generator)
+            _ = try await clients[2].register(identifier: "p\(person)", face: face)
+            names.insert("p\(person)")
+            if person % 10 == 0 {
+                // Read-your-writes on the node that wrote: found at once.
+                let found = try await clients[2].identify(face: face, autoEnrol: false)
+                #expect(found.matches.first?.identifier == "p\(person)")
+            }
+        }
+        for index in 0..<2 {
+            let took = try await Self.within(.seconds(1)) { try await Self.identifiers(clients[index]) == names }
+            #expect(took != nil, "node \(index) did not have the 300 registrations within 1 s")
+            print("fleet: 300 registrations on desk were on \(nodes[index].socketPath) \(took.map { "\($0)" } ?? "never") after the last reply")
+        }
+        for client in clients { await client.close() }
+    }
+
+    @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
+    func oneFaceRegisteredOnThreeNodesAtOnceIsStoredOnce() async throws {
+        let fleet = try Fleet()
+        let nodes = try ["door-1", "door-2", "desk"].map(fleet.node)
+        let clients = try await nodes.asyncMap { try await $0.client() }
+        var generator = SystemRandomNumberGenerator()
+        for trial in 0..<30 {
+            let face = Self.face(&generator)
+            let outcomes = await withTaskGroup(of: String.self) { group in
+                for (index, client) in clients.enumerated() {
+                    group.addTask {
+                        do {
+                            _ = try await client.register(identifier: "t\(trial)-n\(index)", face: face)
+                            return "stored"
+                        } catch let error as RegistryError {
+                            return error.code.rawValue
+                        } catch {
+                            return "\(error)"
+                        }
+                    }
+                }
+                return await group.reduce(into: [String]()) { $0.append($1) }
+            }
+            #expect(outcomes.sorted() == ["SIMILAR_FACE_REGISTERED", "SIMILAR_FACE_REGISTERED", "stored"], "trial \(trial): \(outcomes)")
+        }
+        // The nodes agree: the same 30 identifiers everywhere, the face of each found as it.
+        let everywhere = try await clients.asyncMap { try await Self.identifiers($0) }
+        #expect(everywhere[0].count == 30 && everywhere[0] == everywhere[1] && everywhere[1] == everywhere[2])
+        for client in clients { await client.close() }
+    }
+
+    @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
+    func deletionsReachEveryNodeAndLeaveNoTemplateInAnyStoreOrInTheDatabase() async throws {
+        let fleet = try Fleet()
+        let nodes = try ["door-1", "door-2", "desk"].map(fleet.node)
+        let clients = try await nodes.asyncMap { try await $0.client() }
+        var generator = SystemRandomNumberGenerator()
+        var values: [String: [UInt8]] = [:]
+        for person in 0..<40 {
+            _ = try await clients[2].register(identifier: "p\(person)", face: Self.face(&generator))
+            let template = try #require(try await clients[2].templates(identifier: "p\(person)", includeData: true).first)
+            guard case .vector(let vector) = template.template?.data else { throw HarnessError("no values") }
+            values["p\(person)"] = Array(vector.prefix(4)).withUnsafeBytes { Array($0) }
+        }
+        let deleted = (0..<20).map { "p\($0)" }
+        let kept = (20..<40).map { "p\($0)" }
+        _ = try await Self.within(.seconds(2)) {
+            let first = try await Self.identifiers(clients[0]).count
+            let second = try await Self.identifiers(clients[1]).count
+            return first == 40 && second == 40
+        }
+        for name in deleted { #expect(try await clients[0].deleteIdentifier(identifier: name) == 1) }
+        for index in 1..<3 {
+            let took = try await Self.within(.seconds(2)) { try await Self.identifiers(clients[index]) == Set(kept) }
+            #expect(took != nil, "node \(index) still held deleted identifiers 2 s after the last deletion")
+            print("fleet: 20 deletions on door-1 were on node \(index) \(took.map { "\($0)" } ?? "never") after the last reply")
+        }
+        // Erasure on every node: none of the deleted templates' values in any data.mdb (the kept
+        // ones are, which shows the search finds what is there).
+        try await Task.sleep(for: .milliseconds(500))
+        for node in nodes {
+            let scan = try DataFileScan(directory: node.dataPath)
+            #expect(scan.count(deleted.map { values[$0]! }) == 0, "\(node.dataPath) still holds a deleted template's values")
+            #expect(scan.count(kept.map { values[$0]! }) == kept.count)
+        }
+        // Nor in the clear in a dump of the database (raw, or as bytea's hex text).
+        let dumpPath = fleet.directory + "/dump.sql"
+        _ = system(
+            "runuser -u postgres -- pg_dump -h '\(fleet.server.socketDirectory)' -p \(fleet.server.port) -U postgres registry >'\(dumpPath)' 2>&1")
+        let dump = Array(readFileText(dumpPath).utf8)
+        #expect(dump.count > 1000 && String(decoding: dump, as: UTF8.self).contains("fleet_log"))
+        let hexes = values.values.map { Array(hex($0).utf8) }
+        let raw = Array(values.values)
+        let found = (hexes + raw).filter { needle in
+            dump.indices.dropLast(needle.count).contains { dump[$0..<($0 + needle.count)].elementsEqual(needle) }
+        }
+        #expect(found.isEmpty, "\(found.count) template values are in the clear in a pg_dump of the fleet's database")
+        for client in clients { await client.close() }
+    }
+
+    @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
+    func withPostgresStoppedReadsGoOnAndWritesAreRefusedUntilItReturns() async throws {
+        let fleet = try Fleet()
+        let nodes = try ["door-1", "desk"].map(fleet.node)
+        let clients = try await nodes.asyncMap { try await $0.client() }
+        var generator = SystemRandomNumberGenerator()
+        let alice = Self.face(&generator)
+        _ = try await clients[1].register(identifier: "alice", face: alice)
+        _ = try await Self.within(.seconds(2)) { try await Self.identifiers(clients[0]) == ["alice"] }
+
+        fleet.server.stop()
+        let found = try await clients[0].identify(face: alice, autoEnrol: false)
+        #expect(found.matches.first?.identifier == "alice", "a replica answers identify with PostgreSQL stopped")
+        let bob = Self.face(&generator)
+        await #expect {
+            _ = try await clients[0].register(identifier: "bob", face: bob)
+        } throws: { error in
+            (error as? RegistryError)?.code == .fleetUnavailable
+        }
+        #expect(try await Self.identifiers(clients[0]) == ["alice"], "a refused registration is not stored")
+
+        fleet.server.start()
+        let resumed = try await Self.within(.seconds(10)) {
+            do {
+                _ = try await clients[0].register(identifier: "bob", face: bob)
+                return true
+            } catch let error as RegistryError where error.code == .fleetUnavailable {
+                return false
+            }
+        }
+        #expect(resumed != nil, "writes did not resume within 10 s of PostgreSQL's return")
+        print("fleet: writes resumed \(resumed.map { "\($0)" } ?? "never") after PostgreSQL started again")
+        #expect(try await Self.within(.seconds(2)) { try await Self.identifiers(clients[1]) == ["alice", "bob"] } != nil)
+        for client in clients { await client.close() }
+    }
+
+    @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
+    func aKilledNodeCatchesUpAndANewNodeCopiesEverything() async throws {
+        let fleet = try Fleet()
+        let nodes = try ["door-1", "door-2", "desk"].map(fleet.node)
+        let desk = try await nodes[2].client()
+        nodes[1].stop(signal: SIGKILL)
+        // 500 registrations from 8 clients while door-2 is down.
+        let names = Names()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    let client = try await nodes[2].client()
+                    var generator = SystemRandomNumberGenerator()
+                    for index in stride(from: worker, to: 500, by: 8) {
+                        _ = try await client.register(identifier: "p\(index)", face: Self.face(&generator))
+                        names.set.withLock { _ = $0.insert("p\(index)") }
+                    }
+                    await client.close()
+                }
+            }
+            do {
+                try await group.waitForAll()
+            } catch {
+                var status: Int32 = 0
+                let exited = waitpid(nodes[2].pid, &status, WNOHANG)
+                throw HarnessError("\(error); desk exited: \(exited) status \(status); the desk's log: \(nodes[2].log)")
+            }
+        }
+        let all = names.set.withLock { $0 }
+        #expect(all.count == 500)
+        try nodes[1].start()
+        let restarted = try await nodes[1].client()
+        let caughtUp: Duration?
+        do {
+            caughtUp = try await Self.within(.seconds(10)) { try await Self.identifiers(restarted) == all }
+        } catch {
+            throw HarnessError("\(error); the restarted node's log: \(nodes[1].log)")
+        }
+        #expect(caughtUp != nil, "the restarted node did not have the 500 registrations within 10 s")
+        print("fleet: the restarted node had the 500 registrations \(caughtUp.map { "\($0)" } ?? "never") after its start")
+
+        let newcomer = try fleet.node("door-3")
+        let fresh = try await newcomer.client()
+        let copied = try await Self.within(.seconds(10)) { try await Self.identifiers(fresh) == all }
+        #expect(copied != nil, "the new node did not have the 500 registrations within 10 s")
+        print("fleet: a new empty node had the 500 registrations \(copied.map { "\($0)" } ?? "never") after its start")
+        for client in [desk, restarted, fresh] { await client.close() }
+    }
+
+    @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
+    func aStoreOfAnotherFleetOrWithStandaloneDataRefusesToJoin() async throws {
+        let fleet = try Fleet()
+        // Standalone data: a daemon without --fleet registered someone.
+        let standalone = try Daemon()
+        let client = try await standalone.client()
+        var generator = SystemRandomNumberGenerator()
+        _ = try await client.register(identifier: "alice", face: Self.face(&generator))
+        await client.close()
+        standalone.stop()
+        #expect(throws: HarnessError.self) { _ = try Daemon(reusing: standalone, arguments: fleet.arguments("door-1")) }
+        // A replica of this fleet started without its fleet settings refuses too (it would diverge).
+        let member = try fleet.node("door-2")
+        member.stop()
+        #expect(throws: HarnessError.self) { _ = try Daemon(reusing: member, arguments: []) }
+        // And one of another fleet (another database).
+        let other = try Fleet()
+        #expect(throws: HarnessError.self) { _ = try Daemon(reusing: member, arguments: other.arguments("door-2")) }
+    }
+}
+
+/// Lower-case hexadecimal, as pg_dump writes bytea.
+func hex(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef")
+    return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
+}
+
+extension Sequence {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var result: [T] = []
+        for element in self { result.append(try await transform(element)) }
+        return result
+    }
+}
