@@ -13,7 +13,8 @@ import Testing
     ) async -> Result<Registration, any Error> {
         await withCheckedContinuation { continuation in
             FleetApplication.$current.withValue(FleetApplication(position: position) {}) {
-                engine.register(identifier: identifier, face: face, force: false, completion: CompletionClosure { continuation.resume(returning: $0) })
+                engine.register(
+                    identifier: identifier, face: face, force: false, completion: CompletionClosure { continuation.resume(returning: $0) })
             }
         }
     }
