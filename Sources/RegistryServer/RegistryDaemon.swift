@@ -75,6 +75,7 @@ public struct RegistryDaemon: Sendable {
         let policy = try AccessPolicy(self.configuration.access)
         let dispatcher = RequestDispatcher(engine: engine, logger: self.logger, policy: policy, metrics: metrics, fleet: fleet)
         fleet?.dispatcher = dispatcher
+        fleet?.routeAutoEnrolments()
         // The refusals counted since the periodic report's last flush (those of the drain included:
         // it stops before the server does), into the log and the trail before the store closes (this
         // runs before the close above).

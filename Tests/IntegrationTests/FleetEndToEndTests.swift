@@ -260,6 +260,35 @@ import Testing
         for client in [desk, restarted, fresh] { await client.close() }
     }
 
+    /// Migration on a fleet: a face recognised on one node is auto-enrolled in the registry that
+    /// lacked it, through the log, on every node with the same template id.
+    @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
+    func autoEnrolmentOnOneNodeReachesEveryNode() async throws {
+        let fleet = try Fleet()
+        let nodes = try ["door-1", "door-2", "desk"].map(fleet.node)
+        let clients = try await nodes.asyncMap { try await $0.client() }
+        var generator = SystemRandomNumberGenerator()
+        let arcface = (0..<128).map { _ in Float.random(in: -1...1, using: &generator) }
+        let dlib = (0..<128).map { _ in Float.random(in: -1...1, using: &generator) }
+        _ = try await clients[2].register(identifier: "alice", face: Face(FaceTemplate(algorithm: 24, vector: arcface)))
+        _ = try await Self.within(.seconds(2)) { try await Self.identifiers(clients[0]) == ["alice"] }
+        let found = try await clients[0].identify(
+            face: Face(templates: [FaceTemplate(algorithm: 24, vector: arcface), FaceTemplate(algorithm: 16, vector: dlib)]))
+        #expect(found.matches.first?.identifier == "alice")
+        let enrolled = found.autoEnrolment.compactMap { outcome -> UInt64? in
+            if case .enrolled(let id) = outcome.result, outcome.algorithm == 16 { return id }
+            return nil
+        }
+        #expect(enrolled.count == 1, "\(found.autoEnrolment)")
+        for client in clients {
+            let held = try await Self.within(.seconds(2)) {
+                try await client.templates(identifier: "alice").map(\.id).sorted().contains(enrolled.first ?? 0)
+            }
+            #expect(held != nil, "a node lacks the auto-enrolled template")
+        }
+        for client in clients { await client.close() }
+    }
+
     @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
     func aStoreOfAnotherFleetOrWithStandaloneDataRefusesToJoin() async throws {
         let fleet = try Fleet()

@@ -17,6 +17,11 @@ struct AutoEnrolmentPlan {
     let galleryName: String
     let galleryId: UInt32
     let identifier: String
+    /// The face's templates as the client sent them (no capture, no depth frames): what a fleet
+    /// node appends to the log for the other nodes to prepare as it did.
+    let face: Face
+    /// The registry that decided, by algorithm.
+    let deciderAlgorithm: UInt32
     let templates: PreparedFace
     let score: Float
     let quality: Float?
@@ -31,12 +36,14 @@ struct AutoEnrolmentPlan {
 
     /// Plans from `gallery` as it is; the caller holds the index lock.
     init(
-        _ gallery: GalleryIndex, decidedBy decider: RegistryIndex, identifier: String, templates: PreparedFace, score: Float, quality: Float?,
-        live: Bool?
+        _ gallery: GalleryIndex, decidedBy decider: RegistryIndex, identifier: String, face: Face, templates: PreparedFace, score: Float,
+        quality: Float?, live: Bool?
     ) {
         self.galleryName = gallery.name
         self.galleryId = gallery.id
         self.identifier = identifier
+        self.face = Face(templates: face.templates)
+        self.deciderAlgorithm = decider.algorithm.version
         self.templates = templates
         self.score = score
         self.quality = quality
@@ -73,6 +80,13 @@ struct AutoEnrolmentPlan {
             outcomes.append(AutoEnrolmentOutcome(algorithm: rule.algorithm, result: outcome))
         }
         return outcomes
+    }
+
+    /// The auto-enrolment as a fleet's log carries it.
+    var entry: AutoEnrolmentEntry {
+        AutoEnrolmentEntry(
+            gallery: self.galleryName, identifier: self.identifier, face: self.face, deciderAlgorithm: self.deciderAlgorithm, score: self.score,
+            quality: self.quality, live: self.live)
     }
 
     /// The planned outcomes, with a failure saying `message` where the write was to decide.

@@ -120,7 +120,7 @@ extension Engine {
                 let plan =
                     autoEnrol && result.authenticated
                     ? AutoEnrolmentPlan(
-                        gallery, decidedBy: registry, identifier: identifier, templates: templates, score: hit.score,
+                        gallery, decidedBy: registry, identifier: identifier, face: face, templates: templates, score: hit.score,
                         quality: face.capture.flatMap(CaptureQuality.assess)?.score, live: liveness?.live)
                     : nil
                 return AuthenticationDecision(result: result, plan: plan)

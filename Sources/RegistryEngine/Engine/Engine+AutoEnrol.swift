@@ -19,11 +19,58 @@ extension Engine {
     func autoEnrol(_ plan: AutoEnrolmentPlan, completion: @escaping @Sendable ([AutoEnrolmentOutcome]) -> Void) {
         // Most authentications and identifications enrol nothing: they wait for no commit.
         if let outcomes = plan.outcomesWithoutWrite { return completion(outcomes) }
-        // A replica writes only what the fleet's log says, and auto-enrolment is not an entry of it
-        // yet (docs/fleet.md): reported as not carried out, never done on this node alone.
-        if self.isReplica.load(ordering: .acquiring) {
-            return completion(plan.outcomes(failing: "auto-enrolment is not carried out on a fleet node yet"))
+        let answer: @Sendable (Result<[AutoEnrolmentOutcome], any Error>) -> Void = { result in
+            switch result {
+            case .success(let outcomes): completion(outcomes)
+            case .failure(let error): completion(plan.outcomes(failing: (error as? RegistryError)?.message ?? "\(error)"))
+            }
         }
+        // A replica writes only what the fleet's log says: the auto-enrolment goes through it, and
+        // is carried out here when this node applies it (``applyAutoEnrolment(_:completion:)``).
+        if self.isReplica.load(ordering: .acquiring) && FleetApplication.current == nil {
+            guard let route = self.autoEnrolmentRoute.withLock({ $0 }) else {
+                return completion(plan.outcomes(failing: "this fleet node cannot carry out auto-enrolments yet"))
+            }
+            return route(plan.entry, answer)
+        }
+        self.writeAutoEnrolment(plan, completion: answer)
+    }
+
+    /// Fleet mode: carries out an auto-enrolment entry of the log, planned again from this replica
+    /// (the same on every replica), with the entry's recognition as its trigger.
+    public func applyAutoEnrolment(_ entry: AutoEnrolmentEntry, completion: @escaping @Sendable (Result<[AutoEnrolmentOutcome], any Error>) -> Void) {
+        let plan: AutoEnrolmentPlan
+        do {
+            try Names.validateGallery(entry.gallery)
+            plan = try self.indexLock.withReadLock { () throws(RegistryError) -> AutoEnrolmentPlan in
+                let gallery = try self.gallery(named: entry.gallery)
+                guard let decider = gallery.registries.first(where: { $0.algorithm.version == entry.deciderAlgorithm }) else {
+                    throw RegistryError.malformedRequest("the gallery has no registry of algorithm \(entry.deciderAlgorithm) any more")
+                }
+                return AutoEnrolmentPlan(
+                    gallery, decidedBy: decider, identifier: entry.identifier, face: entry.face,
+                    templates: try self.prepare(entry.face, for: gallery),
+                    score: entry.score, quality: entry.quality, live: entry.live)
+            }
+        } catch {
+            return completion(.failure(error))
+        }
+        if let outcomes = plan.outcomesWithoutWrite { return completion(.success(outcomes)) }
+        self.writeAutoEnrolment(plan, completion: completion)
+    }
+
+    /// Fleet mode: where a replica's auto-enrolments go (the daemon appends them to the fleet's log;
+    /// `completion` gets what applying the entry gave, or the refusal to append it).
+    public func routeAutoEnrolments(
+        _ route: @escaping @Sendable (AutoEnrolmentEntry, @escaping @Sendable (Result<[AutoEnrolmentOutcome], any Error>) -> Void) -> Void
+    ) {
+        self.autoEnrolmentRoute.withLock { $0 = route }
+    }
+
+    /// The auto-enrolment's write: each registry of the plan decided in the commit.
+    private func writeAutoEnrolment(
+        _ plan: AutoEnrolmentPlan, completion: @escaping @Sendable (Result<[AutoEnrolmentOutcome], any Error>) -> Void
+    ) {
         self.write(
             { txn, context in
                 let gallery = try self.currentGallery(plan.galleryName, id: plan.galleryId)
@@ -60,12 +107,7 @@ extension Engine {
                 }
                 return outcomes
             },
-            completion: { result in
-                switch result {
-                case .success(let outcomes): completion(outcomes)
-                case .failure(let error): completion(plan.outcomes(failing: "\(error)"))
-                }
-            })
+            completion: completion)
     }
 
     /// The liveness verdict of a face's depth frames (nil when it has none and none is required);

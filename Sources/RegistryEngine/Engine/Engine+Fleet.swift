@@ -22,6 +22,30 @@ public struct FleetApplication: Sendable {
     @TaskLocal public static var current: FleetApplication?
 }
 
+/// An auto-enrolment as the fleet's log carries it: the recognition that triggered it (the face's
+/// templates, the identifier found, the deciding registry's algorithm and score, the capture's
+/// quality and liveness), from which each replica plans and carries it out as the node that
+/// recognised the face would have.
+public struct AutoEnrolmentEntry: Sendable, Equatable {
+    public var gallery: String
+    public var identifier: String
+    public var face: Face
+    public var deciderAlgorithm: UInt32
+    public var score: Float
+    public var quality: Float?
+    public var live: Bool?
+
+    public init(gallery: String, identifier: String, face: Face, deciderAlgorithm: UInt32, score: Float, quality: Float?, live: Bool?) {
+        self.gallery = gallery
+        self.identifier = identifier
+        self.face = face
+        self.deciderAlgorithm = deciderAlgorithm
+        self.score = score
+        self.quality = quality
+        self.live = live
+    }
+}
+
 /// What a store says about the fleet it belongs to.
 public struct FleetMembership: Sendable, Equatable {
     /// The fleet the store was joined to (nil: never joined).

@@ -96,7 +96,7 @@ extension Engine {
             let plan = identification.matches.first.flatMap { top in
                 autoEnrol
                     ? AutoEnrolmentPlan(
-                        gallery, decidedBy: registry, identifier: top.identifier, templates: templates, score: top.score,
+                        gallery, decidedBy: registry, identifier: top.identifier, face: face, templates: templates, score: top.score,
                         quality: face.capture.flatMap(CaptureQuality.assess)?.score, live: liveness?.live)
                     : nil
             }

@@ -61,6 +61,10 @@ public final class Engine: @unchecked Sendable {
     /// Whether the store is a fleet replica (``joinFleet(id:)``): every write of the registry's
     /// contents must then come from the fleet's log (``FleetApplication``).
     let isReplica = Atomic<Bool>(false)
+    /// Fleet mode: where auto-enrolments go (``routeAutoEnrolments(_:)``).
+    let autoEnrolmentRoute = Mutex<
+        (@Sendable (AutoEnrolmentEntry, @escaping @Sendable (Result<[AutoEnrolmentOutcome], any Error>) -> Void) -> Void)?
+    >(nil)
     let auditBuffer = AuditBuffer()
     let auditRetention: AuditRetention
     let metrics: EngineMetrics

@@ -135,11 +135,15 @@ extension FleetNode: Service {
             return ticket
         }
         let payload: (token: UInt64, frame: ArraySlice<UInt8>)
+        let kind: FleetEntryKind
         do {
-            guard let decoded = FleetPayload.decode(try seal.open(entry.entry)), entry.kind == FleetEntryKind.request.rawValue else {
+            guard let known = FleetEntryKind(rawValue: entry.kind) else {
                 throw RegistryError(.internal, "fleet entry \(entry.position) is of a kind this registryd does not know (\(entry.kind))")
             }
-            payload = decoded
+            guard let decoded = FleetPayload.decode(try seal.open(entry.entry)) else {
+                throw RegistryError(.internal, "fleet entry \(entry.position) is too short to be an entry")
+            }
+            (payload, kind) = (decoded, known)
         } catch {
             // Not for this node to skip: every replica must apply it. Stopped here until it can.
             ticket.finished(Result<Void, any Error>.failure(RegistryError(.internal, "\(error)")))
@@ -147,6 +151,8 @@ extension FleetNode: Service {
         }
         if entry.node == self.settings.node, payload.token != 0, let write = self.claim(token: payload.token) {
             write.apply(application, ticket)
+        } else if kind == .autoEnrolment {
+            self.applyAutoEnrolment(Array(payload.frame), application: application, ticket: ticket, answer: nil)
         } else if let dispatcher = self.dispatcher {
             dispatcher.applyFleetEntry(Array(payload.frame), application: application, ticket: ticket)
         } else {

@@ -44,7 +44,7 @@ extension FleetNode {
                 guard let seal else { throw FleetTimeout() }
                 let entries = try zip(writes, tokens).map { write, token in
                     (
-                        gallery: write.gallery, kind: FleetEntryKind.request.rawValue,
+                        gallery: write.gallery, kind: write.kind.rawValue,
                         entry: try seal.seal(FleetPayload.encode(token: token, frame: write.frame))
                     )
                 }
@@ -103,6 +103,8 @@ extension FleetNode {
 enum FleetEntryKind: Int16 {
     /// A client's request (a `registry.v1.Request`), applied as the node that took it applies it.
     case request = 1
+    /// An auto-enrolment a node's identify or authenticate triggered (``FleetAutoEnrolment``).
+    case autoEnrolment = 2
 }
 
 /// An entry's payload before sealing: the writing node's token for it (0: no one waits), then the request.

@@ -223,8 +223,10 @@ public final class FleetNode: @unchecked Sendable {
 /// A write of this node on its way through the log: its entry, and how to apply it here with the
 /// request's own operation and completion.
 struct FleetWrite: Sendable {
+    var kind = FleetEntryKind.request
     let gallery: String
-    /// The request, as the client sent it (a `registry.v1.Request`).
+    /// The entry before sealing: the request as the client sent it (a `registry.v1.Request`), or
+    /// an auto-enrolment (``FleetAutoEnrolment``).
     let frame: [UInt8]
     /// Starts the request's operation bound to its entry; its completion tells the ticket.
     let apply: @Sendable (FleetApplication, FleetTicket) -> Void
