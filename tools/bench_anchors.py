@@ -601,6 +601,10 @@ def cmd_table(a):
             ratio = None
             passed = None if ours is None else ours <= target
             target_text = f"<= {target:g} ms"
+        elif kind == "floor-rps":
+            ratio = None
+            passed = None if ours is None else ours >= target
+            target_text = f">= {target:,.0f}/s"
         else:
             ratio = ours / anchor if ours is not None and anchor else None
             passed = None if ratio is None else (ratio <= target if kind == "at-most" else ratio >= target)
@@ -776,6 +780,27 @@ def cmd_table(a):
                          f"{fmt_rps(median(raw.each('authenticate-p99', 'context', 'requests_per_second')))}, "
                          f"p99 {fmt_ms(median(raw.each('authenticate-p99', 'context', 'p99_ms')))}")
         row("authenticate-p99", median(raw.each("authenticate-p99", "ours", "p99_ms")), None, "limit-ms", 1.0, fmt_ms)
+
+    if "fleet" in selected:
+        row("fleet-identify", median(raw.each("fleet-identify", "ours", "p50_ms")),
+            median(raw.each("fleet-identify", "anchor", "p50_ms")), "at-most", 1.05, fmt_ms)
+        row("fleet-authenticate", median(raw.each("fleet-authenticate", "ours", "requests_per_second")),
+            median(raw.each("fleet-authenticate", "anchor", "requests_per_second")), "at-least", 0.95, fmt_rps)
+        # The three nodes' rates of one round add up: the fleet's rate that round.
+        by_round = {}
+        for r in raw.records:
+            if r["workload"] == "fleet-registrations" and r["side"] == "ours":
+                by_round[r["round"]] = by_round.get(r["round"], 0) + r["data"].get("requests_per_second", 0)
+        row("fleet-registrations", median(list(by_round.values())), None, "floor-rps", 5000, fmt_rps)
+        row("fleet-lag", median(raw.each("fleet-lag", "ours", "p99_ms")), None, "limit-ms", 100, fmt_ms)
+        lag = raw.get("fleet-lag", "ours")
+        if lag:
+            last = lag[-1]
+            notes.append(f"fleet-lag: {last.get('writes_per_second')} writes/s achieved, p50 {fmt_ms(last.get('p50_ms'))}, "
+                         f"max {fmt_ms(last.get('max_ms'))}, errors {last.get('errors')} (last round)")
+        load_note("fleet-authenticate", raw.get("fleet-authenticate", "ours"))
+        notes.append("fleet: anchor of identify and authenticate = a standalone registryd with the same people, run beside the node; "
+                     "PostgreSQL on this machine, synchronous_commit=on")
 
     identify512 = raw.get("identify-512", "ours")
     if "startup" in selected:

@@ -1,6 +1,26 @@
 import Logging
 import NIOCore
 import PostgresNIO
+import Synchronization
+
+/// An append that failed: whether its entries may have been committed all the same (the failure
+/// came with the `COMMIT`: the answer was lost), or certainly were not.
+public struct FleetAppendError: Error, CustomStringConvertible {
+    public let mayHaveCommitted: Bool
+    public let underlying: any Error
+
+    public var description: String {
+        "\(self.mayHaveCommitted ? "the commit of an append was not confirmed" : "an append failed"): \(String(reflecting: self.underlying).prefix(300))"
+    }
+}
+
+/// How far an append got: whether its `COMMIT` was sent (a caller that stopped waiting before it
+/// knows that nothing was committed).
+public final class FleetAppendProgress: Sendable {
+    public let commitSent = Atomic<Bool>(false)
+
+    public init() {}
+}
 
 /// One change in the fleet's log: its place in the one fleet-wide order, its gallery, the node that
 /// wrote it, its kind and its entry (opaque here: the engine's encoding, templates sealed).
@@ -43,7 +63,13 @@ public struct FleetLog: Sendable {
 
     /// Appends `entries` in one transaction, in their order, and returns the positions they were
     /// given (ascending). A node's group of writes is one append, as it is one LMDB commit.
-    public func append(_ entries: [(gallery: String, kind: Int16, entry: [UInt8])]) async throws -> [Int64] {
+    /// - Throws: ``FleetAppendError`` saying whether the entries were certainly not committed (the
+    ///   failure came before `COMMIT` was sent) or may have been (it came with `COMMIT`).
+    /// - Parameter progress: told when the `COMMIT` is sent, for a caller that gives up waiting (a
+    ///   timeout): before it, nothing can have been committed.
+    public func append(
+        _ entries: [(gallery: String, kind: Int16, entry: [UInt8])], progress: FleetAppendProgress = FleetAppendProgress()
+    ) async throws(FleetAppendError) -> [Int64] {
         guard !entries.isEmpty else { return [] }
         let logger = self.logger
         let galleries = entries.map(\.gallery)
@@ -51,23 +77,42 @@ public struct FleetLog: Sendable {
         let kinds = entries.map(\.kind)
         // bytea binds from a ByteBuffer (an array of bytes would bind as "char"[]).
         let bytes = entries.map { ByteBuffer(bytes: $0.entry) }
-        return try await self.client.transaction(logger: logger) { connection in
-            _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.orderLockKey))", logger: logger)
-            // One statement for the group; rows inserted in the arrays' order take ascending positions.
-            let rows = try await connection.query(
-                """
-                INSERT INTO fleet_log (gallery, node, kind, entry)
-                SELECT g, n, k, e FROM unnest(\(galleries)::text[], \(nodes)::text[], \(kinds)::int2[], \(bytes)::bytea[])
-                    WITH ORDINALITY AS t(g, n, k, e, i) ORDER BY i
-                RETURNING position
-                """,
-                logger: logger)
-            var positions: [Int64] = []
-            for try await position in rows.decode(Int64.self) { positions.append(position) }
-            // Delivered at the commit to every node listening (``listen(_:)``): they follow at once
-            // instead of polling.
-            _ = try await connection.query(PostgresQuery(unsafeSQL: "NOTIFY \(Self.channel)"), logger: logger)
-            return positions.sorted()
+        do {
+            return try await self.client.withConnection { connection in
+                var positions: [Int64] = []
+                do {
+                    _ = try await connection.query("BEGIN", logger: logger)
+                    _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.orderLockKey))", logger: logger)
+                    // One statement for the group; rows inserted in the arrays' order take ascending positions.
+                    let rows = try await connection.query(
+                        """
+                        INSERT INTO fleet_log (gallery, node, kind, entry)
+                        SELECT g, n, k, e FROM unnest(\(galleries)::text[], \(nodes)::text[], \(kinds)::int2[], \(bytes)::bytea[])
+                            WITH ORDINALITY AS t(g, n, k, e, i) ORDER BY i
+                        RETURNING position
+                        """,
+                        logger: logger)
+                    for try await position in rows.decode(Int64.self) { positions.append(position) }
+                    // Delivered at the commit to every node listening (``listen(_:)``): they follow at
+                    // once instead of polling.
+                    _ = try await connection.query(PostgresQuery(unsafeSQL: "NOTIFY \(Self.channel)"), logger: logger)
+                } catch {
+                    _ = try? await connection.query("ROLLBACK", logger: logger)
+                    throw FleetAppendError(mayHaveCommitted: false, underlying: error)
+                }
+                progress.commitSent.store(true, ordering: .releasing)
+                do {
+                    _ = try await connection.query("COMMIT", logger: logger)
+                } catch {
+                    throw FleetAppendError(mayHaveCommitted: true, underlying: error)
+                }
+                return positions.sorted()
+            }
+        } catch let error as FleetAppendError {
+            throw error
+        } catch {
+            // No connection: nothing reached the server.
+            throw FleetAppendError(mayHaveCommitted: false, underlying: error)
         }
     }
 

@@ -7,7 +7,7 @@ import SwiftProtobuf
 /// The protocol version this code speaks.
 public enum ProtocolVersion {
     public static let major: UInt32 = 1
-    public static let minor: UInt32 = 1
+    public static let minor: UInt32 = 2
 }
 
 // MARK: Templates and faces
@@ -446,7 +446,7 @@ extension Registry_V1_ErrorCode {
         case .shuttingDown: self = .shuttingDown
         case .internal: self = .internal
         case .tooManyConnections: self = .tooManyConnections
-        case .fleetUnavailable: self = .UNRECOGNIZED(18)
+        case .fleetUnavailable: self = .fleetUnavailable
         }
     }
 }
@@ -470,6 +470,7 @@ extension RegistryError.Code {
         case .storageFull: self = .storageFull
         case .shuttingDown: self = .shuttingDown
         case .tooManyConnections: self = .tooManyConnections
+        case .fleetUnavailable: self = .fleetUnavailable
         case .internal, .unspecified, .UNRECOGNIZED: self = .internal
         }
     }

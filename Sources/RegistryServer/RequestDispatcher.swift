@@ -76,7 +76,7 @@ public final class RequestDispatcher: Sendable {
 
     /// What operations run with.
     var context: OperationContext {
-        OperationContext(engine: self.engine, logger: self.logger, counters: self.counters, metrics: self.metrics)
+        OperationContext(engine: self.engine, logger: self.logger, counters: self.counters, metrics: self.metrics, fleet: self.fleet)
     }
 
     /// Whether `peer` (nil: no credentials, no right) holds `right` for an operation of `scope`.

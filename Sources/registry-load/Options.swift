@@ -35,6 +35,16 @@ struct Options: ParsableArguments, Sendable {
             into one gallery, seeded before by a --seed-only run (a fleet's nodes).
             """)
     var noSeed = false
+    @Option(
+        help: ArgumentHelp(
+            """
+            Measure a fleet's replication lag instead: register --rate people a second for --seconds (default 10) on \
+            --socket, and time how long after each reply an authentication on this other node finds the person.
+            """,
+            valueName: "path"))
+    var lagSocket: String?
+    @Option(help: "With --lag-socket: registrations a second.")
+    var rate = 1000
     @Option(help: ArgumentHelp("Write the seeded people's templates there (raw little-endian float32, in order).", valueName: "path"))
     var vectorsOut: String?
     @Option(
@@ -65,6 +75,7 @@ struct Options: ParsableArguments, Sendable {
         guard !self.noSeed || (self.operation == .register && !self.seedOnly && self.vectorsOut == nil) else {
             throw ValidationError("--no-seed goes with --operation register alone: other operations check what they find against the seeded people")
         }
+        guard self.rate >= 1 else { throw ValidationError("--rate must be at least 1") }
         guard !(self.seedOnly && self.queriesOut != nil) else { throw ValidationError("--seed-only sends no requests: no --queries-out") }
     }
 }

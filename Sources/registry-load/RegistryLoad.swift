@@ -68,6 +68,17 @@ enum LoadRun {
         }
 
         let run = Self.runIdentifier()
+        if options.lagSocket != nil {
+            do {
+                let figures = try await FleetLag.run(options: options, run: run, seed: Self.seed(run))
+                print(FleetLag.json(figures, rate: options.rate))
+                if let first = figures.firstError { printError("first error: \(first)") }
+            } catch {
+                printError("registry-load: \(error)")
+                return 1
+            }
+            return 0
+        }
         var workers = (0..<options.connections).map { index in
             Worker(
                 index: index, connections: options.connections, operation: options.operation, gallery: options.gallery,

@@ -26,6 +26,8 @@ struct StatsCommand: AsyncParsableCommand {
         /// Each operation's requests, outcomes, errors and latency (the daemon's metrics).
         var operations: [OperationFigures]
         var writer: WriterFigures
+        /// Fleet mode only.
+        var fleet: FleetFigures?
 
         init(_ stats: Registry_V1_StatsResult) {
             self.serverVersion = stats.serverVersion
@@ -41,6 +43,7 @@ struct StatsCommand: AsyncParsableCommand {
             self.galleries = stats.galleries.map(GalleryInfo.init)
             self.operations = stats.operations.map(OperationFigures.init)
             self.writer = WriterFigures(stats.writer)
+            self.fleet = FleetFigures(stats)
         }
 
         func text(_ names: AlgorithmNames) -> String {
@@ -61,6 +64,7 @@ struct StatsCommand: AsyncParsableCommand {
                 table.append(["prefilter", "\(self.prefilterRowsConsidered) rows considered, \(share) % rescored"])
             }
             table.append(["writer queue", "\(self.writer.queueDepth) waiting"])
+            if let fleet = self.fleet { table.append(["fleet", fleet.line]) }
             if let p50 = self.writer.commitP50Seconds, let p99 = self.writer.commitP99Seconds {
                 table.append(["commit latency", "p50 \(Format.latency(p50)), p99 \(Format.latency(p99))"])
             }

@@ -33,6 +33,8 @@ struct StatusCommand: AsyncParsableCommand {
         var committedOperations: UInt64
         var scanKernels: String
         var galleries: [GallerySummary]
+        /// Fleet mode only.
+        var fleet: FleetFigures?
 
         func text(_ names: AlgorithmNames) -> String {
             var table = Table()
@@ -44,6 +46,7 @@ struct StatusCommand: AsyncParsableCommand {
             table.append(["store", Format.bytes(self.storeBytes)])
             table.append(["commits", "\(self.commits) (\(self.committedOperations) operations)"])
             table.append(["scan kernels", self.scanKernels.isEmpty ? "-" : self.scanKernels])
+            if let fleet = self.fleet { table.append(["fleet", fleet.line]) }
             var lines = table.lines()
             lines.append("galleries")
             var galleries = Table()
@@ -65,7 +68,7 @@ struct StatusCommand: AsyncParsableCommand {
                 uptimeSeconds: stats.uptimeSeconds, openConnections: stats.openConnections,
                 requestsServed: stats.requestsServed, storeBytes: stats.storeBytes, commits: stats.commits,
                 committedOperations: stats.committedOperations, scanKernels: stats.scanKernels,
-                galleries: stats.galleries.map { .init(name: $0.name, identifiers: Int($0.identifierCount)) })
+                galleries: stats.galleries.map { .init(name: $0.name, identifiers: Int($0.identifierCount)) }, fleet: FleetFigures(stats))
         }
     }
 }

@@ -92,6 +92,25 @@ import Testing
             #expect(took != nil, "node \(index) did not have the 300 registrations within 1 s")
             print("fleet: 300 registrations on desk were on \(nodes[index].socketPath) \(took.map { "\($0)" } ?? "never") after the last reply")
         }
+        // registryctl status shows where each node is: everything applied, the database reachable.
+        struct Status: Decodable {
+            struct Fleet: Decodable {
+                let node: String
+                let appliedPosition: UInt64
+                let headPosition: UInt64
+                let lagEntries: UInt64
+                let databaseReachable: Bool
+                let fleetId: String
+            }
+            let fleet: Fleet?
+        }
+        let statuses = try nodes.map { try Registryctl($0).json(Status.self, ["status"]).fleet }
+        #expect(statuses.map { $0?.node } == ["door-1", "door-2", "desk"])
+        // 300 registrations and the galleries each node proposed: one position for all.
+        #expect(Set(statuses.map { $0?.appliedPosition }).count == 1 && (statuses[0]?.appliedPosition ?? 0) >= 300)
+        #expect(statuses.allSatisfy { $0?.lagEntries == 0 && $0?.databaseReachable == true && $0?.fleetId.count == 16 })
+        let standalone = try Daemon()
+        #expect(try Registryctl(standalone).json(Status.self, ["status"]).fleet == nil)
         for client in clients { await client.close() }
     }
 

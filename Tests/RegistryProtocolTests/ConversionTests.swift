@@ -282,7 +282,7 @@ let documentedCodeValues: [RegistryError.Code: Int] = [
     .similarFaceRegistered: 1, .faceMismatch: 2, .identifierNotRegistered: 3, .incompatibleTemplates: 4,
     .invalidTemplate: 5, .unknownAlgorithm: 6, .unknownGallery: 7, .qualityTooLow: 8, .livenessFailed: 9,
     .permissionDenied: 10, .malformedRequest: 11, .frameTooLarge: 12, .unsupportedVersion: 13, .storageFull: 14,
-    .shuttingDown: 15, .internal: 16, .tooManyConnections: 17,
+    .shuttingDown: 15, .internal: 16, .tooManyConnections: 17, .fleetUnavailable: 18,
 ]
 
 @Suite("Conversions: errors")

@@ -65,6 +65,10 @@ public nonisolated enum Registry_V1_ErrorCode: SwiftProtobuf.Enum, Swift.CaseIte
 
   /// The daemon serves its maximum number of connections; retry later. The connection is closed after it.
   case tooManyConnections // = 17
+
+  /// Fleet mode: the node cannot reach the fleet's PostgreSQL, so the write was refused and carried out
+  /// nowhere; reads go on. Retry later.
+  case fleetUnavailable // = 18
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -91,6 +95,7 @@ public nonisolated enum Registry_V1_ErrorCode: SwiftProtobuf.Enum, Swift.CaseIte
     case 15: self = .shuttingDown
     case 16: self = .internal
     case 17: self = .tooManyConnections
+    case 18: self = .fleetUnavailable
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -115,6 +120,7 @@ public nonisolated enum Registry_V1_ErrorCode: SwiftProtobuf.Enum, Swift.CaseIte
     case .shuttingDown: return 15
     case .internal: return 16
     case .tooManyConnections: return 17
+    case .fleetUnavailable: return 18
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -139,6 +145,7 @@ public nonisolated enum Registry_V1_ErrorCode: SwiftProtobuf.Enum, Swift.CaseIte
     .shuttingDown,
     .internal,
     .tooManyConnections,
+    .fleetUnavailable,
   ]
 
 }
@@ -2289,6 +2296,15 @@ public nonisolated struct Registry_V1_StatsResult: @unchecked Sendable {
   /// Clears the value of `writer`. Subsequent reads from it will return its default value.
   public mutating func clearWriter() {_uniqueStorage()._writer = nil}
 
+  public var fleet: Registry_V1_StatsResult.Fleet {
+    get {_storage._fleet ?? Registry_V1_StatsResult.Fleet()}
+    set {_uniqueStorage()._fleet = newValue}
+  }
+  /// Returns true if `fleet` has been explicitly set.
+  public var hasFleet: Bool {_storage._fleet != nil}
+  /// Clears the value of `fleet`. Subsequent reads from it will return its default value.
+  public mutating func clearFleet() {_uniqueStorage()._fleet = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   /// A latency histogram's figures, seconds: the mean, and the median and 99th percentile as
@@ -2377,6 +2393,37 @@ public nonisolated struct Registry_V1_StatsResult: @unchecked Sendable {
     public init() {}
 
     fileprivate var _commitLatency: Registry_V1_StatsResult.Latency? = nil
+  }
+
+  /// Fleet mode (docs/fleet.md): this node in its fleet. Absent when the daemon is standalone.
+  public nonisolated struct Fleet: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    public var node: String = String()
+
+    /// the last log position applied to this node's store
+    public var appliedPosition: UInt64 = 0
+
+    /// the newest log position this node has seen
+    public var headPosition: UInt64 = 0
+
+    /// head_position - applied_position
+    public var lagEntries: UInt64 = 0
+
+    /// how long ago the oldest entry not applied here was committed; 0: none
+    public var lagSeconds: Double = 0
+
+    /// whether PostgreSQL answered the node's last attempt
+    public var databaseReachable: Bool = false
+
+    /// the fleet's identity, 16 hexadecimal digits ("" before the first join)
+    public var fleetID: String = String()
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
   }
 
   public init() {}
@@ -2953,7 +3000,7 @@ public nonisolated struct Registry_V1_SetEncryptionKeyResult: Sendable {
 fileprivate nonisolated let _protobuf_package = "registry.v1"
 
 nonisolated extension Registry_V1_ErrorCode: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_UNSPECIFIED\0\u{1}ERROR_CODE_SIMILAR_FACE_REGISTERED\0\u{1}ERROR_CODE_FACE_MISMATCH\0\u{1}ERROR_CODE_IDENTIFIER_NOT_REGISTERED\0\u{1}ERROR_CODE_INCOMPATIBLE_TEMPLATES\0\u{1}ERROR_CODE_INVALID_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_ALGORITHM\0\u{1}ERROR_CODE_UNKNOWN_GALLERY\0\u{1}ERROR_CODE_QUALITY_TOO_LOW\0\u{1}ERROR_CODE_LIVENESS_FAILED\0\u{1}ERROR_CODE_PERMISSION_DENIED\0\u{1}ERROR_CODE_MALFORMED_REQUEST\0\u{1}ERROR_CODE_FRAME_TOO_LARGE\0\u{1}ERROR_CODE_UNSUPPORTED_VERSION\0\u{1}ERROR_CODE_STORAGE_FULL\0\u{1}ERROR_CODE_SHUTTING_DOWN\0\u{1}ERROR_CODE_INTERNAL\0\u{1}ERROR_CODE_TOO_MANY_CONNECTIONS\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ERROR_CODE_UNSPECIFIED\0\u{1}ERROR_CODE_SIMILAR_FACE_REGISTERED\0\u{1}ERROR_CODE_FACE_MISMATCH\0\u{1}ERROR_CODE_IDENTIFIER_NOT_REGISTERED\0\u{1}ERROR_CODE_INCOMPATIBLE_TEMPLATES\0\u{1}ERROR_CODE_INVALID_TEMPLATE\0\u{1}ERROR_CODE_UNKNOWN_ALGORITHM\0\u{1}ERROR_CODE_UNKNOWN_GALLERY\0\u{1}ERROR_CODE_QUALITY_TOO_LOW\0\u{1}ERROR_CODE_LIVENESS_FAILED\0\u{1}ERROR_CODE_PERMISSION_DENIED\0\u{1}ERROR_CODE_MALFORMED_REQUEST\0\u{1}ERROR_CODE_FRAME_TOO_LARGE\0\u{1}ERROR_CODE_UNSUPPORTED_VERSION\0\u{1}ERROR_CODE_STORAGE_FULL\0\u{1}ERROR_CODE_SHUTTING_DOWN\0\u{1}ERROR_CODE_INTERNAL\0\u{1}ERROR_CODE_TOO_MANY_CONNECTIONS\0\u{1}ERROR_CODE_FLEET_UNAVAILABLE\0")
 }
 
 nonisolated extension Registry_V1_TemplateSource: SwiftProtobuf._ProtoNameProviding {
@@ -6296,7 +6343,7 @@ nonisolated extension Registry_V1_StatsRequest: SwiftProtobuf.Message, SwiftProt
 
 nonisolated extension Registry_V1_StatsResult: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StatsResult"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}server_version\0\u{3}uptime_seconds\0\u{3}open_connections\0\u{3}requests_served\0\u{3}store_bytes\0\u{1}commits\0\u{3}committed_operations\0\u{1}galleries\0\u{3}scan_kernels\0\u{3}prefilter_rows_considered\0\u{3}prefilter_rows_rescored\0\u{1}metrics\0\u{1}operations\0\u{1}writer\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}server_version\0\u{3}uptime_seconds\0\u{3}open_connections\0\u{3}requests_served\0\u{3}store_bytes\0\u{1}commits\0\u{3}committed_operations\0\u{1}galleries\0\u{3}scan_kernels\0\u{3}prefilter_rows_considered\0\u{3}prefilter_rows_rescored\0\u{1}metrics\0\u{1}operations\0\u{1}writer\0\u{1}fleet\0")
 
   fileprivate class _StorageClass {
     var _serverVersion: String = String()
@@ -6313,6 +6360,7 @@ nonisolated extension Registry_V1_StatsResult: SwiftProtobuf.Message, SwiftProto
     var _metrics: String = String()
     var _operations: [Registry_V1_StatsResult.OperationStats] = []
     var _writer: Registry_V1_StatsResult.WriterStats? = nil
+    var _fleet: Registry_V1_StatsResult.Fleet? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -6337,6 +6385,7 @@ nonisolated extension Registry_V1_StatsResult: SwiftProtobuf.Message, SwiftProto
       _metrics = source._metrics
       _operations = source._operations
       _writer = source._writer
+      _fleet = source._fleet
     }
   }
 
@@ -6369,6 +6418,7 @@ nonisolated extension Registry_V1_StatsResult: SwiftProtobuf.Message, SwiftProto
         case 12: try { try decoder.decodeSingularStringField(value: &_storage._metrics) }()
         case 13: try { try decoder.decodeRepeatedMessageField(value: &_storage._operations) }()
         case 14: try { try decoder.decodeSingularMessageField(value: &_storage._writer) }()
+        case 15: try { try decoder.decodeSingularMessageField(value: &_storage._fleet) }()
         default: break
         }
       }
@@ -6423,6 +6473,9 @@ nonisolated extension Registry_V1_StatsResult: SwiftProtobuf.Message, SwiftProto
       try { if let v = _storage._writer {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 14)
       } }()
+      try { if let v = _storage._fleet {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 15)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -6446,6 +6499,7 @@ nonisolated extension Registry_V1_StatsResult: SwiftProtobuf.Message, SwiftProto
         if _storage._metrics != rhs_storage._metrics {return false}
         if _storage._operations != rhs_storage._operations {return false}
         if _storage._writer != rhs_storage._writer {return false}
+        if _storage._fleet != rhs_storage._fleet {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -6593,6 +6647,66 @@ nonisolated extension Registry_V1_StatsResult.WriterStats: SwiftProtobuf.Message
   public static func ==(lhs: Registry_V1_StatsResult.WriterStats, rhs: Registry_V1_StatsResult.WriterStats) -> Bool {
     if lhs.queueDepth != rhs.queueDepth {return false}
     if lhs._commitLatency != rhs._commitLatency {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Registry_V1_StatsResult.Fleet: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Registry_V1_StatsResult.protoMessageName + ".Fleet"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}node\0\u{3}applied_position\0\u{3}head_position\0\u{3}lag_entries\0\u{3}lag_seconds\0\u{3}database_reachable\0\u{3}fleet_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.node) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.appliedPosition) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.headPosition) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.lagEntries) }()
+      case 5: try { try decoder.decodeSingularDoubleField(value: &self.lagSeconds) }()
+      case 6: try { try decoder.decodeSingularBoolField(value: &self.databaseReachable) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.fleetID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.node.isEmpty {
+      try visitor.visitSingularStringField(value: self.node, fieldNumber: 1)
+    }
+    if self.appliedPosition != 0 {
+      try visitor.visitSingularUInt64Field(value: self.appliedPosition, fieldNumber: 2)
+    }
+    if self.headPosition != 0 {
+      try visitor.visitSingularUInt64Field(value: self.headPosition, fieldNumber: 3)
+    }
+    if self.lagEntries != 0 {
+      try visitor.visitSingularUInt64Field(value: self.lagEntries, fieldNumber: 4)
+    }
+    if self.lagSeconds.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.lagSeconds, fieldNumber: 5)
+    }
+    if self.databaseReachable != false {
+      try visitor.visitSingularBoolField(value: self.databaseReachable, fieldNumber: 6)
+    }
+    if !self.fleetID.isEmpty {
+      try visitor.visitSingularStringField(value: self.fleetID, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Registry_V1_StatsResult.Fleet, rhs: Registry_V1_StatsResult.Fleet) -> Bool {
+    if lhs.node != rhs.node {return false}
+    if lhs.appliedPosition != rhs.appliedPosition {return false}
+    if lhs.headPosition != rhs.headPosition {return false}
+    if lhs.lagEntries != rhs.lagEntries {return false}
+    if lhs.lagSeconds != rhs.lagSeconds {return false}
+    if lhs.databaseReachable != rhs.databaseReachable {return false}
+    if lhs.fleetID != rhs.fleetID {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

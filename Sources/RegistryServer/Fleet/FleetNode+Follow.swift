@@ -70,6 +70,7 @@ extension FleetNode: Service {
                     if let last = entries.last { state.head = max(state.head, last.position) }
                 }
                 if entries.isEmpty {
+                    self.state.withLock { $0.followed = max($0.followed, after) }
                     // Woken by an append's notification; looking again each second all the same
                     // (a notification is lost while the listening connection is re-made).
                     await self.waitForEntries(.seconds(1))
@@ -80,6 +81,7 @@ extension FleetNode: Service {
                     let ticket = await self.apply(entry)
                     tickets.append(ticket)
                     next = entry.position
+                    self.state.withLock { $0.followed = next }
                 }
                 tickets.removeAll { ticket in
                     guard let outcome = ticket.ended else { return false }

@@ -40,6 +40,7 @@ extension FleetNode {
                 return (writes, tokens, state.seal)
             }
             guard let (writes, tokens, seal) = taken else { return }
+            let progress = FleetAppendProgress()
             do {
                 guard let seal else { throw FleetTimeout() }
                 let entries = try zip(writes, tokens).map { write, token in
@@ -48,23 +49,65 @@ extension FleetNode {
                         entry: try seal.seal(FleetPayload.encode(token: token, frame: write.frame))
                     )
                 }
-                _ = try await Self.within(.seconds(5)) { try await self.log.append(entries) }
+                _ = try await Self.within(.seconds(5)) { try await self.log.append(entries, progress: progress) }
                 self.state.withLock { $0.reachable = true }
                 self.wakeFollower()
             } catch {
                 self.state.withLock { $0.reachable = false }
+                // A timeout cancelled the append wherever it was: in its COMMIT, or before (waiting for a
+                // connection, while the database is down), when nothing can have been committed.
+                let mayHaveCommitted =
+                    (error as? FleetAppendError)?.mayHaveCommitted ?? progress.commitSent.load(ordering: .acquiring)
                 self.logger.warning(
-                    "fleet writes refused: the fleet's database did not take them",
+                    mayHaveCommitted
+                        ? "fleet writes unconfirmed: the fleet's database did not confirm their commit"
+                        : "fleet writes refused: the fleet's database did not take them",
                     metadata: ["writes": "\(writes.count)", "error": "\(String(reflecting: error).prefix(300))"])
-                let refusal = RegistryError(
-                    .fleetUnavailable,
-                    "this node cannot reach the fleet's database: the write was not carried out; reads go on, retry the write later")
-                for token in tokens {
-                    // Unless the follower found it in the log meanwhile and answers it.
-                    if let write = self.state.withLock({ $0.waiting.removeValue(forKey: token) }) { write.refuse(refusal) }
+                if mayHaveCommitted {
+                    Task { await self.resolve(tokens) }
+                } else {
+                    self.refuse(tokens, with: Self.unavailable)
                 }
             }
         }
+    }
+
+    static let unavailable = RegistryError(
+        .fleetUnavailable, "this node cannot reach the fleet's database: the write was not carried out; reads go on, retry the write later")
+
+    /// Answers the writes still waiting under `tokens` with `error` (those the follower found in the
+    /// log meanwhile it answers itself).
+    private func refuse(_ tokens: [UInt64], with error: RegistryError) {
+        for token in tokens {
+            if let write = self.claim(token: token) { write.refuse(error) }
+        }
+    }
+
+    /// Writes whose commit PostgreSQL did not confirm: committed or not, the log says. Once the
+    /// database answers again, its head is read, and the follower reads up to it: a write that was
+    /// committed is then found there and answered as applied; one that was not is refused. Positions
+    /// commit in their order (``FleetLog``), so nothing of this node's can commit behind that head.
+    /// Should the database stay silent for `limit`, the answer says the outcome is unknown.
+    func resolve(_ tokens: [UInt64], limit: Duration = .seconds(30)) async {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            guard let head = try? await Self.within(.seconds(5), { try await self.log.head() }) else {
+                try? await Task.sleep(for: .milliseconds(500))
+                continue
+            }
+            while ContinuousClock.now < deadline && self.state.withLock({ $0.followed }) < head {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            if self.state.withLock({ $0.followed }) >= head {
+                return self.refuse(tokens, with: Self.unavailable)
+            }
+        }
+        self.refuse(
+            tokens,
+            with: RegistryError(
+                .internal,
+                "the fleet's database did not confirm the write and has not answered since: it may have been carried out (then on "
+                    + "every node); look (identify, list) before writing again"))
     }
 
     /// Appends `frames` (requests this node makes of itself: its configured galleries) and waits,

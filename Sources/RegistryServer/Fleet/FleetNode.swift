@@ -81,6 +81,8 @@ public final class FleetNode: @unchecked Sendable {
         var wake: CheckedContinuation<Void, Never>?
         var woken = false
         var configuredGalleries: [GalleryConfiguration] = []
+        /// The last position the follower has read and started applying.
+        var followed: Int64 = 0
     }
 
     let state = Mutex(State())

@@ -124,6 +124,8 @@ struct OperationContext: Sendable {
     let logger: Logger
     let counters: ServerCounters
     let metrics: ServerMetrics
+    /// Fleet mode: the node (nil: standalone).
+    var fleet: FleetNode? = nil
     /// The peer that sent the request (nil: its credentials could not be read).
     var peer: Peer? = nil
     /// The access policy in force (for an operation that shows only what the peer may see).

@@ -33,6 +33,17 @@ extension Registry_V1_StatsRequest: AsyncRegistryOperation {
             $0.metrics = metrics.exposition
             $0.operations = metrics.operations
             $0.writer = metrics.writer
+            if let status = context.fleet?.status() {
+                $0.fleet = .with { fleet in
+                    fleet.node = status.node
+                    fleet.fleetID = status.fleetId.map(FleetMembership.hex) ?? ""
+                    fleet.appliedPosition = UInt64(max(0, status.applied))
+                    fleet.headPosition = UInt64(max(0, status.head))
+                    fleet.lagEntries = UInt64(max(0, status.head - status.applied))
+                    fleet.lagSeconds = status.lagSeconds
+                    fleet.databaseReachable = status.reachable
+                }
+            }
         }
     }
 }

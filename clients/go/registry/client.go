@@ -18,9 +18,9 @@ import (
 )
 
 const (
-	// ProtocolMajor and ProtocolMinor are the protocol version this client speaks (PROTOCOL.md 1.1).
+	// ProtocolMajor and ProtocolMinor are the protocol version this client speaks (PROTOCOL.md 1.2).
 	ProtocolMajor = 1
-	ProtocolMinor = 1
+	ProtocolMinor = 2
 	// DefaultClientName is the client name sent in Hello unless WithClientName says otherwise.
 	DefaultClientName = "registryd-go-client"
 	// DefaultMaxRequestBytes is the daemon's default frame limit: a larger request would get

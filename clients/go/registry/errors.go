@@ -27,6 +27,7 @@ const (
 	CodeShuttingDown            = registrypb.ErrorCode_ERROR_CODE_SHUTTING_DOWN
 	CodeInternal                = registrypb.ErrorCode_ERROR_CODE_INTERNAL
 	CodeTooManyConnections      = registrypb.ErrorCode_ERROR_CODE_TOO_MANY_CONNECTIONS
+	CodeFleetUnavailable        = registrypb.ErrorCode_ERROR_CODE_FLEET_UNAVAILABLE
 )
 
 // RegistryError is the daemon's answer when it refuses or fails a request: the stable code, the
@@ -83,7 +84,7 @@ func (e *RegistryError) Is(target error) bool {
 	return target == ErrUnsupportedVersion && e.Code == CodeUnsupportedVersion
 }
 
-// Known reports whether Code is one of the codes this client knows (protocol 1.1).
+// Known reports whether Code is one of the codes this client knows (protocol 1.2).
 func (e *RegistryError) Known() bool {
 	_, ok := registrypb.ErrorCode_name[int32(e.Code)]
 	return ok && e.Code != registrypb.ErrorCode_ERROR_CODE_UNSPECIFIED
@@ -91,8 +92,9 @@ func (e *RegistryError) Known() bool {
 
 // Retryable reports whether the same request, unchanged, may succeed later (PROTOCOL.md §5):
 // SHUTTING_DOWN (not carried out; retry on a new connection once the daemon is back),
-// TOO_MANY_CONNECTIONS (no request was read; reconnect with back-off) and STORAGE_FULL (nothing was
-// stored; the write succeeds once space is freed). In each case the request was not carried out, so
+// TOO_MANY_CONNECTIONS (no request was read; reconnect with back-off), STORAGE_FULL (nothing was
+// stored; the write succeeds once space is freed) and FLEET_UNAVAILABLE (a fleet node could not
+// reach the fleet's database; the write was carried out nowhere). In each case the request was not carried out, so
 // sending it again cannot do it twice. Every other code gets the same answer for the same request
 // (or, INTERNAL, needs an operator when it repeats).
 func (e *RegistryError) Retryable() bool {
@@ -101,7 +103,7 @@ func (e *RegistryError) Retryable() bool {
 
 func retryableCode(code registrypb.ErrorCode) bool {
 	switch code {
-	case CodeShuttingDown, CodeTooManyConnections, CodeStorageFull:
+	case CodeShuttingDown, CodeTooManyConnections, CodeStorageFull, CodeFleetUnavailable:
 		return true
 	}
 	return false

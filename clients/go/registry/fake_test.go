@@ -707,11 +707,11 @@ func TestLandmarkTemplateOrder(t *testing.T) {
 	}
 }
 
-// PROTOCOL.md §5: exactly SHUTTING_DOWN, TOO_MANY_CONNECTIONS and STORAGE_FULL are retryable.
+// PROTOCOL.md §5: exactly SHUTTING_DOWN, TOO_MANY_CONNECTIONS, STORAGE_FULL and FLEET_UNAVAILABLE are retryable.
 func TestRetryableCodes(t *testing.T) {
 	for value, name := range pb.ErrorCode_name {
 		code := pb.ErrorCode(value)
-		want := code == CodeShuttingDown || code == CodeTooManyConnections || code == CodeStorageFull
+		want := code == CodeShuttingDown || code == CodeTooManyConnections || code == CodeStorageFull || code == CodeFleetUnavailable
 		err := error(&RegistryError{Code: code})
 		if got := (&RegistryError{Code: code}).Retryable(); got != want {
 			t.Errorf("%s: Retryable() = %v, want %v", name, got, want)

@@ -51,6 +51,7 @@ __all__ = [
     "ShuttingDown",
     "InternalError",
     "TooManyConnections",
+    "FleetUnavailable",
 ]
 
 
@@ -193,10 +194,16 @@ def _enum_name(enum: Any, value: int, prefix: str) -> str:
 # The daemon's errors
 
 #: The error codes after which the same request, unchanged, may succeed later (PROTOCOL.md §5): the
-#: request was not carried out (``SHUTTING_DOWN``, ``TOO_MANY_CONNECTIONS``) or stored nothing and
-#: waits for space (``STORAGE_FULL``). :attr:`RegistryError.retryable` and a ``Retry`` policy use it.
+#: request was not carried out (``SHUTTING_DOWN``, ``TOO_MANY_CONNECTIONS``, ``FLEET_UNAVAILABLE``) or
+#: stored nothing and waits for space (``STORAGE_FULL``). :attr:`RegistryError.retryable` and a
+#: ``Retry`` policy use it.
 RETRYABLE_CODES = frozenset(
-    {pb.ERROR_CODE_SHUTTING_DOWN, pb.ERROR_CODE_TOO_MANY_CONNECTIONS, pb.ERROR_CODE_STORAGE_FULL}
+    {
+        pb.ERROR_CODE_SHUTTING_DOWN,
+        pb.ERROR_CODE_TOO_MANY_CONNECTIONS,
+        pb.ERROR_CODE_STORAGE_FULL,
+        pb.ERROR_CODE_FLEET_UNAVAILABLE,
+    }
 )
 
 
@@ -386,6 +393,13 @@ class TooManyConnections(RegistryError):
     CODE = pb.ERROR_CODE_TOO_MANY_CONNECTIONS
 
 
+class FleetUnavailable(RegistryError):
+    """A fleet node cannot reach the fleet's database: the write was carried out nowhere; reads go
+    on. Retry later (protocol 1.2)."""
+
+    CODE = pb.ERROR_CODE_FLEET_UNAVAILABLE
+
+
 _BY_CODE: Dict[int, Type[RegistryError]] = {
     cls.CODE: cls
     for cls in (
@@ -406,6 +420,7 @@ _BY_CODE: Dict[int, Type[RegistryError]] = {
         ShuttingDown,
         InternalError,
         TooManyConnections,
+        FleetUnavailable,
     )
     if cls.CODE is not None
 }

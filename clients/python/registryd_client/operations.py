@@ -48,9 +48,9 @@ __all__ = [
     "set_encryption_key",
 ]
 
-#: The protocol version this client speaks (PROTOCOL.md: 1.1 added TOO_MANY_CONNECTIONS).
+#: The protocol version this client speaks (PROTOCOL.md: 1.1 added TOO_MANY_CONNECTIONS, 1.2 FLEET_UNAVAILABLE).
 PROTOCOL_MAJOR = 1
-PROTOCOL_MINOR = 1
+PROTOCOL_MINOR = 2
 
 #: The poses ``enrol_liveness_profile`` needs, each with at least 5 depth frames (PROTOCOL.md §4).
 ENROLMENT_POSES = ("center", "left", "right", "up", "down", "closer", "further")

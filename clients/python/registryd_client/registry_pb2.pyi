@@ -6,6 +6,7 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 
 DESCRIPTOR: _descriptor.FileDescriptor
 ERROR_CODE_FACE_MISMATCH: ErrorCode
+ERROR_CODE_FLEET_UNAVAILABLE: ErrorCode
 ERROR_CODE_FRAME_TOO_LARGE: ErrorCode
 ERROR_CODE_IDENTIFIER_NOT_REGISTERED: ErrorCode
 ERROR_CODE_INCOMPATIBLE_TEMPLATES: ErrorCode
@@ -881,7 +882,24 @@ class StatsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class StatsResult(_message.Message):
-    __slots__ = ["commits", "committed_operations", "galleries", "metrics", "open_connections", "operations", "prefilter_rows_considered", "prefilter_rows_rescored", "requests_served", "scan_kernels", "server_version", "store_bytes", "uptime_seconds", "writer"]
+    __slots__ = ["commits", "committed_operations", "fleet", "galleries", "metrics", "open_connections", "operations", "prefilter_rows_considered", "prefilter_rows_rescored", "requests_served", "scan_kernels", "server_version", "store_bytes", "uptime_seconds", "writer"]
+    class Fleet(_message.Message):
+        __slots__ = ["applied_position", "database_reachable", "fleet_id", "head_position", "lag_entries", "lag_seconds", "node"]
+        APPLIED_POSITION_FIELD_NUMBER: _ClassVar[int]
+        DATABASE_REACHABLE_FIELD_NUMBER: _ClassVar[int]
+        FLEET_ID_FIELD_NUMBER: _ClassVar[int]
+        HEAD_POSITION_FIELD_NUMBER: _ClassVar[int]
+        LAG_ENTRIES_FIELD_NUMBER: _ClassVar[int]
+        LAG_SECONDS_FIELD_NUMBER: _ClassVar[int]
+        NODE_FIELD_NUMBER: _ClassVar[int]
+        applied_position: int
+        database_reachable: bool
+        fleet_id: str
+        head_position: int
+        lag_entries: int
+        lag_seconds: float
+        node: str
+        def __init__(self, node: _Optional[str] = ..., applied_position: _Optional[int] = ..., head_position: _Optional[int] = ..., lag_entries: _Optional[int] = ..., lag_seconds: _Optional[float] = ..., database_reachable: bool = ..., fleet_id: _Optional[str] = ...) -> None: ...
     class Latency(_message.Message):
         __slots__ = ["mean_seconds", "p50_seconds", "p99_seconds"]
         MEAN_SECONDS_FIELD_NUMBER: _ClassVar[int]
@@ -924,6 +942,7 @@ class StatsResult(_message.Message):
         def __init__(self, queue_depth: _Optional[int] = ..., commit_latency: _Optional[_Union[StatsResult.Latency, _Mapping]] = ...) -> None: ...
     COMMITS_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
+    FLEET_FIELD_NUMBER: _ClassVar[int]
     GALLERIES_FIELD_NUMBER: _ClassVar[int]
     METRICS_FIELD_NUMBER: _ClassVar[int]
     OPEN_CONNECTIONS_FIELD_NUMBER: _ClassVar[int]
@@ -938,6 +957,7 @@ class StatsResult(_message.Message):
     WRITER_FIELD_NUMBER: _ClassVar[int]
     commits: int
     committed_operations: int
+    fleet: StatsResult.Fleet
     galleries: _containers.RepeatedCompositeFieldContainer[Gallery]
     metrics: str
     open_connections: int
@@ -950,7 +970,7 @@ class StatsResult(_message.Message):
     store_bytes: int
     uptime_seconds: int
     writer: StatsResult.WriterStats
-    def __init__(self, server_version: _Optional[str] = ..., uptime_seconds: _Optional[int] = ..., open_connections: _Optional[int] = ..., requests_served: _Optional[int] = ..., store_bytes: _Optional[int] = ..., commits: _Optional[int] = ..., committed_operations: _Optional[int] = ..., galleries: _Optional[_Iterable[_Union[Gallery, _Mapping]]] = ..., scan_kernels: _Optional[str] = ..., prefilter_rows_considered: _Optional[int] = ..., prefilter_rows_rescored: _Optional[int] = ..., metrics: _Optional[str] = ..., operations: _Optional[_Iterable[_Union[StatsResult.OperationStats, _Mapping]]] = ..., writer: _Optional[_Union[StatsResult.WriterStats, _Mapping]] = ...) -> None: ...
+    def __init__(self, server_version: _Optional[str] = ..., uptime_seconds: _Optional[int] = ..., open_connections: _Optional[int] = ..., requests_served: _Optional[int] = ..., store_bytes: _Optional[int] = ..., commits: _Optional[int] = ..., committed_operations: _Optional[int] = ..., galleries: _Optional[_Iterable[_Union[Gallery, _Mapping]]] = ..., scan_kernels: _Optional[str] = ..., prefilter_rows_considered: _Optional[int] = ..., prefilter_rows_rescored: _Optional[int] = ..., metrics: _Optional[str] = ..., operations: _Optional[_Iterable[_Union[StatsResult.OperationStats, _Mapping]]] = ..., writer: _Optional[_Union[StatsResult.WriterStats, _Mapping]] = ..., fleet: _Optional[_Union[StatsResult.Fleet, _Mapping]] = ...) -> None: ...
 
 class StoredTemplate(_message.Message):
     __slots__ = ["algorithm", "id", "identifier", "landmark_quality", "quality", "registered_at_micros", "source", "template"]

@@ -160,7 +160,7 @@ class ErrorTests(unittest.TestCase):
         self.assertEqual((raised.code, raised.code_name), (99, "UNKNOWN_99"))
 
     def test_exactly_three_codes_are_retryable(self) -> None:
-        retryable = {"SHUTTING_DOWN", "TOO_MANY_CONNECTIONS", "STORAGE_FULL"}
+        retryable = {"SHUTTING_DOWN", "TOO_MANY_CONNECTIONS", "STORAGE_FULL", "FLEET_UNAVAILABLE"}
         for name, code in pb.ErrorCode.items():
             raised = RegistryError.from_proto(pb.Error(code=code, message="m"))  # type: ignore[arg-type]
             self.assertEqual(raised.retryable, raised.code_name in retryable, name)
