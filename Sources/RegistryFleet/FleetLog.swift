@@ -30,13 +30,16 @@ public struct FleetEntry: Sendable, Hashable {
     public let node: String
     public let kind: Int16
     public let entry: [UInt8]
+    /// When it was committed (PostgreSQL's clock, microseconds since 1970).
+    public let committedAt: Int64
 
-    public init(position: Int64, gallery: String, node: String, kind: Int16, entry: [UInt8]) {
+    public init(position: Int64, gallery: String, node: String, kind: Int16, entry: [UInt8], committedAt: Int64 = 0) {
         self.position = position
         self.gallery = gallery
         self.node = node
         self.kind = kind
         self.entry = entry
+        self.committedAt = committedAt
     }
 }
 
@@ -133,7 +136,10 @@ public struct FleetLog: Sendable {
     /// Up to `limit` entries after `position`, in order (every gallery).
     public func entries(after position: Int64, limit: Int = 1000) async throws -> [FleetEntry] {
         let rows = try await self.client.query(
-            "SELECT position, gallery, node, kind, entry FROM fleet_log WHERE position > \(position) ORDER BY position LIMIT \(Int64(limit))",
+            """
+            SELECT position, gallery, node, kind, entry, (extract(epoch FROM committed_at) * 1000000)::bigint
+            FROM fleet_log WHERE position > \(position) ORDER BY position LIMIT \(Int64(limit))
+            """,
             logger: self.logger)
         return try await Self.decode(rows)
     }
@@ -169,11 +175,12 @@ public struct FleetLog: Sendable {
             logger: self.logger)
     }
 
-    /// Rows of (position, gallery, node, kind, entry) as entries.
+    /// Rows of (position, gallery, node, kind, entry, committed at) as entries.
     private static func decode(_ rows: PostgresRowSequence) async throws -> [FleetEntry] {
         var found: [FleetEntry] = []
-        for try await (position, gallery, node, kind, entry) in rows.decode((Int64, String, String, Int16, ByteBuffer).self) {
-            found.append(FleetEntry(position: position, gallery: gallery, node: node, kind: kind, entry: Array(buffer: entry)))
+        for try await (position, gallery, node, kind, entry, committedAt) in rows.decode((Int64, String, String, Int16, ByteBuffer, Int64).self) {
+            found.append(
+                FleetEntry(position: position, gallery: gallery, node: node, kind: kind, entry: Array(buffer: entry), committedAt: committedAt))
         }
         return found
     }

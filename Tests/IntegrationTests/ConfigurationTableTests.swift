@@ -39,6 +39,11 @@ import Testing
         Case(json: #"{"access": {"*": {"admin": ["user:nobody-here-at-all"]}}}"#, expected: #"access["*"].admin[0]: no user 'nobody-here-at-all'"#),
         Case(json: #"{"keyFile": "/nonexistent/store.key"}"#, expected: "keyFile: cannot read the key file /nonexistent/store.key"),
         Case(
+            json: #"{"fleet": {"url": "postgresql://registry:secret@db/registry", "node": "door-1", "keyFile": "/nonexistent/fleet.key"}}"#,
+            expected: "fleet.url: "),
+        Case(json: #"{"fleet": {"url": "postgresql://registry@db/registry", "node": "door 1"}}"#, expected: "fleet.node must be 1 to 64"),
+        Case(json: #"{"fleet": {"url": "postgresql://registry@db/registry", "node": "door-1"}}"#, expected: "fleet mode needs the fleet key"),
+        Case(
             json: #"{"algorithms": [{"version": 9000, "name": "mine", "dimension": 64, "scoreFunction": "cosinus", "threshold": 0.5}]}"#,
             expected: "algorithms[0].scoreFunction: algorithm mine: scoreFunction must be one of"),
         Case(json: #"{"audit": {"maximumEntries": 0}}"#, expected: "audit.maximumEntries must be at least 1"),

@@ -92,6 +92,12 @@ import Testing
             #expect(took != nil, "node \(index) did not have the 300 registrations within 1 s")
             print("fleet: 300 registrations on desk were on \(nodes[index].socketPath) \(took.map { "\($0)" } ?? "never") after the last reply")
         }
+        // The replicas agree on every template: its id, its registration time (the entry's commit
+        // time, not each node's clock when it applied it), its data.
+        for person in stride(from: 0, to: 300, by: 37) {
+            let copies = try await clients.asyncMap { try await $0.templates(identifier: "p\(person)", includeData: true) }
+            #expect(copies[0].count == 1 && copies[0] == copies[1] && copies[1] == copies[2], "p\(person): the nodes hold different templates")
+        }
         // registryctl status shows where each node is: everything applied, the database reachable.
         struct Status: Decodable {
             struct Fleet: Decodable {

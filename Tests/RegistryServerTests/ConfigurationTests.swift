@@ -193,6 +193,7 @@ import Testing
             case "algorithms": "[\(algorithm)]"
             case "galleries": "[\(gallery)]"
             case "access": #"{"*": {"identify": ["uid:0"]}}"#
+            case "fleet": object("fleet") { $0 == "url" ? #""postgresql://registry@db/registry""# : #""x""# }
             default: #""x""#
             }
         }

@@ -22,7 +22,7 @@ extension Engine {
         let answer: @Sendable (Result<[AutoEnrolmentOutcome], any Error>) -> Void = { result in
             switch result {
             case .success(let outcomes): completion(outcomes)
-            case .failure(let error): completion(plan.outcomes(failing: (error as? RegistryError)?.message ?? "\(error)"))
+            case .failure(let error): completion(plan.outcomes(failing: "\(error)"))
             }
         }
         // A replica writes only what the fleet's log says: the auto-enrolment goes through it, and

@@ -12,10 +12,14 @@ import Synchronization
 /// entry knowing the two commit in order.
 public struct FleetApplication: Sendable {
     public let position: Int64
+    /// When the entry was committed to the log (microseconds since 1970): the registration time of
+    /// the templates it stores, the same on every replica (nil: this node's clock).
+    public let committedAt: Int64?
     let queued: @Sendable () -> Void
 
-    public init(position: Int64, queued: @escaping @Sendable () -> Void) {
+    public init(position: Int64, committedAt: Int64? = nil, queued: @escaping @Sendable () -> Void) {
         self.position = position
+        self.committedAt = committedAt
         self.queued = queued
     }
 

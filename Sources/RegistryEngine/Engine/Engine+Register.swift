@@ -192,7 +192,7 @@ extension Engine {
     ) throws -> StoredTemplate {
         let id = context.takeTemplateId()
         let record = TemplateRecord(
-            registryId: registry.id, galleryId: gallery.id, registeredAt: registeredAt ?? Store.now(), source: source,
+            registryId: registry.id, galleryId: gallery.id, registeredAt: registeredAt ?? context.time ?? Store.now(), source: source,
             quality: quality, identifier: identifier, landmarkQuality: template.landmarkQuality)
         try self.store.putTemplate(txn, id: id, record: record, payload: template.payload)
         context.record(

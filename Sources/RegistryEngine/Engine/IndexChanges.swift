@@ -89,6 +89,9 @@ final class OperationContext {
     /// The operation's announced checks against the committed index, by registry id, computed
     /// for the whole batch in one pass (see ``Matching/check(_:in:identifier:query:batch:precomputed:)``).
     var precomputed: [UInt32: Scan.CheckBest] = [:]
+    /// The operation's time (microseconds since 1970) when it applies a fleet log entry: the
+    /// entry's commit time, the same on every replica; nil: the clock's.
+    var time: Int64?
     private(set) var changes: [IndexChange] = []
     private(set) var nextTemplateId: UInt64
 

@@ -54,6 +54,7 @@ extension Engine {
         let application = FleetApplication.current
         if let application {
             request.fleetPosition = application.position
+            request.fleetTime = application.committedAt
         } else if !local && self.isReplica.load(ordering: .acquiring) {
             // A replica changes only as the log says: a write from anywhere else would make it
             // differ from the others for good.
@@ -188,6 +189,7 @@ extension Engine {
                     continue
                 }
                 let context = OperationContext(batch: changes, nextTemplateId: nextId)
+                context.time = request.fleetTime
                 context.precomputed = prechecked[index] ?? [:]
                 let flat = request.flat && !nested.contains(index)
                 let changesBefore = txn.changeCount

@@ -131,7 +131,7 @@ extension FleetNode: Service {
     /// alone, when the refusal is the same on every replica).
     private func apply(_ entry: FleetEntry) async -> FleetTicket {
         let ticket = FleetTicket(position: entry.position)
-        let application = FleetApplication(position: entry.position) { ticket.queued() }
+        let application = FleetApplication(position: entry.position, committedAt: entry.committedAt) { ticket.queued() }
         guard let seal = self.state.withLock({ $0.seal }) else {
             ticket.finished(Result<Void, any Error>.failure(RegistryError(.internal, "the fleet's seal is not known yet")))
             return ticket
