@@ -64,7 +64,10 @@ struct StatsCommand: AsyncParsableCommand {
                 table.append(["prefilter", "\(self.prefilterRowsConsidered) rows considered, \(share) % rescored"])
             }
             table.append(["writer queue", "\(self.writer.queueDepth) waiting"])
-            if let fleet = self.fleet { table.append(["fleet", fleet.line]) }
+            if let fleet = self.fleet {
+                table.append(["fleet", fleet.line])
+                table.append(["fleet id", fleet.fleetId.isEmpty ? "-" : fleet.fleetId])
+            }
             if let p50 = self.writer.commitP50Seconds, let p99 = self.writer.commitP99Seconds {
                 table.append(["commit latency", "p50 \(Format.latency(p50)), p99 \(Format.latency(p99))"])
             }

@@ -892,6 +892,72 @@ struct TextOutputTests {
                 """), "\(json)")
     }
 
+    static let fleet = Registry_V1_StatsResult.Fleet.with {
+        $0.node = "door-1"
+        $0.appliedPosition = 1234
+        $0.headPosition = 1240
+        $0.lagEntries = 6
+        $0.lagSeconds = 0.02
+        $0.databaseReachable = true
+        $0.fleetID = "5f0c2a9e1b7d4c36"
+    }
+
+    /// A daemon in fleet mode: `stats` shows where the node is in the fleet's log, in text and JSON.
+    @Test func aFleetNodeShowsItsPlaceInTheLog() {
+        var stats = Self.stats
+        stats.fleet = Self.fleet
+        let result = StatsCommand.Result(stats)
+        let lines = result.text(.builtIn).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines.contains("fleet                  node door-1, applied 1234, head 1240 (6 behind, 0.02 s), database reachable"), "\(lines)")
+        #expect(lines.contains("fleet id               5f0c2a9e1b7d4c36"), "\(lines)")
+        let json = JSONOutput.document(result)
+        #expect(
+            json.contains(
+                """
+                  "fleet" : {
+                    "appliedPosition" : 1234,
+                    "databaseReachable" : true,
+                    "fleetId" : "5f0c2a9e1b7d4c36",
+                    "headPosition" : 1240,
+                    "lagEntries" : 6,
+                    "lagSeconds" : 0.02,
+                    "node" : "door-1"
+                  },
+                """), "\(json)")
+        // An unreachable database is what an operator looks for: in capitals.
+        stats.fleet.databaseReachable = false
+        #expect(StatsCommand.Result(stats).text(.builtIn).contains("(6 behind, 0.02 s), database UNREACHABLE"))
+    }
+
+    /// A standalone daemon sends no fleet: neither the text nor the JSON has one.
+    @Test func aStandaloneDaemonShowsNoFleet() {
+        let result = StatsCommand.Result(Self.stats)
+        #expect(result.fleet == nil)
+        #expect(!result.text(.builtIn).contains("fleet"))
+        #expect(!JSONOutput.document(result).contains(#""fleet""#))
+    }
+
+    /// `status` shows the same fleet line among its figures, and only in fleet mode.
+    @Test func statusShowsTheFleetLine() throws {
+        func status(_ fleet: Registry_V1_StatsResult.Fleet?) -> StatusCommand.Result {
+            var stats = Registry_V1_StatsResult()
+            if let fleet { stats.fleet = fleet }
+            return StatusCommand.Result(
+                socket: "/run/registryd/registryd.sock", protocol: .init(major: 1, minor: 2), serverVersion: "1.2.3",
+                uptimeSeconds: 61, openConnections: 2, requestsServed: 9, storeBytes: 4096, commits: 4, committedOperations: 6,
+                scanKernels: "avx2", galleries: [.init(name: "default", identifiers: 3)], fleet: FleetFigures(stats))
+        }
+        let inFleet = status(Self.fleet)
+        let lines = inFleet.text(.builtIn).split(separator: "\n").map(String.init)
+        #expect(lines.contains("fleet         node door-1, applied 1234, head 1240 (6 behind, 0.02 s), database reachable"), "\(lines)")
+        let fleetRow = try #require(lines.firstIndex { $0.hasPrefix("fleet") })
+        #expect(fleetRow < (try #require(lines.firstIndex(of: "galleries"))), "the fleet line comes before the galleries")
+        #expect(JSONOutput.document(inFleet).contains(#""fleet" : {"#))
+        let standalone = status(nil)
+        #expect(!standalone.text(.builtIn).contains("fleet"))
+        #expect(!JSONOutput.document(standalone).contains(#""fleet""#))
+    }
+
     @Test func metricsCommandParses() throws {
         #expect(try parse(["metrics"], as: MetricsCommand.self).output == nil)
         #expect(

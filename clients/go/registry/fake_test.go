@@ -795,6 +795,7 @@ func TestRetryPolicyRetriesRetryableCodesOnly(t *testing.T) {
 	}{
 		{CodeStorageFull, 5},
 		{CodeShuttingDown, 5},
+		{CodeFleetUnavailable, 5},
 		{CodeInternal, 1},
 		{CodeSimilarFaceRegistered, 1},
 		{CodeMalformedRequest, 1},

@@ -36,8 +36,8 @@ type RetryPolicy struct {
 // request again is safe and may succeed:
 //
 //   - the daemon's retryable refusals, RegistryError.Retryable: SHUTTING_DOWN (on a new
-//     connection, once the daemon is back), TOO_MANY_CONNECTIONS (on a new connection) and
-//     STORAGE_FULL. The request was not carried out;
+//     connection, once the daemon is back), TOO_MANY_CONNECTIONS (on a new connection),
+//     STORAGE_FULL and FLEET_UNAVAILABLE. The request was not carried out;
 //   - failing to reach the daemon while it restarts: a dial that finds no socket (ENOENT), nothing
 //     listening on it (ECONNREFUSED) or its listen queue full (EAGAIN); and a new connection that
 //     ends before the request could be written on it (e.g. during its Hello). The request never

@@ -9,8 +9,8 @@
 A policy retries only what is safe to send again and may succeed (PROTOCOL.md §3 and §5):
 
 * the daemon's retryable refusals, :attr:`RegistryError.retryable`: ``SHUTTING_DOWN`` (on a new
-  connection, once the daemon is back), ``TOO_MANY_CONNECTIONS`` (on a new connection) and
-  ``STORAGE_FULL``; the request was not carried out;
+  connection, once the daemon is back), ``TOO_MANY_CONNECTIONS`` (on a new connection),
+  ``STORAGE_FULL`` and ``FLEET_UNAVAILABLE``; the request was not carried out;
 * failing to reach the daemon while it restarts: :class:`ConnectionFailed` with ``ENOENT`` (no
   socket), ``ECONNREFUSED`` (nothing listening) or ``EAGAIN`` (its listen queue is full), and a new
   connection that closed before the request could be written on it (e.g. during its hello); the

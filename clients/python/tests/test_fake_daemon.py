@@ -24,6 +24,7 @@ from registryd_client import (
     ConnectionClosed,
     ConnectionFailed,
     ExponentialBackoff,
+    FleetUnavailable,
     InternalError,
     MalformedRequest,
     ProtocolError,
@@ -362,6 +363,7 @@ class RetryTests(FakeDaemonTestCase):
         for code, exception in (
             (pb.ERROR_CODE_STORAGE_FULL, StorageFull),
             (pb.ERROR_CODE_SHUTTING_DOWN, ShuttingDown),
+            (pb.ERROR_CODE_FLEET_UNAVAILABLE, FleetUnavailable),
         ):
             with self.subTest(code=pb.ErrorCode.Name(code)):
                 seen: List[int] = []

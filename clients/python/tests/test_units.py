@@ -14,6 +14,7 @@ from registryd_client import (
     Face,
     FaceMismatch,
     Finding,
+    FleetUnavailable,
     InternalError,
     InvalidTemplate,
     Landmark,
@@ -159,7 +160,18 @@ class ErrorTests(unittest.TestCase):
         self.assertIsInstance(raised, InternalError)
         self.assertEqual((raised.code, raised.code_name), (99, "UNKNOWN_99"))
 
-    def test_exactly_three_codes_are_retryable(self) -> None:
+    def test_every_code_has_its_class(self) -> None:
+        # A code without a class would reach callers as InternalError, which it is not.
+        for name, code in pb.ErrorCode.items():
+            if code == pb.ERROR_CODE_UNSPECIFIED:
+                continue
+            raised = RegistryError.from_proto(pb.Error(code=code))  # type: ignore[arg-type]
+            self.assertEqual(type(raised).CODE, code, name)
+        self.assertIsInstance(
+            RegistryError.from_proto(pb.Error(code=pb.ERROR_CODE_FLEET_UNAVAILABLE)), FleetUnavailable
+        )
+
+    def test_exactly_four_codes_are_retryable(self) -> None:
         retryable = {"SHUTTING_DOWN", "TOO_MANY_CONNECTIONS", "STORAGE_FULL", "FLEET_UNAVAILABLE"}
         for name, code in pb.ErrorCode.items():
             raised = RegistryError.from_proto(pb.Error(code=code, message="m"))  # type: ignore[arg-type]
