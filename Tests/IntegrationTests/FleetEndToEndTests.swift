@@ -25,12 +25,23 @@ import Testing
             close(fd)
         }
 
-        func node(_ name: String) throws -> Daemon {
-            try Daemon(arguments: self.arguments(name))
+        func node(_ name: String, keyPath: String? = nil) throws -> Daemon {
+            try Daemon(arguments: self.arguments(name, keyPath: keyPath))
         }
 
-        func arguments(_ name: String) -> [String] {
-            ["--fleet", self.server.url(), "--node", name, "--fleet-key", self.keyPath, "--log-level", "info"]
+        func arguments(_ name: String, keyPath: String? = nil) -> [String] {
+            ["--fleet", self.server.url(), "--node", name, "--fleet-key", keyPath ?? self.keyPath, "--log-level", "info"]
+        }
+
+        /// Another random key, in a file of its own.
+        func otherKey() throws -> String {
+            let path = self.directory + "/other.key"
+            var generator = SystemRandomNumberGenerator()
+            let key = hex((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard fd >= 0, write(fd, key, key.utf8.count) == key.utf8.count else { throw HarnessError("cannot write a key") }
+            close(fd)
+            return path
         }
 
         deinit {
@@ -73,7 +84,7 @@ import Testing
     @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
     func registrationsReachEveryNodeAndTheWriterReadsItsOwn() async throws {
         let fleet = try Fleet()
-        let nodes = try ["door-1", "door-2", "desk"].map(fleet.node)
+        let nodes = try ["door-1", "door-2", "desk"].map { try fleet.node($0) }
         let clients = try await nodes.asyncMap { try await $0.client() }
         var generator = SystemRandomNumberGenerator()
         var names: Set<String> = []
@@ -123,7 +134,7 @@ import Testing
     @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
     func oneFaceRegisteredOnThreeNodesAtOnceIsStoredOnce() async throws {
         let fleet = try Fleet()
-        let nodes = try ["door-1", "door-2", "desk"].map(fleet.node)
+        let nodes = try ["door-1", "door-2", "desk"].map { try fleet.node($0) }
         let clients = try await nodes.asyncMap { try await $0.client() }
         var generator = SystemRandomNumberGenerator()
         for trial in 0..<30 {
@@ -154,7 +165,7 @@ import Testing
     @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
     func deletionsReachEveryNodeAndLeaveNoTemplateInAnyStoreOrInTheDatabase() async throws {
         let fleet = try Fleet()
-        let nodes = try ["door-1", "door-2", "desk"].map(fleet.node)
+        let nodes = try ["door-1", "door-2", "desk"].map { try fleet.node($0) }
         let clients = try await nodes.asyncMap { try await $0.client() }
         var generator = SystemRandomNumberGenerator()
         var values: [String: [UInt8]] = [:]
@@ -203,7 +214,7 @@ import Testing
     @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
     func withPostgresStoppedReadsGoOnAndWritesAreRefusedUntilItReturns() async throws {
         let fleet = try Fleet()
-        let nodes = try ["door-1", "desk"].map(fleet.node)
+        let nodes = try ["door-1", "desk"].map { try fleet.node($0) }
         let clients = try await nodes.asyncMap { try await $0.client() }
         var generator = SystemRandomNumberGenerator()
         let alice = Self.face(&generator)
@@ -239,7 +250,7 @@ import Testing
     @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
     func aKilledNodeCatchesUpAndANewNodeCopiesEverything() async throws {
         let fleet = try Fleet()
-        let nodes = try ["door-1", "door-2", "desk"].map(fleet.node)
+        let nodes = try ["door-1", "door-2", "desk"].map { try fleet.node($0) }
         let desk = try await nodes[2].client()
         nodes[1].stop(signal: SIGKILL)
         // 500 registrations from 8 clients while door-2 is down.
@@ -290,7 +301,7 @@ import Testing
     @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
     func autoEnrolmentOnOneNodeReachesEveryNode() async throws {
         let fleet = try Fleet()
-        let nodes = try ["door-1", "door-2", "desk"].map(fleet.node)
+        let nodes = try ["door-1", "door-2", "desk"].map { try fleet.node($0) }
         let clients = try await nodes.asyncMap { try await $0.client() }
         var generator = SystemRandomNumberGenerator()
         let arcface = (0..<128).map { _ in Float.random(in: -1...1, using: &generator) }
@@ -312,6 +323,39 @@ import Testing
             #expect(held != nil, "a node lacks the auto-enrolled template")
         }
         for client in clients { await client.close() }
+    }
+
+    /// A node that cannot apply the log (here: started with another fleet key, so the entries do not
+    /// open) stops where it is rather than skip an entry, goes on answering reads, and refuses writes
+    /// before they reach the log; the rest of the fleet goes on.
+    @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
+    func aNodeThatCannotApplyTheLogRefusesWritesAndSkipsNothing() async throws {
+        let fleet = try Fleet()
+        let good = try fleet.node("door-1")
+        let wrong = try fleet.node("door-2", keyPath: try fleet.otherKey())
+        let (writer, stuck) = (try await good.client(), try await wrong.client())
+        var generator = SystemRandomNumberGenerator()
+        let alice = Self.face(&generator)
+        _ = try await writer.register(identifier: "alice", face: alice)
+        let entries = fleet.server.psql("SELECT count(*) FROM fleet_log")
+        // The wrong node stops at alice's entry (nothing applied) and says so by refusing writes.
+        let refused = try await Self.within(.seconds(5)) {
+            do {
+                _ = try await stuck.register(identifier: "bob", face: Self.face(&generator))
+                return false
+            } catch let error as RegistryError where error.code == .fleetUnavailable {
+                return error.message.contains("cannot apply")
+            }
+        }
+        #expect(refused != nil, "a node that cannot apply the log accepted a write")
+        #expect(fleet.server.psql("SELECT count(*) FROM fleet_log") == entries, "a refused write reached the log")
+        #expect(try await stuck.identify(face: alice, autoEnrol: false).matches.isEmpty, "reads go on, from what was applied")
+        #expect(try await Self.identifiers(stuck).isEmpty)
+        // The rest of the fleet goes on.
+        _ = try await writer.register(identifier: "carol", face: Self.face(&generator))
+        #expect(try await Self.identifiers(writer) == ["alice", "carol"])
+        await writer.close()
+        await stuck.close()
     }
 
     @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))

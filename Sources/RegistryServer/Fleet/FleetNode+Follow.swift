@@ -99,10 +99,15 @@ extension FleetNode: Service {
                             metadata: ["position": "\(next + 1)", "error": "\(Names.loggable(reason, maximum: 512))"])
                     }
                     lastFailure = reason
-                    self.state.withLock { $0.failedHere = nil }
+                    self.state.withLock { state in
+                        state.failedHere = nil
+                        state.stuck = reason
+                        state.followed = next
+                    }
                     try await Task.sleep(for: .milliseconds(500))
                 } else {
                     lastFailure = nil
+                    self.state.withLock { $0.stuck = nil }
                 }
             } catch is CancellationError {
                 return

@@ -11,7 +11,25 @@ extension FleetNode {
     /// Appends `write` to the log with the other writes waiting now (one PostgreSQL transaction, one
     /// fleet-wide position each), then leaves it to the follower, which applies it with its own
     /// operation and completion. Refused with `FLEET_UNAVAILABLE` when PostgreSQL does not take it.
+    /// A node that cannot apply the log (an entry fails here alone) or is far behind it refuses
+    /// writes before they reach the log: its own would wait behind everything it has not applied.
     func submit(_ write: FleetWrite) {
+        let refusal: RegistryError? = self.state.withLock { state in
+            if let reason = state.failedHere ?? state.stuck {
+                return RegistryError(
+                    .fleetUnavailable,
+                    "this node cannot apply the fleet's log at the moment (\(Names.loggable(reason, maximum: 200))): "
+                        + "the write was not carried out; reads go on, retry the write later")
+            }
+            if state.head - state.followed > Self.maximumLagForWrites {
+                return RegistryError(
+                    .fleetUnavailable,
+                    "this node is \(state.head - state.followed) entries behind the fleet's log and catching up: "
+                        + "the write was not carried out; reads go on, retry the write later")
+            }
+            return nil
+        }
+        if let refusal { return write.refuse(refusal) }
         let flush = self.state.withLock { state in
             state.pending.append(write)
             defer { state.flushing = true }
@@ -19,6 +37,11 @@ extension FleetNode {
         }
         if flush { Task { await self.flush() } }
     }
+
+    /// Entries behind the log's head past which a node refuses writes (about a second of applying).
+    static let maximumLagForWrites: Int64 = 10_000
+    /// How long a write in the log waits to be applied here before its client is told where it is.
+    static let applyDeadline: Duration = .seconds(10)
 
     /// Appends what is pending, a group at a time, until nothing is.
     private func flush() async {
@@ -52,6 +75,17 @@ extension FleetNode {
                 _ = try await Self.within(.seconds(5)) { try await self.log.append(entries, progress: progress) }
                 self.state.withLock { $0.reachable = true }
                 self.wakeFollower()
+                // Every request answered: one that this node has not applied in time (it is stuck
+                // behind an entry it cannot apply) is told that it is in the log, once.
+                Task {
+                    try? await Task.sleep(for: Self.applyDeadline)
+                    self.refuse(
+                        tokens,
+                        with: RegistryError(
+                            .internal,
+                            "the write is in the fleet's log, but this node has not applied it within \(Self.applyDeadline) (it is behind, "
+                                + "or cannot apply an entry before it: see its log); it takes effect on every node, this one once it applies it"))
+                }
             } catch {
                 self.state.withLock { $0.reachable = false }
                 // A timeout cancelled the append wherever it was: in its COMMIT, or before (waiting for a

@@ -83,6 +83,8 @@ public final class FleetNode: @unchecked Sendable {
         var configuredGalleries: [GalleryConfiguration] = []
         /// The last position the follower has read and started applying.
         var followed: Int64 = 0
+        /// Why the follower stopped at an entry it cannot apply yet (nil: it is not stopped).
+        var stuck: String?
     }
 
     let state = Mutex(State())
