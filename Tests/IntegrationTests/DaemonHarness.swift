@@ -1,5 +1,6 @@
 import Glibc
 import RegistryClient
+import RegistryModel
 import RegistryProtocol
 import SwiftProtobuf
 import TestSupport
@@ -161,6 +162,18 @@ func registrydBinary() throws -> String {
         throw HarnessError("registryd binary not found next to the tests")
     }
     return binary
+}
+
+/// Every identifier stored in the default gallery, page by page.
+func identifiersStored(in client: RegistryConnection) async throws -> Set<String> {
+    var stored: Set<String> = []
+    var after: String?
+    repeat {
+        let page = try await client.identifiers(after: after, limit: 1000)
+        stored.formUnion(page.identifiers)
+        after = page.next
+    } while after != nil
+    return stored
 }
 
 /// Exact-score vectors (see RegistryEngineTests' Support.swift): the first 16 values are ±0.25.

@@ -18,11 +18,16 @@ import Testing
             self.server = try TestPostgres()
             self.directory = TemporaryDirectory("registry-fleet").path
             self.keyPath = self.directory + "/fleet.key"
+            try Self.writeKey(to: self.keyPath)
+        }
+
+        /// A random key, as 64 hexadecimal characters, in a file of its own (0600).
+        static func writeKey(to path: String) throws {
             var generator = SystemRandomNumberGenerator()
-            let key = hex((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
-            let fd = open(self.keyPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-            guard fd >= 0, write(fd, key + "\n", key.utf8.count + 1) == key.utf8.count + 1 else { throw HarnessError("cannot write the fleet key") }
-            close(fd)
+            let key = hex((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }) + "\n"
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            defer { if fd >= 0 { close(fd) } }
+            guard fd >= 0, write(fd, key, key.utf8.count) == key.utf8.count else { throw HarnessError("cannot write a key to \(path)") }
         }
 
         func node(_ name: String, keyPath: String? = nil) throws -> Daemon {
@@ -36,11 +41,7 @@ import Testing
         /// Another random key, in a file of its own.
         func otherKey() throws -> String {
             let path = self.directory + "/other.key"
-            var generator = SystemRandomNumberGenerator()
-            let key = hex((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
-            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-            guard fd >= 0, write(fd, key, key.utf8.count) == key.utf8.count else { throw HarnessError("cannot write a key") }
-            close(fd)
+            try Self.writeKey(to: path)
             return path
         }
 
@@ -57,18 +58,6 @@ import Testing
     /// A random unit-free vector of algorithm 24: two of them are never similar.
     static func face(_ generator: inout some RandomNumberGenerator) -> Face {
         Face(FaceTemplate(algorithm: 24, vector: (0..<128).map { _ in Float.random(in: -1...1, using: &generator) }))
-    }
-
-    /// Every identifier of the default gallery a node holds.
-    static func identifiers(_ client: RegistryConnection) async throws -> Set<String> {
-        var found: Set<String> = []
-        var after: String?
-        repeat {
-            let page = try await client.identifiers(after: after, limit: 1000)
-            found.formUnion(page.identifiers)
-            after = page.next
-        } while after != nil
-        return found
     }
 
     /// Polls `condition` every 20 ms until it holds or `limit` passes; how long it took (nil: never).
@@ -99,7 +88,7 @@ import Testing
             }
         }
         for index in 0..<2 {
-            let took = try await Self.within(.seconds(1)) { try await Self.identifiers(clients[index]) == names }
+            let took = try await Self.within(.seconds(1)) { try await identifiersStored(in: clients[index]) == names }
             #expect(took != nil, "node \(index) did not have the 300 registrations within 1 s")
             print("fleet: 300 registrations on desk were on \(nodes[index].socketPath) \(took.map { "\($0)" } ?? "never") after the last reply")
         }
@@ -157,7 +146,7 @@ import Testing
             #expect(outcomes.sorted() == ["SIMILAR_FACE_REGISTERED", "SIMILAR_FACE_REGISTERED", "stored"], "trial \(trial): \(outcomes)")
         }
         // The nodes agree: the same 30 identifiers everywhere, the face of each found as it.
-        let everywhere = try await clients.asyncMap { try await Self.identifiers($0) }
+        let everywhere = try await clients.asyncMap { try await identifiersStored(in: $0) }
         #expect(everywhere[0].count == 30 && everywhere[0] == everywhere[1] && everywhere[1] == everywhere[2])
         for client in clients { await client.close() }
     }
@@ -178,13 +167,13 @@ import Testing
         let deleted = (0..<20).map { "p\($0)" }
         let kept = (20..<40).map { "p\($0)" }
         _ = try await Self.within(.seconds(2)) {
-            let first = try await Self.identifiers(clients[0]).count
-            let second = try await Self.identifiers(clients[1]).count
+            let first = try await identifiersStored(in: clients[0]).count
+            let second = try await identifiersStored(in: clients[1]).count
             return first == 40 && second == 40
         }
         for name in deleted { #expect(try await clients[0].deleteIdentifier(identifier: name) == 1) }
         for index in 1..<3 {
-            let took = try await Self.within(.seconds(2)) { try await Self.identifiers(clients[index]) == Set(kept) }
+            let took = try await Self.within(.seconds(2)) { try await identifiersStored(in: clients[index]) == Set(kept) }
             #expect(took != nil, "node \(index) still held deleted identifiers 2 s after the last deletion")
             print("fleet: 20 deletions on door-1 were on node \(index) \(took.map { "\($0)" } ?? "never") after the last reply")
         }
@@ -219,7 +208,7 @@ import Testing
         var generator = SystemRandomNumberGenerator()
         let alice = Self.face(&generator)
         _ = try await clients[1].register(identifier: "alice", face: alice)
-        _ = try await Self.within(.seconds(2)) { try await Self.identifiers(clients[0]) == ["alice"] }
+        _ = try await Self.within(.seconds(2)) { try await identifiersStored(in: clients[0]) == ["alice"] }
 
         fleet.server.stop()
         let found = try await clients[0].identify(face: alice, autoEnrol: false)
@@ -230,7 +219,7 @@ import Testing
         } throws: { error in
             (error as? RegistryError)?.code == .fleetUnavailable
         }
-        #expect(try await Self.identifiers(clients[0]) == ["alice"], "a refused registration is not stored")
+        #expect(try await identifiersStored(in: clients[0]) == ["alice"], "a refused registration is not stored")
 
         fleet.server.start()
         let resumed = try await Self.within(.seconds(10)) {
@@ -243,7 +232,7 @@ import Testing
         }
         #expect(resumed != nil, "writes did not resume within 10 s of PostgreSQL's return")
         print("fleet: writes resumed \(resumed.map { "\($0)" } ?? "never") after PostgreSQL started again")
-        #expect(try await Self.within(.seconds(2)) { try await Self.identifiers(clients[1]) == ["alice", "bob"] } != nil)
+        #expect(try await Self.within(.seconds(2)) { try await identifiersStored(in: clients[1]) == ["alice", "bob"] } != nil)
         for client in clients { await client.close() }
     }
 
@@ -281,7 +270,7 @@ import Testing
         let restarted = try await nodes[1].client()
         let caughtUp: Duration?
         do {
-            caughtUp = try await Self.within(.seconds(10)) { try await Self.identifiers(restarted) == all }
+            caughtUp = try await Self.within(.seconds(10)) { try await identifiersStored(in: restarted) == all }
         } catch {
             throw HarnessError("\(error); the restarted node's log: \(nodes[1].log)")
         }
@@ -290,7 +279,7 @@ import Testing
 
         let newcomer = try fleet.node("door-3")
         let fresh = try await newcomer.client()
-        let copied = try await Self.within(.seconds(10)) { try await Self.identifiers(fresh) == all }
+        let copied = try await Self.within(.seconds(10)) { try await identifiersStored(in: fresh) == all }
         #expect(copied != nil, "the new node did not have the 500 registrations within 10 s")
         print("fleet: a new empty node had the 500 registrations \(copied.map { "\($0)" } ?? "never") after its start")
         for client in [desk, restarted, fresh] { await client.close() }
@@ -307,7 +296,7 @@ import Testing
         let arcface = (0..<128).map { _ in Float.random(in: -1...1, using: &generator) }
         let dlib = (0..<128).map { _ in Float.random(in: -1...1, using: &generator) }
         _ = try await clients[2].register(identifier: "alice", face: Face(FaceTemplate(algorithm: 24, vector: arcface)))
-        _ = try await Self.within(.seconds(2)) { try await Self.identifiers(clients[0]) == ["alice"] }
+        _ = try await Self.within(.seconds(2)) { try await identifiersStored(in: clients[0]) == ["alice"] }
         let found = try await clients[0].identify(
             face: Face(templates: [FaceTemplate(algorithm: 24, vector: arcface), FaceTemplate(algorithm: 16, vector: dlib)]))
         #expect(found.matches.first?.identifier == "alice")
@@ -350,10 +339,10 @@ import Testing
         #expect(refused != nil, "a node that cannot apply the log accepted a write")
         #expect(fleet.server.psql("SELECT count(*) FROM fleet_log") == entries, "a refused write reached the log")
         #expect(try await stuck.identify(face: alice, autoEnrol: false).matches.isEmpty, "reads go on, from what was applied")
-        #expect(try await Self.identifiers(stuck).isEmpty)
+        #expect(try await identifiersStored(in: stuck).isEmpty)
         // The rest of the fleet goes on.
         _ = try await writer.register(identifier: "carol", face: Self.face(&generator))
-        #expect(try await Self.identifiers(writer) == ["alice", "carol"])
+        #expect(try await identifiersStored(in: writer) == ["alice", "carol"])
         await writer.close()
         await stuck.close()
     }

@@ -40,18 +40,6 @@ import Testing
                     })))
     }
 
-    /// Every identifier stored in the default gallery.
-    static func storedIdentifiers(_ client: RegistryConnection) async throws -> Set<String> {
-        var stored: Set<String> = []
-        var after: String?
-        repeat {
-            let page = try await client.identifiers(after: after, limit: 1000)
-            stored.formUnion(page.identifiers)
-            after = page.next
-        } while after != nil
-        return stored
-    }
-
     /// The response's error code, nil when it carries a result.
     static func errorCode(_ response: Registry_V1_Response) -> Registry_V1_ErrorCode? {
         if case .error(let error) = response.result { return error.code }
@@ -113,7 +101,7 @@ import Testing
 
         try daemon.start()
         let client = try await daemon.client()
-        let stored = try await Self.storedIdentifiers(client)
+        let stored = try await identifiersStored(in: client)
         #expect(try await client.verify().problems.isEmpty)
         await client.close()
 
@@ -155,7 +143,7 @@ import Testing
         #expect(replies.count == count, "a half-closed client got \(replies.count) of \(count) replies")
         #expect(replies.values.allSatisfy { $0 == nil })
         let client = try await daemon.client()
-        let stored = try await Self.storedIdentifiers(client)
+        let stored = try await identifiersStored(in: client)
         #expect(stored.count == replies.count)
         await client.close()
     }
@@ -173,7 +161,7 @@ import Testing
         #expect(second.id == 2 && second.error.code == .unsupportedVersion)
         #expect(connection.isClosedByPeer())
         let client = try await daemon.client()
-        let stored = try await Self.storedIdentifiers(client)
+        let stored = try await identifiersStored(in: client)
         #expect(stored == ["before"], "\(stored.count) registrations stored, \(stored.count - 1) of them after the refused hello")
         await client.close()
     }
@@ -256,7 +244,7 @@ import Testing
         connection.send(try Self.registration(1, "after-the-cut"))
         let reply = try #require(try connection.response())
         #expect(Self.errorCode(reply) == nil, "\(reply)")
-        #expect(try await Self.storedIdentifiers(client) == ["after-the-cut"])
+        #expect(try await identifiersStored(in: client) == ["after-the-cut"])
         await client.close()
         #expect(daemon.log.contains("created afresh"), "\(daemon.log)")
     }
