@@ -60,6 +60,36 @@ extension FleetNode: Service {
         var lastFailure: String?
         while !Task.isCancelled {
             do {
+                // Entries started before that failed here alone (their failure can come after their
+                // write was queued, or when nothing follows them): the log is applied again from the
+                // store's position, once every entry started has ended.
+                tickets.removeAll { ticket in
+                    guard let outcome = ticket.ended else { return false }
+                    if case .failedHere(let reason) = outcome { self.state.withLock { $0.failedHere = $0.failedHere ?? reason } }
+                    return true
+                }
+                if let reason = self.state.withLock({ $0.failedHere }) {
+                    for ticket in tickets { _ = await ticket.outcome() }
+                    tickets = []
+                    next = (try? self.engine.fleetPosition()) ?? next
+                    if reason != lastFailure {
+                        self.logger.error(
+                            "a fleet entry failed on this node; applying the log again from the store's position",
+                            metadata: ["position": "\(next + 1)", "error": "\(Names.loggable(reason, maximum: 512))"])
+                    }
+                    lastFailure = reason
+                    let stuckAt = next + 1
+                    self.state.withLock { state in
+                        state.failedHere = nil
+                        state.stuck = (stuckAt, reason)
+                        state.followed = next
+                    }
+                    try await Task.sleep(for: .milliseconds(500))
+                } else if let stuck = self.state.withLock({ $0.stuck }), (try? self.engine.fleetPosition()) ?? 0 >= stuck.position {
+                    // The entry it stopped at is applied at last.
+                    lastFailure = nil
+                    self.state.withLock { $0.stuck = nil }
+                }
                 if self.state.withLock({ $0.seal == nil }) {
                     try await Self.within(.seconds(5)) { try await self.prepareAgain() }
                 }
@@ -82,32 +112,8 @@ extension FleetNode: Service {
                     tickets.append(ticket)
                     next = entry.position
                     self.state.withLock { $0.followed = next }
-                }
-                tickets.removeAll { ticket in
-                    guard let outcome = ticket.ended else { return false }
-                    if case .failedHere(let reason) = outcome { self.state.withLock { $0.failedHere = $0.failedHere ?? reason } }
-                    return true
-                }
-                if let reason = self.state.withLock({ $0.failedHere }) {
-                    // Every entry started must end before the store's position says where to go on.
-                    for ticket in tickets { _ = await ticket.outcome() }
-                    tickets = []
-                    next = (try? self.engine.fleetPosition()) ?? next
-                    if reason != lastFailure {
-                        self.logger.error(
-                            "a fleet entry failed on this node; applying the log again from the store's position",
-                            metadata: ["position": "\(next + 1)", "error": "\(Names.loggable(reason, maximum: 512))"])
-                    }
-                    lastFailure = reason
-                    self.state.withLock { state in
-                        state.failedHere = nil
-                        state.stuck = reason
-                        state.followed = next
-                    }
-                    try await Task.sleep(for: .milliseconds(500))
-                } else {
-                    lastFailure = nil
-                    self.state.withLock { $0.stuck = nil }
+                    // Failed before it wrote: the entries after it would only fail behind it.
+                    if case .failedHere(let reason)? = ticket.ended { self.state.withLock { $0.failedHere = $0.failedHere ?? reason } }
                 }
             } catch is CancellationError {
                 return

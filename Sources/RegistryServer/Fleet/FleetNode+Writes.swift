@@ -15,7 +15,7 @@ extension FleetNode {
     /// writes before they reach the log: its own would wait behind everything it has not applied.
     func submit(_ write: FleetWrite) {
         let refusal: RegistryError? = self.state.withLock { state in
-            if let reason = state.failedHere ?? state.stuck {
+            if let reason = state.failedHere ?? state.stuck?.reason {
                 return RegistryError(
                     .fleetUnavailable,
                     "this node cannot apply the fleet's log at the moment (\(Names.loggable(reason, maximum: 200))): "

@@ -83,8 +83,8 @@ public final class FleetNode: @unchecked Sendable {
         var configuredGalleries: [GalleryConfiguration] = []
         /// The last position the follower has read and started applying.
         var followed: Int64 = 0
-        /// Why the follower stopped at an entry it cannot apply yet (nil: it is not stopped).
-        var stuck: String?
+        /// The entry the follower stopped at, unable to apply it yet, and why (nil: not stopped).
+        var stuck: (position: Int64, reason: String)?
     }
 
     let state = Mutex(State())
