@@ -70,7 +70,7 @@ import Testing
         return try await condition() ? ContinuousClock.now - start : nil
     }
 
-    @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
+    @Test
     func registrationsReachEveryNodeAndTheWriterReadsItsOwn() async throws {
         let fleet = try Fleet()
         let nodes = try ["door-1", "door-2", "desk"].map { try fleet.node($0) }
@@ -120,7 +120,7 @@ import Testing
         for client in clients { await client.close() }
     }
 
-    @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
+    @Test
     func oneFaceRegisteredOnThreeNodesAtOnceIsStoredOnce() async throws {
         let fleet = try Fleet()
         let nodes = try ["door-1", "door-2", "desk"].map { try fleet.node($0) }
@@ -151,7 +151,7 @@ import Testing
         for client in clients { await client.close() }
     }
 
-    @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
+    @Test
     func deletionsReachEveryNodeAndLeaveNoTemplateInAnyStoreOrInTheDatabase() async throws {
         let fleet = try Fleet()
         let nodes = try ["door-1", "door-2", "desk"].map { try fleet.node($0) }
@@ -200,7 +200,7 @@ import Testing
         for client in clients { await client.close() }
     }
 
-    @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
+    @Test
     func withPostgresStoppedReadsGoOnAndWritesAreRefusedUntilItReturns() async throws {
         let fleet = try Fleet()
         let nodes = try ["door-1", "desk"].map { try fleet.node($0) }
@@ -236,7 +236,7 @@ import Testing
         for client in clients { await client.close() }
     }
 
-    @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
+    @Test
     func aKilledNodeCatchesUpAndANewNodeCopiesEverything() async throws {
         let fleet = try Fleet()
         let nodes = try ["door-1", "door-2", "desk"].map { try fleet.node($0) }
@@ -287,7 +287,7 @@ import Testing
 
     /// Migration on a fleet: a face recognised on one node is auto-enrolled in the registry that
     /// lacked it, through the log, on every node with the same template id.
-    @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
+    @Test
     func autoEnrolmentOnOneNodeReachesEveryNode() async throws {
         let fleet = try Fleet()
         let nodes = try ["door-1", "door-2", "desk"].map { try fleet.node($0) }
@@ -317,7 +317,7 @@ import Testing
     /// A node that cannot apply the log (here: started with another fleet key, so the entries do not
     /// open) stops where it is rather than skip an entry, goes on answering reads, and refuses writes
     /// before they reach the log; the rest of the fleet goes on.
-    @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
+    @Test
     func aNodeThatCannotApplyTheLogRefusesWritesAndSkipsNothing() async throws {
         let fleet = try Fleet()
         let good = try fleet.node("door-1")
@@ -347,7 +347,7 @@ import Testing
         await stuck.close()
     }
 
-    @Test(.enabled(if: geteuid() == 0, "the test PostgreSQL runs as the postgres user, which needs root to switch to"))
+    @Test
     func aStoreOfAnotherFleetOrWithStandaloneDataRefusesToJoin() async throws {
         let fleet = try Fleet()
         // Standalone data: a daemon without --fleet registered someone.

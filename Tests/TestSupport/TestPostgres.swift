@@ -21,7 +21,12 @@ public final class TestPostgres: Sendable {
     /// Initialises and starts the server, and creates `database` (owned by the `postgres` role).
     /// - Throws: ``Refused`` saying which step failed and what it printed (not root; PostgreSQL not
     ///   installed: `tools/ensure-deps --test` installs it).
+    /// A test that needs the server fails with this when it cannot have one: it never passes without
+    /// having looked.
     public init(database: String = "registry") throws(Refused) {
+        guard geteuid() == 0 else {
+            throw Refused(description: "the test PostgreSQL runs as the postgres user, which only root can switch to: run the tests as root")
+        }
         guard let binaries = Self.binaries() else {
             throw Refused(description: "PostgreSQL's server programs are not installed (Debian: apt-get install postgresql)")
         }
