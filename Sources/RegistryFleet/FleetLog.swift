@@ -152,16 +152,17 @@ public struct FleetLog: Sendable {
     }
 
     /// The last position committed, and when the first entry after `position` was committed
-    /// (seconds since 1970; nil: none is), for a node's lag.
-    public func lag(after position: Int64) async throws -> (head: Int64, oldest: Double?) {
+    /// (microseconds since 1970, as ``FleetEntry/committedAt``; nil: none is), for a node's lag.
+    public func lag(after position: Int64) async throws -> (head: Int64, oldest: Int64?) {
         let rows = try await self.client.query(
             """
             SELECT coalesce(max(position), 0)::bigint,
-                   (SELECT extract(epoch FROM committed_at)::float8 FROM fleet_log WHERE position > \(position) ORDER BY position LIMIT 1)
+                   (SELECT (extract(epoch FROM committed_at) * 1000000)::bigint FROM fleet_log WHERE position > \(position)
+                    ORDER BY position LIMIT 1)
             FROM fleet_log
             """,
             logger: self.logger)
-        for try await (head, oldest) in rows.decode((Int64, Double?).self) { return (head, oldest) }
+        for try await (head, oldest) in rows.decode((Int64, Int64?).self) { return (head, oldest) }
         return (0, nil)
     }
 

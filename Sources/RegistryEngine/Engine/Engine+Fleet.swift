@@ -123,7 +123,7 @@ extension Engine {
     public static func failsEverywhere(_ error: any Error) -> Bool {
         guard let error = error as? RegistryError else { return false }
         switch error.code {
-        case .internal, .storageFull, .shuttingDown, .tooManyConnections: return false
+        case .internal, .storageFull, .shuttingDown, .tooManyConnections, .fleetUnavailable: return false
         default: return true
         }
     }

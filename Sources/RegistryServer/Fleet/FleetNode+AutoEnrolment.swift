@@ -35,7 +35,7 @@ extension FleetNode {
     ) {
         guard let entry = FleetAutoEnrolment.decode(frame) else {
             let error = RegistryError.malformedRequest("fleet entry \(application.position) is not an auto-enrolment this registryd reads")
-            ticket.finished(Result<Void, any Error>.failure(error))
+            ticket.failed(error)
             answer?(.failure(error))
             return
         }

@@ -49,7 +49,7 @@ extension FleetNode: Service {
                     as [UInt8]
             )
         }
-        try await self.propose(frames, timeout: .seconds(10))
+        try await self.propose(frames)
         self.logger.info("the configured galleries are proposed to the fleet and applied here", metadata: ["galleries": "\(frames.count)"])
     }
 
@@ -144,7 +144,7 @@ extension FleetNode: Service {
         let ticket = FleetTicket(position: entry.position)
         let application = FleetApplication(position: entry.position, committedAt: entry.committedAt) { ticket.queued() }
         guard let seal = self.state.withLock({ $0.seal }) else {
-            ticket.finished(Result<Void, any Error>.failure(RegistryError(.internal, "the fleet's seal is not known yet")))
+            ticket.failed(RegistryError(.internal, "the fleet's seal is not known yet"))
             return ticket
         }
         let payload: (token: UInt64, frame: ArraySlice<UInt8>)
@@ -159,17 +159,17 @@ extension FleetNode: Service {
             (payload, kind) = (decoded, known)
         } catch {
             // Not for this node to skip: every replica must apply it. Stopped here until it can.
-            ticket.finished(Result<Void, any Error>.failure(RegistryError(.internal, "\(error)")))
+            ticket.failed(RegistryError(.internal, "\(error)"))
             return ticket
         }
-        if entry.node == self.settings.node, payload.token != 0, let write = self.claim(token: payload.token) {
+        if entry.node == self.settings.node, let write = self.claim(token: payload.token) {
             write.apply(application, ticket)
         } else if kind == .autoEnrolment {
             self.applyAutoEnrolment(Array(payload.frame), application: application, ticket: ticket, answer: nil)
         } else if let dispatcher = self.dispatcher {
             dispatcher.applyFleetEntry(Array(payload.frame), application: application, ticket: ticket)
         } else {
-            ticket.finished(Result<Void, any Error>.failure(RegistryError(.internal, "the node is not serving yet")))
+            ticket.failed(RegistryError(.internal, "the node is not serving yet"))
         }
         let started = await ticket.started()
         if !started.queued, started.outcome == .done {
@@ -229,7 +229,7 @@ extension FleetNode: Service {
                 try await Self.within(.seconds(5)) { try await self.log.recordApplied(applied) }
                 self.state.withLock { state in
                     state.head = max(state.head, head)
-                    state.oldestUnapplied = oldest ?? 0
+                    state.oldestUnapplied = oldest
                     state.reachable = true
                 }
             } catch is CancellationError {

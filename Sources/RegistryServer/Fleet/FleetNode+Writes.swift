@@ -67,10 +67,7 @@ extension FleetNode {
             do {
                 guard let seal else { throw FleetTimeout() }
                 let entries = try zip(writes, tokens).map { write, token in
-                    (
-                        gallery: write.gallery, kind: write.kind.rawValue,
-                        entry: try seal.seal(FleetPayload.encode(token: token, frame: write.frame))
-                    )
+                    (gallery: write.gallery, kind: write.kind.rawValue, entry: try seal.seal(FleetPayload.encode(token: token, frame: write.frame)))
                 }
                 _ = try await Self.within(.seconds(5)) { try await self.log.append(entries, progress: progress) }
                 self.state.withLock { $0.reachable = true }
@@ -144,20 +141,32 @@ extension FleetNode {
                     + "every node); look (identify, list) before writing again"))
     }
 
-    /// Appends `frames` (requests this node makes of itself: its configured galleries) and waits,
-    /// at most `timeout`, until this node has applied them.
-    func propose(_ frames: [(gallery: String, frame: [UInt8])], timeout: Duration) async throws {
-        guard let seal = self.state.withLock({ $0.seal }) else { throw FleetTimeout() }
-        let entries = try frames.map {
-            (gallery: $0.gallery, kind: FleetEntryKind.request.rawValue, entry: try seal.seal(FleetPayload.encode(token: 0, frame: $0.frame)))
-        }
-        let positions = try await Self.within(timeout) { try await self.log.append(entries) }
-        self.wakeFollower()
-        guard let last = positions.last else { return }
-        let deadline = ContinuousClock.now + timeout
-        while try self.engine.fleetPosition() < last {
-            guard ContinuousClock.now < deadline else { throw FleetTimeout() }
-            try await Task.sleep(for: .milliseconds(5))
+    /// Writes `frames` (requests this node makes of itself: its configured galleries) through the
+    /// log as a client's writes go, and returns once this node has applied them; throws when one
+    /// was refused, or failed here.
+    func propose(_ frames: [(gallery: String, frame: [UInt8])]) async throws {
+        guard let dispatcher = self.dispatcher else { throw RegistryError(.internal, "the node is not serving yet") }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (gallery, frame) in frames {
+                group.addTask {
+                    try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
+                        self.submit(
+                            FleetWrite(
+                                gallery: gallery, frame: frame,
+                                apply: { application, ticket in
+                                    dispatcher.applyFleetEntry(frame, application: application, ticket: ticket)
+                                    Task {
+                                        if case .failedHere(let reason) = await ticket.outcome() {
+                                            return done.resume(throwing: RegistryError(.internal, reason))
+                                        }
+                                        done.resume()
+                                    }
+                                },
+                                refuse: { done.resume(throwing: $0) }))
+                    }
+                }
+            }
+            try await group.waitForAll()
         }
     }
 
@@ -184,7 +193,8 @@ enum FleetEntryKind: Int16 {
     case autoEnrolment = 2
 }
 
-/// An entry's payload before sealing: the writing node's token for it (0: no one waits), then the request.
+/// An entry's payload before sealing: the writing node's token for it (how it finds its waiting
+/// write), then the request.
 enum FleetPayload {
     static func encode(token: UInt64, frame: [UInt8]) -> [UInt8] {
         withUnsafeBytes(of: token.bigEndian, Array.init) + frame

@@ -73,7 +73,8 @@ public final class FleetNode: @unchecked Sendable {
         var nextToken: UInt64 = .random(in: 1...(1 << 62))
         /// The newest position seen in the log, and when the oldest entry not applied was committed.
         var head: Int64 = 0
-        var oldestUnapplied: Double = 0
+        /// When the oldest entry not applied here was committed (microseconds since 1970; nil: none).
+        var oldestUnapplied: Int64?
         var reachable = false
         /// An entry failed on this node alone: the follower applies again from the store's position.
         var failedHere: String?
@@ -212,15 +213,9 @@ public final class FleetNode: @unchecked Sendable {
         return self.state.withLock { state in
             Status(
                 node: self.settings.node, fleetId: state.fleetId, applied: applied, head: max(state.head, applied),
-                lagSeconds: state.head > applied && state.oldestUnapplied > 0 ? max(0, Self.now() - state.oldestUnapplied) : 0,
+                lagSeconds: state.head > applied ? state.oldestUnapplied.map { max(0, Double(AuditEntry.now() - $0) / 1e6) } ?? 0 : 0,
                 reachable: state.reachable)
         }
-    }
-
-    static func now() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 }
 
@@ -283,6 +278,11 @@ final class FleetTicket: Sendable {
         }
         waiters.0?.resume()
         for waiter in waiters.1 { waiter.resume() }
+    }
+
+    /// The entry's operation failed before it started (the entry could not be read, or is refused).
+    func failed(_ error: any Error) {
+        self.finished(Result<Void, any Error>.failure(error))
     }
 
     /// Returns once the write is queued or the operation ended (refused before writing).
