@@ -61,6 +61,9 @@ public final class Engine: @unchecked Sendable {
     /// Whether the store is a fleet replica (``joinFleet(id:)``): every write of the registry's
     /// contents must then come from the fleet's log (``FleetApplication``).
     let isReplica = Atomic<Bool>(false)
+    /// Why the index could not be rebuilt after a fleet state image was loaded (``reloadIndex()``),
+    /// for the load's caller.
+    let reloadFailure = Mutex<String?>(nil)
     /// Fleet mode: where auto-enrolments go (``routeAutoEnrolments(_:)``).
     let autoEnrolmentRoute = Mutex<
         (@Sendable (AutoEnrolmentEntry, @escaping @Sendable (Result<[AutoEnrolmentOutcome], any Error>) -> Void) -> Void)?

@@ -21,11 +21,14 @@ enum IndexChange: Sendable {
     case setProfile(galleryId: UInt32, identifier: String, profile: LivenessProfile?)
     /// The store's payloads are now sealed with this key.
     case setCipher(PayloadCipher)
+    /// The store's contents were replaced by a fleet state image: the index is built from the
+    /// store again (``Engine/reloadIndex()``).
+    case reload
 
     /// Whether the commit that made it left pages free in the store (what ``StorageReserve`` counts).
     var freesPages: Bool {
         switch self {
-        case .remove, .deleteGallery: true
+        case .remove, .deleteGallery, .reload: true
         case .setProfile(_, _, let profile): profile == nil
         case .add, .defineGallery, .setCipher: false
         }
@@ -53,7 +56,7 @@ final class BatchChanges {
             case .remove(let id, _, _):
                 self.removed.insert(id)
                 self.added.removeAll { $0.id == id }
-            case .defineGallery, .deleteGallery, .setProfile, .setCipher:
+            case .defineGallery, .deleteGallery, .setProfile, .setCipher, .reload:
                 break
             }
         }

@@ -285,6 +285,8 @@ extension Engine {
                 self.gallery(id: galleryId)?.setProfile(profile, of: identifier)
             case .deleteGallery(let name):
                 self.state[name] = nil
+            case .reload:
+                self.reloadIndex()
             }
         }
     }
