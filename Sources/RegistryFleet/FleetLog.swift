@@ -144,10 +144,27 @@ public struct FleetLog: Sendable {
         return try await Self.decode(rows)
     }
 
-    /// The last position committed (0 for an empty log).
+    /// The last position committed (0 for an empty log); the trimmed start when the whole log was
+    /// trimmed.
     public func head() async throws -> Int64 {
-        let rows = try await self.client.query("SELECT coalesce(max(position), 0)::bigint FROM fleet_log", logger: self.logger)
+        let rows = try await self.client.query("SELECT \(unescaped: Self.headSQL)", logger: self.logger)
         for try await head in rows.decode(Int64.self) { return head }
+        return 0
+    }
+
+    /// The head as one SQL expression (a compaction may have removed every entry: the positions
+    /// taken go on after its trimmed start).
+    static let headSQL = """
+        greatest(coalesce((SELECT max(position) FROM fleet_log), 0),
+                 coalesce((SELECT value FROM registry_fleet_meta WHERE key = 'trimmed'), 0))::bigint
+        """
+
+    /// The last position trimmed from the log (0: none): a node whose position is below it cannot
+    /// follow the log from there and loads the newest snapshot instead.
+    public func trimmed() async throws -> Int64 {
+        let rows = try await self.client.query(
+            "SELECT coalesce((SELECT value FROM registry_fleet_meta WHERE key = 'trimmed'), 0)::bigint", logger: self.logger)
+        for try await trimmed in rows.decode(Int64.self) { return trimmed }
         return 0
     }
 
@@ -156,10 +173,9 @@ public struct FleetLog: Sendable {
     public func lag(after position: Int64) async throws -> (head: Int64, oldest: Int64?) {
         let rows = try await self.client.query(
             """
-            SELECT coalesce(max(position), 0)::bigint,
+            SELECT \(unescaped: Self.headSQL),
                    (SELECT (extract(epoch FROM committed_at) * 1000000)::bigint FROM fleet_log WHERE position > \(position)
                     ORDER BY position LIMIT 1)
-            FROM fleet_log
             """,
             logger: self.logger)
         for try await (head, oldest) in rows.decode((Int64, Int64?).self) { return (head, oldest) }

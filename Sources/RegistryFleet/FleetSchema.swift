@@ -15,9 +15,17 @@ import PostgresNIO
 ///                          that wrote it, its kind and the entry (sealed template data, never clear)
 ///     fleet_nodes          node → the log position it has applied, and when it was last seen
 ///                          (the log is trimmed below the lowest applied position)
+///
+/// Version 2 (compaction, docs/fleet.md):
+///
+///     fleet_snapshots      position → the replicas' state at that position (a sealed state image,
+///                          in parts), written by a node, so that the log before it can be trimmed
+///     fleet_snapshot_parts (position, part) → the sealed bytes of one part
+///     registry_fleet_meta  trimmed: the last position removed from the log (a node behind it
+///                          loads the newest snapshot instead of the entries it lacks)
 public enum FleetSchema {
     /// The version this build creates and understands.
-    public static let version: Int64 = 1
+    public static let version: Int64 = 2
 
     /// The advisory lock key the schema's creation and migration hold (`registryd` in ASCII).
     static let lockKey: Int64 = 0x7265_6769_7374_7279
@@ -51,11 +59,16 @@ public enum FleetSchema {
             }
             if found == nil {
                 for statement in Self.version1 { _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
-                _ = try await connection.query(
-                    "INSERT INTO registry_fleet_meta (key, value) VALUES ('schema_version', \(Self.version))", logger: logger)
+                _ = try await connection.query("INSERT INTO registry_fleet_meta (key, value) VALUES ('schema_version', 1)", logger: logger)
                 // A random identity, fixed for the fleet's life.
                 _ = try await connection.query(
                     "INSERT INTO registry_fleet_meta (key, value) VALUES ('fleet_id', (random() * 9.2e18)::bigint)", logger: logger)
+            }
+            // Each version's migration in turn, from the one found (a new database starts at 1).
+            for (target, statements) in Self.migrations where target > (found ?? 1) {
+                for statement in statements { _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                _ = try await connection.query(
+                    "UPDATE registry_fleet_meta SET value = \(target) WHERE key = 'schema_version'", logger: logger)
             }
             guard let fleetId = try await Self.meta("fleet_id", connection, logger: logger) else {
                 throw FleetSchemaError.damaged("registry_fleet_meta has a schema version but no fleet_id")
@@ -83,6 +96,29 @@ public enum FleetSchema {
             applied bigint NOT NULL DEFAULT 0,
             seen_at timestamptz NOT NULL DEFAULT now())
         """,
+    ]
+
+    /// The statements that take the schema from the version before to the key's, in order.
+    static let migrations: [(Int64, [String])] = [(2, Self.version2)]
+
+    /// Version 2: snapshots of the replicas' state, and the log's trimmed start.
+    static let version2 = [
+        """
+        CREATE TABLE fleet_snapshots (
+            position bigint PRIMARY KEY,
+            node text NOT NULL,
+            parts integer NOT NULL,
+            bytes bigint NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now())
+        """,
+        """
+        CREATE TABLE fleet_snapshot_parts (
+            position bigint NOT NULL REFERENCES fleet_snapshots (position) ON DELETE CASCADE,
+            part integer NOT NULL,
+            data bytea NOT NULL,
+            PRIMARY KEY (position, part))
+        """,
+        "INSERT INTO registry_fleet_meta (key, value) VALUES ('trimmed', 0)",
     ]
 
     private static func meta(_ key: String, _ connection: PostgresConnection, logger: Logger) async throws -> Int64? {

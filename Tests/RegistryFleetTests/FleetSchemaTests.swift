@@ -1,9 +1,10 @@
 import Glibc
 import Logging
 import PostgresNIO
-import RegistryFleet
 import TestSupport
 import Testing
+
+@testable import RegistryFleet
 
 /// The fleet's schema against a real PostgreSQL started for the test (Debian's server, initdb and
 /// pg_ctl in a temporary directory).
@@ -27,7 +28,28 @@ import Testing
             return try await group.reduce(into: []) { $0.append($1) }
         }
         #expect(Set(together.map(\.fleetId)) == [first.fleetId])
-        #expect(server.psql("SELECT count(*) FROM registry_fleet_meta") == "2")
+        #expect(server.psql("SELECT count(*) FROM registry_fleet_meta") == "3")
+    }
+
+    /// A database of schema 1 (its log and nodes kept) is migrated to this build's version, once.
+    @Test
+    func aVersion1DatabaseIsMigrated() async throws {
+        let server = try TestPostgres()
+        defer { server.remove() }
+        for statement in ["CREATE TABLE registry_fleet_meta (key text PRIMARY KEY, value bigint NOT NULL)"] + FleetSchema.version1 + [
+            "INSERT INTO registry_fleet_meta (key, value) VALUES ('schema_version', 1), ('fleet_id', 77)",
+            "INSERT INTO fleet_log (gallery, node, kind, entry) VALUES ('staff', 'a', 1, '\\x01')",
+        ] {
+            _ = server.psql(statement)
+        }
+        let prepared = try await withFleetClient(server) { try await FleetSchema.prepare($0, logger: fleetTestLogger) }
+        #expect(prepared == FleetSchema.Prepared(found: 1, fleetId: 77))
+        #expect(server.psql("SELECT value FROM registry_fleet_meta WHERE key = 'schema_version'") == "\(FleetSchema.version)")
+        #expect(server.psql("SELECT value FROM registry_fleet_meta WHERE key = 'trimmed'") == "0")
+        #expect(server.psql("SELECT count(*) FROM fleet_log") == "1")
+        #expect(server.psql("SELECT count(*) FROM fleet_snapshots") == "0")
+        let again = try await withFleetClient(server) { try await FleetSchema.prepare($0, logger: fleetTestLogger) }
+        #expect(again.found == FleetSchema.version)
     }
 
     /// Nodes of two new empty databases start two fleets: their identities differ, which is what
