@@ -215,16 +215,27 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         public var node: String
         public var keyFile: String?
         public var passwordFile: String?
+        /// How often the node looks whether a snapshot is due and compacts the log (default 60).
+        public var compactionSeconds: Int?
+        /// How long the log waits for a node that has not applied it (default 7 days): entries
+        /// older than this, and nodes not seen for this long, no longer hold the log's trimming back
+        /// (such a node loads the newest snapshot when it comes back).
+        public var retentionSeconds: Int?
 
-        public init(url: String, node: String, keyFile: String? = nil, passwordFile: String? = nil) {
+        public init(
+            url: String, node: String, keyFile: String? = nil, passwordFile: String? = nil, compactionSeconds: Int? = nil,
+            retentionSeconds: Int? = nil
+        ) {
             self.url = url
             self.node = node
             self.keyFile = keyFile
             self.passwordFile = passwordFile
+            self.compactionSeconds = compactionSeconds
+            self.retentionSeconds = retentionSeconds
         }
 
         public enum CodingKeys: String, CodingKey, CaseIterable {
-            case url, node, keyFile, passwordFile
+            case url, node, keyFile, passwordFile, compactionSeconds, retentionSeconds
         }
     }
 

@@ -177,9 +177,10 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
         if let data { configuration.dataDirectory = data }
         if let keyFile { configuration.keyFile = keyFile }
         if let fleet {
-            configuration.fleet = ServerConfiguration.FleetEntry(
-                url: fleet, node: self.node ?? configuration.fleet?.node ?? "", keyFile: configuration.fleet?.keyFile,
-                passwordFile: configuration.fleet?.passwordFile)
+            // The URL given here, the rest of the file's section kept.
+            var entry = configuration.fleet ?? ServerConfiguration.FleetEntry(url: fleet, node: "")
+            entry.url = fleet
+            configuration.fleet = entry
         }
         if let node, configuration.fleet != nil { configuration.fleet?.node = node }
         if let fleetKey, configuration.fleet != nil { configuration.fleet?.keyFile = fleetKey }

@@ -193,7 +193,14 @@ import Testing
             case "algorithms": "[\(algorithm)]"
             case "galleries": "[\(gallery)]"
             case "access": #"{"*": {"identify": ["uid:0"]}}"#
-            case "fleet": object("fleet") { $0 == "url" ? #""postgresql://registry@db/registry""# : #""x""# }
+            case "fleet":
+                object("fleet") { key in
+                    switch key {
+                    case "url": #""postgresql://registry@db/registry""#
+                    case "compactionSeconds", "retentionSeconds": "60"
+                    default: #""x""#
+                    }
+                }
             default: #""x""#
             }
         }

@@ -19,11 +19,13 @@ import Testing
         return path
     }
 
-    func settings(node: String, password: [UInt8]? = nil, key: [UInt8] = [UInt8](repeating: 7, count: 32)) throws -> FleetSettings? {
+    func settings(
+        node: String, password: [UInt8]? = nil, key: [UInt8] = [UInt8](repeating: 7, count: 32), compaction: Int? = nil, retention: Int? = nil
+    ) throws -> FleetSettings? {
         var configuration = ServerConfiguration()
         configuration.fleet = .init(
             url: "postgresql://registry@db/registry", node: node, keyFile: try self.file("fleet.key", key),
-            passwordFile: try password.map { try self.file("password", $0) })
+            passwordFile: try password.map { try self.file("password", $0) }, compactionSeconds: compaction, retentionSeconds: retention)
         return try configuration.fleetSettings()
     }
 
@@ -51,6 +53,18 @@ import Testing
             try self.settings(node: "door-1", key: Array((String(repeating: "0a", count: 32) + "\n").utf8))?.key == [UInt8](repeating: 10, count: 32))
         for refused in [[UInt8](repeating: 7, count: 31), [UInt8](repeating: 7, count: 33), Array(String(repeating: "0a", count: 31).utf8)] {
             #expect(throws: ConfigurationError.self) { try self.settings(node: "door-1", key: refused) }
+        }
+    }
+
+    @Test func compactionAndRetentionAreBoundedAndDefaultToAMinuteAndAWeek() throws {
+        let defaults = try #require(try self.settings(node: "door-1"))
+        #expect(defaults.compactionInterval == .seconds(60) && defaults.retention == .seconds(7 * 86_400))
+        let atTheLimits = try #require(try self.settings(node: "door-1", compaction: 86_400, retention: 31_536_000))
+        #expect(atTheLimits.compactionInterval == .seconds(86_400) && atTheLimits.retention == .seconds(31_536_000))
+        #expect(try self.settings(node: "door-1", compaction: 1, retention: 1)?.retention == .seconds(1))
+        for (compaction, retention) in [(0, 60), (86_401, 60), (60, 0), (60, 31_536_001), (-1, -1)] {
+            let error = #expect(throws: ConfigurationError.self) { try self.settings(node: "door-1", compaction: compaction, retention: retention) }
+            #expect(error?.description.contains(compaction == 60 ? "fleet.retentionSeconds" : "fleet.compactionSeconds") == true)
         }
     }
 }

@@ -50,8 +50,14 @@ extension ServerConfiguration {
             case .failure(.tooLarge): problems.append("the fleet password file \(path) holds more than 1024 bytes")
             }
         }
+        let compaction = fleet.compactionSeconds ?? FleetSettings.defaultCompactionSeconds
+        if !(1...86_400).contains(compaction) { problems.append("fleet.compactionSeconds must be within 1...86400 (a day)") }
+        let retention = fleet.retentionSeconds ?? FleetSettings.defaultRetentionSeconds
+        if !(1...31_536_000).contains(retention) { problems.append("fleet.retentionSeconds must be within 1...31536000 (a year)") }
         guard problems.isEmpty, let location, let key else { throw ConfigurationError(problems.joined(separator: "\n")) }
-        return FleetSettings(location: location, node: fleet.node, key: key, password: password)
+        return FleetSettings(
+            location: location, node: fleet.node, key: key, password: password, compactionInterval: .seconds(compaction),
+            retention: .seconds(retention))
     }
 
     static func isNodeName(_ name: String) -> Bool {

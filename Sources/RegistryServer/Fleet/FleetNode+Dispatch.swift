@@ -12,7 +12,7 @@ extension FleetNode {
     ) {
         self.submit(
             FleetWrite(
-                gallery: operation.scope.galleryName, frame: Array(buffer: frame),
+                kind: Operation.erases ? .erasure : .request, gallery: operation.scope.galleryName, frame: Array(buffer: frame),
                 apply: { application, ticket in
                     FleetApplication.$current.withValue(application) {
                         operation.start(in: context, completion: FleetCompletion(inner: completion, ticket: ticket))

@@ -191,6 +191,9 @@ enum FleetEntryKind: Int16 {
     case request = 1
     /// An auto-enrolment a node's identify or authenticate triggered (``FleetAutoEnrolment``).
     case autoEnrolment = 2
+    /// A client's request that removes data (a deletion): applied as ``request`` is; told apart so
+    /// that a snapshot follows it soon and compaction takes the removed data out of the log.
+    case erasure = 3
 }
 
 /// An entry's payload before sealing: the writing node's token for it (how it finds its waiting

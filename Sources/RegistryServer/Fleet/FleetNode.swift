@@ -17,12 +17,25 @@ public struct FleetSettings: Sendable {
     public var key: [UInt8]
     /// The database role's password (nil: none, e.g. peer or trust authentication on a socket).
     public var password: String?
+    /// How often the node looks whether a snapshot is due and compacts the log.
+    public var compactionInterval: Duration
+    /// How long the log waits for a node that has not applied it (docs/fleet.md, "Compaction").
+    public var retention: Duration
 
-    public init(location: FleetLocation, node: String, key: [UInt8], password: String?) {
+    public static let defaultCompactionSeconds = 60
+    public static let defaultRetentionSeconds = 7 * 86_400
+
+    public init(
+        location: FleetLocation, node: String, key: [UInt8], password: String?,
+        compactionInterval: Duration = .seconds(FleetSettings.defaultCompactionSeconds),
+        retention: Duration = .seconds(FleetSettings.defaultRetentionSeconds)
+    ) {
         self.location = location
         self.node = node
         self.key = key
         self.password = password
+        self.compactionInterval = compactionInterval
+        self.retention = retention
     }
 }
 

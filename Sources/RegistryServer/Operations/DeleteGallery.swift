@@ -7,6 +7,7 @@ extension Registry_V1_DeleteGalleryRequest: AsyncRegistryOperation {
     static let name = "delete_gallery"
     static let right: OperationClass? = .admin
     static let isReplicated = true
+    static let erases = true
     static func response(_ result: Registry_V1_DeleteGalleryResult) -> Registry_V1_Response.OneOf_Result { .deleteGallery(result) }
 
     var scope: OperationScope { .gallery(self.gallery) }

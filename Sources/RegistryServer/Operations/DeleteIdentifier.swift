@@ -7,6 +7,7 @@ extension Registry_V1_DeleteIdentifierRequest: AsyncRegistryOperation {
     static let name = "delete_identifier"
     static let right: OperationClass? = .admin
     static let isReplicated = true
+    static let erases = true
     static func response(_ result: Registry_V1_DeleteIdentifierResult) -> Registry_V1_Response.OneOf_Result { .deleteIdentifier(result) }
 
     var scope: OperationScope { .gallery(self.gallery) }

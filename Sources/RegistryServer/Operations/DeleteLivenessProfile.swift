@@ -7,6 +7,7 @@ extension Registry_V1_DeleteLivenessProfileRequest: AsyncRegistryOperation {
     static let name = "delete_liveness_profile"
     static let right: OperationClass? = .admin
     static let isReplicated = true
+    static let erases = true
     static func response(_ result: Registry_V1_DeleteLivenessProfileResult) -> Registry_V1_Response.OneOf_Result { .deleteLivenessProfile(result) }
 
     var scope: OperationScope { .gallery(self.gallery) }

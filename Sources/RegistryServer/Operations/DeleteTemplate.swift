@@ -7,6 +7,7 @@ extension Registry_V1_DeleteTemplateRequest: AsyncRegistryOperation {
     static let name = "delete_template"
     static let right: OperationClass? = .admin
     static let isReplicated = true
+    static let erases = true
     static func response(_ result: Registry_V1_DeleteTemplateResult) -> Registry_V1_Response.OneOf_Result { .deleteTemplate(result) }
 
     var scope: OperationScope { .gallery(self.gallery) }

@@ -30,6 +30,10 @@ protocol RegistryOperation: Sendable {
     /// log, applied on every node (docs/fleet.md). The node's own housekeeping (audit trail, backup,
     /// verify, encryption at rest) is not.
     static var isReplicated: Bool { get }
+    /// Whether it removes biometric data (a deletion): in fleet mode its entry is of the erasure
+    /// kind, after which a snapshot is due, so that compaction takes the removed data out of the
+    /// fleet's log soon (docs/fleet.md, "Compaction").
+    static var erases: Bool { get }
     /// The wire form of a result.
     static func response(_ result: Result) -> Registry_V1_Response.OneOf_Result
     /// The whole reply frame for `result`, written without building the response message, or nil
@@ -90,6 +94,7 @@ extension RegistryOperation {
     static var isAudited: Bool { Self.right != nil }
     static var decidesMatches: Bool { false }
     static var isReplicated: Bool { false }
+    static var erases: Bool { false }
     static func framedReply(id: UInt64, _ result: Result) -> ByteBuffer? { nil }
     static func metrics(in metrics: ServerMetrics) -> OperationMetrics {
         metrics.operation(Self.name, decidesMatches: Self.decidesMatches)
