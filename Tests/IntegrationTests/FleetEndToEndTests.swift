@@ -13,11 +13,15 @@ import Testing
         let server: TestPostgres
         let directory: String
         let keyPath: String
+        /// The `fleet` section's compaction settings every node gets (nil: the defaults, a minute
+        /// and a week, under which no test sees a compaction).
+        let compaction: (seconds: Int, retentionSeconds: Int)?
 
-        init() throws {
+        init(compaction: (seconds: Int, retentionSeconds: Int)? = nil) throws {
             self.server = try TestPostgres()
             self.directory = TemporaryDirectory("registry-fleet").path
             self.keyPath = self.directory + "/fleet.key"
+            self.compaction = compaction
             try Self.writeKey(to: self.keyPath)
         }
 
@@ -35,8 +39,24 @@ import Testing
         }
 
         func arguments(_ name: String, keyPath: String? = nil) -> [String] {
-            ["--fleet", self.server.url(), "--node", name, "--fleet-key", keyPath ?? self.keyPath, "--log-level", "info"]
+            var arguments = ["--fleet", self.server.url(), "--node", name, "--fleet-key", keyPath ?? self.keyPath, "--log-level", "info"]
+            if let compaction {
+                // The settings only a configuration file carries; the command line gives the rest.
+                let path = "\(self.directory)/\(name).json"
+                let json =
+                    #"{"fleet": {"url": "x", "node": "x", "compactionSeconds": \#(compaction.seconds), "retentionSeconds": \#(compaction.retentionSeconds)}}"#
+                _ = json.withCString { text in
+                    let file = fopen(path, "w")
+                    defer { fclose(file) }
+                    return fputs(text, file)
+                }
+                arguments += ["--config", path]
+            }
+            return arguments
         }
+
+        /// What the database says, one value (psql, as `postgres`).
+        func query(_ sql: String) -> String { self.server.psql(sql) }
 
         /// Another random key, in a file of its own.
         func otherKey() throws -> String {
@@ -153,7 +173,8 @@ import Testing
 
     @Test
     func deletionsReachEveryNodeAndLeaveNoTemplateInAnyStoreOrInTheDatabase() async throws {
-        let fleet = try Fleet()
+        // Compaction every second: the deleted templates' entries leave the log too.
+        let fleet = try Fleet(compaction: (seconds: 1, retentionSeconds: 3600))
         let nodes = try ["door-1", "door-2", "desk"].map { try fleet.node($0) }
         let clients = try await nodes.asyncMap { try await $0.client() }
         var generator = SystemRandomNumberGenerator()
@@ -172,6 +193,8 @@ import Testing
             return first == 40 && second == 40
         }
         for name in deleted { #expect(try await clients[0].deleteIdentifier(identifier: name) == 1) }
+        let lastDeletion = ContinuousClock.now
+        let head = Int(fleet.query("SELECT max(position) FROM fleet_log")) ?? 0
         for index in 1..<3 {
             let took = try await Self.within(.seconds(2)) { try await identifiersStored(in: clients[index]) == Set(kept) }
             #expect(took != nil, "node \(index) still held deleted identifiers 2 s after the last deletion")
@@ -185,6 +208,18 @@ import Testing
             #expect(scan.count(deleted.map { values[$0]! }) == 0, "\(node.dataPath) still holds a deleted template's values")
             #expect(scan.count(kept.map { values[$0]! }) == kept.count)
         }
+        // In PostgreSQL, the entries that carried the deleted templates (sealed) leave the log: a
+        // snapshot after the deletions, and the log trimmed up to it once every node applied them.
+        let compacted = try await Self.within(.seconds(10)) {
+            fleet.query("SELECT count(*) FROM fleet_log WHERE position <= \(head)") == "0"
+                && (Int(fleet.query("SELECT max(position) FROM fleet_snapshots")) ?? 0) >= head
+        }
+        let sinceDeletion = ContinuousClock.now - lastDeletion
+        #expect(compacted != nil, "the log still held the deleted templates' entries 10 s after the deletions")
+        print(
+            "fleet: the deleted templates' entries had left the log \(compacted != nil ? "\(sinceDeletion)" : "never") after the last deletion's reply"
+        )
+        #expect(fleet.query("SELECT count(*) FROM fleet_snapshots") == "1")
         // Nor in the clear in a dump of the database (raw, or as bytea's hex text).
         let dumpPath = fleet.directory + "/dump.sql"
         _ = system(
@@ -234,6 +269,74 @@ import Testing
         print("fleet: writes resumed \(resumed.map { "\($0)" } ?? "never") after PostgreSQL started again")
         #expect(try await Self.within(.seconds(2)) { try await identifiersStored(in: clients[1]) == ["alice", "bob"] } != nil)
         for client in clients { await client.close() }
+    }
+
+    /// Compaction with a short retention time: a node stopped for longer than it finds the log
+    /// trimmed past its position, loads the fleet's state instead (the templates deleted meanwhile
+    /// erased from its store), and goes on with the same template ids as the others; a new node
+    /// starts from the same state.
+    @Test
+    func aNodeAwayPastTheRetentionTimeLoadsTheFleetsState() async throws {
+        let fleet = try Fleet(compaction: (seconds: 1, retentionSeconds: 2))
+        let nodes = try ["door-1", "desk"].map { try fleet.node($0) }
+        let desk = try await nodes[1].client()
+        var generator = SystemRandomNumberGenerator()
+        var values: [String: [UInt8]] = [:]
+        func register(_ name: String) async throws {
+            _ = try await desk.register(identifier: name, face: Self.face(&generator))
+            let template = try #require(try await desk.templates(identifier: name, includeData: true).first)
+            guard case .vector(let vector) = template.template?.data else { throw HarnessError("no values") }
+            values[name] = Array(vector.prefix(4)).withUnsafeBytes { Array($0) }
+        }
+        for person in 0..<30 { try await register("p\(person)") }
+        let door = try await nodes[0].client()
+        #expect(try await Self.within(.seconds(2)) { try await identifiersStored(in: door).count == 30 } != nil)
+        await door.close()
+        nodes[0].stop(signal: SIGKILL)
+        let away = Int(fleet.query("SELECT applied FROM fleet_nodes WHERE node = 'door-1'")) ?? 0
+
+        // While door-1 is away: 30 more, and 10 of the first 30 deleted.
+        for person in 30..<60 { try await register("p\(person)") }
+        let deleted = (0..<10).map { "p\($0)" }
+        for name in deleted { #expect(try await desk.deleteIdentifier(identifier: name) == 1) }
+        let expected = Set((10..<60).map { "p\($0)" })
+        let trimmed = try await Self.within(.seconds(15)) {
+            (Int(fleet.query("SELECT value FROM registry_fleet_meta WHERE key = 'trimmed'")) ?? 0) > away
+        }
+        #expect(trimmed != nil, "the log was not trimmed past the stopped node's position (\(away))")
+
+        try nodes[0].start()
+        let back = try await nodes[0].client()
+        let reloaded: Duration?
+        do {
+            reloaded = try await Self.within(.seconds(10)) { try await identifiersStored(in: back) == expected }
+        } catch {
+            throw HarnessError("\(error); door-1's log: \(nodes[0].log)")
+        }
+        #expect(reloaded != nil, "the node back after the retention time did not have the fleet's state within 10 s; its log: \(nodes[0].log)")
+        print("fleet: a node away past the retention time had the fleet's state \(reloaded.map { "\($0)" } ?? "never") after its start")
+        #expect(nodes[0].log.contains("loaded the fleet's state"))
+        // What was deleted while it was away is gone from its store, bytes and all.
+        try await Task.sleep(for: .milliseconds(500))
+        let scan = try DataFileScan(directory: nodes[0].dataPath)
+        #expect(scan.count(deleted.map { values[$0]! }) == 0, "door-1's store still holds a template deleted while it was away")
+        #expect(scan.count(expected.map { values[$0]! }) == expected.count)
+        // The same templates, ids and times as the desk's, and writes go on from both.
+        for person in stride(from: 10, to: 60, by: 7) {
+            #expect(
+                try await back.templates(identifier: "p\(person)", includeData: true) == desk.templates(identifier: "p\(person)", includeData: true))
+        }
+        _ = try await back.register(identifier: "after", face: Self.face(&generator))
+        let onDesk = try #require(try await desk.templates(identifier: "after").first)
+        #expect(try await back.templates(identifier: "after").first?.id == onDesk.id)
+
+        let newcomer = try fleet.node("door-3")
+        let fresh = try await newcomer.client()
+        let copied = try await Self.within(.seconds(10)) { try await identifiersStored(in: fresh) == expected.union(["after"]) }
+        #expect(copied != nil, "a new node did not have the fleet's state within 10 s")
+        #expect(newcomer.log.contains("loaded the fleet's state"))
+        print("fleet: a new node had the fleet's state \(copied.map { "\($0)" } ?? "never") after its start")
+        for client in [desk, back, fresh] { await client.close() }
     }
 
     @Test
