@@ -130,4 +130,35 @@ import Testing
             }
         }
     }
+
+    /// Nodes configured with different algorithms: the image is refused before anything is
+    /// written (an index that could not be built from it would leave the node empty).
+    @Test func anImageOfAlgorithmsThisNodeDefinesOtherwiseChangesNothing() async throws {
+        let model512 = Algorithm(version: 5000, name: "model512", kind: .vector(dimension: 512), scoreFunction: .cosine, defaultThreshold: 0.5)
+        var model256 = model512
+        model256.kind = .vector(dimension: 256)
+        try await withEngine(EngineConfiguration(algorithms: [model512])) { a in
+            try await a.joinFleet(id: 5)
+            _ = try await Self.at(1) {
+                try await a.defineGallery(GalleryConfiguration(name: "m", registries: [RegistryConfiguration(algorithm: 5000)]))
+            }
+            let vector = (0..<512).map { Float($0 % 7) - 3 }
+            _ = try await Self.at(2) {
+                try await a.register(gallery: "m", identifier: "alice", face: Face(FaceTemplate(algorithm: 5000, vector: vector)))
+            }
+            let (_, image) = try await a.fleetImage()
+            for (configuration, code) in [
+                (EngineConfiguration(), RegistryError.Code.unknownAlgorithm), (EngineConfiguration(algorithms: [model256]), .internal),
+            ] {
+                try await withEngine(configuration) { b in
+                    try await b.joinFleet(id: 5)
+                    _ = try await Self.at(1) { try await b.register(identifier: "bob", face: Face(arcface())) }
+                    let error = await #expect(throws: RegistryError.self) { try await b.loadFleetImage(image) }
+                    #expect(error?.code == code, "\(error?.message ?? "")")
+                    #expect(try await b.identifiers().identifiers == ["bob"])
+                    #expect(try b.fleetPosition() == 1)
+                }
+            }
+        }
+    }
 }

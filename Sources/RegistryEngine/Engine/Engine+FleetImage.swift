@@ -154,6 +154,7 @@ extension Engine {
         } catch {
             throw RegistryError(.internal, error.description)
         }
+        try self.check(image)
         // Not a request of the log: the state the log folds to, which replaces what the store had.
         try await self.write(exclusive: true, local: true) { txn, context in
             for database in [self.store.galleries, self.store.templates, self.store.vectors, self.store.identifiers, self.store.profiles] {
@@ -178,6 +179,39 @@ extension Engine {
                     + "restart the daemon")
         }
         return image.position
+    }
+
+    /// Refuses, before anything is written, an image the index could not be built from: a template
+    /// of a registry no gallery of the image has, or whose payload is not its algorithm's size (in
+    /// this node's configuration), a gallery record that does not read.
+    private func check(_ image: FleetImage.Decoded) throws {
+        var registries: [UInt32: (gallery: UInt32, payload: Int)] = [:]
+        for (key, value) in image.galleries {
+            let name = String(decoding: key, as: UTF8.self)
+            guard let record = try? value.withUnsafeBytes({ try GalleryRecord(decoding: $0) }) else {
+                throw RegistryError(.internal, "the fleet's state image has a gallery record that does not read ('\(Names.loggable(name))')")
+            }
+            for registry in record.registries {
+                guard let algorithm = try? self.catalog.algorithm(version: registry.algorithm) else {
+                    throw RegistryError(
+                        .unknownAlgorithm,
+                        "the fleet's state has gallery '\(Names.loggable(name))' with algorithm \(registry.algorithm), which this node's configuration "
+                            + "does not define: give every node of the fleet the same algorithms")
+                }
+                registries[registry.id] = (record.id, PreparedTemplate.payloadSize(of: algorithm))
+            }
+        }
+        for (id, record, payload) in image.templates {
+            guard let registry = registries[record.registryId], registry.gallery == record.galleryId else {
+                throw RegistryError(
+                    .internal, "the fleet's state image has template \(id) in registry \(record.registryId), which no gallery of it has")
+            }
+            guard payload.count == registry.payload else {
+                throw RegistryError(
+                    .internal,
+                    "the fleet's state image has template \(id) of \(payload.count) payload bytes, where its algorithm has \(registry.payload)")
+            }
+        }
     }
 
     /// The index rebuilt from the store after a ``loadFleetImage(_:)`` commit, under the index's
