@@ -11,7 +11,9 @@ import Testing
 @Suite struct FleetImageTests {
     /// Runs `body` as the log entry at `position` (its writes record the position).
     static func at<T: Sendable>(_ position: Int64, _ body: () async throws -> T) async rethrows -> T {
-        try await FleetApplication.$current.withValue(FleetApplication(position: position, committedAt: 1_700_000_000_000_000 + position) {}) {
+        try await FleetApplication.$current.withValue(
+            FleetApplication(position: position, previous: position - 1, committedAt: 1_700_000_000_000_000 + position) {}
+        ) {
             try await body()
         }
     }

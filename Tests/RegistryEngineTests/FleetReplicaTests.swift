@@ -9,10 +9,10 @@ import Testing
 @Suite struct FleetReplicaTests {
     /// Registers `identifier` as the entry at `position` would, and returns the outcome.
     static func apply(
-        _ engine: Engine, position: Int64, identifier: String, face: Face
+        _ engine: Engine, position: Int64, previous: Int64? = nil, identifier: String, face: Face
     ) async -> Result<Registration, any Error> {
         await withCheckedContinuation { continuation in
-            FleetApplication.$current.withValue(FleetApplication(position: position) {}) {
+            FleetApplication.$current.withValue(FleetApplication(position: position, previous: previous ?? position - 1) {}) {
                 engine.register(
                     identifier: identifier, face: face, force: false, completion: CompletionClosure { continuation.resume(returning: $0) })
             }
@@ -45,6 +45,17 @@ import Testing
             // Position 3 then goes in.
             _ = try await Self.apply(engine, position: 3, identifier: "carol", face: Self.face(flips(0, 8))).get()
             #expect(try engine.fleetPosition() == 3)
+            // Positions with a gap (values of the log's sequence that rolled back, or that a failover
+            // skipped): the entry the log holds after 3 is 7, and it goes in as such.
+            _ = try await Self.apply(engine, position: 7, previous: 3, identifier: "dave", face: Self.face(flips(8, 8))).get()
+            #expect(try engine.fleetPosition() == 7)
+            // But not one read after an entry this store never applied, nor one at or before its last.
+            let skipped = await Self.apply(engine, position: 9, previous: 8, identifier: "erin", face: Self.face(flips(0, 4).union(flips(8, 4))))
+            #expect((skipped.failure as? RegistryError)?.code == .internal)
+            let behind = await Self.apply(engine, position: 7, previous: 7, identifier: "erin", face: Self.face(flips(0, 4).union(flips(8, 4))))
+            #expect((behind.failure as? RegistryError)?.code == .internal)
+            #expect(try engine.fleetPosition() == 7)
+            #expect(try await engine.identifiers().identifiers == ["alice", "carol", "dave"])
         }
     }
 

@@ -12,13 +12,19 @@ import Synchronization
 /// entry knowing the two commit in order.
 public struct FleetApplication: Sendable {
     public let position: Int64
+    /// The position of the entry before it in the log (or of the snapshot the node loaded; 0: none).
+    /// The write applies only if it is the store's last: positions have gaps (a sequence's values
+    /// taken by appends that rolled back, or skipped by a failover), so "the next one" is the one
+    /// the log holds after the last applied, not the last plus one.
+    public let previous: Int64
     /// When the entry was committed to the log (microseconds since 1970): the registration time of
     /// the templates it stores, the same on every replica (nil: this node's clock).
     public let committedAt: Int64?
     let queued: @Sendable () -> Void
 
-    public init(position: Int64, committedAt: Int64? = nil, queued: @escaping @Sendable () -> Void) {
+    public init(position: Int64, previous: Int64, committedAt: Int64? = nil, queued: @escaping @Sendable () -> Void) {
         self.position = position
+        self.previous = previous
         self.committedAt = committedAt
         self.queued = queued
     }

@@ -42,6 +42,8 @@ final class WriteQueue: @unchecked Sendable {
         /// Fleet mode: the log position this write applies (``FleetApplication``), recorded in its
         /// commit; nil: not an entry of the log.
         var fleetPosition: Int64? = nil
+        /// Fleet mode: the position that must be the store's last for it to apply (``FleetApplication/previous``).
+        var fleetPrevious: Int64 = 0
         /// Fleet mode: when that entry was committed to the log (``FleetApplication/committedAt``).
         var fleetTime: Int64? = nil
 

@@ -54,6 +54,7 @@ extension Engine {
         let application = FleetApplication.current
         if let application {
             request.fleetPosition = application.position
+            request.fleetPrevious = application.previous
             request.fleetTime = application.committedAt
         } else if !local && self.isReplica.load(ordering: .acquiring) {
             // A replica changes only as the log says: a write from anywhere else would make it
@@ -178,14 +179,18 @@ extension Engine {
             changes = BatchChanges()
             let firstId = try self.store.readUInt64(txn, Keys.nextTemplateId) ?? 1
             var nextId = firstId
-            // Fleet mode: the positions the batch applies follow the store's last, one by one.
+            // Fleet mode: each entry the batch applies follows the store's last, as the log orders them.
             let firstPosition = batch.contains { $0.fleetPosition != nil } ? Int64(try self.store.readUInt64(txn, Keys.fleetPosition) ?? 0) : 0
             var position = firstPosition
             for (index, request) in batch.enumerated() {
-                if let entry = request.fleetPosition, entry != position + 1 {
+                if let entry = request.fleetPosition, request.fleetPrevious != position || entry <= position {
                     // An entry before it failed on this node alone (its disk, its shutdown): the
                     // node applies the log again from its last position.
-                    results.append(.failure(RegistryError(.internal, "fleet log entry \(entry) came after \(position) was the last applied")))
+                    results.append(
+                        .failure(
+                            RegistryError(
+                                .internal,
+                                "fleet log entry \(entry) follows \(request.fleetPrevious) in the log, but \(position) was the last applied")))
                     continue
                 }
                 let context = OperationContext(batch: changes, nextTemplateId: nextId)
