@@ -4,6 +4,12 @@
 ///     postgresql://USER@HOST:PORT/DB                 TCP (PORT 5432 when left out)
 ///     postgresql://USER@/DB?host=/run/postgresql     a Unix socket in that directory (PORT, or
 ///     postgresql://USER@%2Frun%2Fpostgresql/DB       ?port=, names its file .s.PGSQL.PORT)
+///     postgresql://USER@HOST1:PORT1,HOST2:PORT2/DB   several servers: a primary and its standbys
+///     postgresql://USER@/DB?host=/run/a,/run/b&port=5432,5433
+///
+/// With several servers the node writes to whichever is the primary (libpq's
+/// `target_session_attrs=read-write`, which may be written and is what the node always does), and
+/// looks for it again when a query fails: after a failover it finds the promoted standby by itself.
 ///
 /// No password in the URL, which ends up in process listings, unit files and logs: it comes from a
 /// file or a systemd credential. Parsed strictly: whatever is not understood is refused with what to
@@ -13,33 +19,59 @@ public struct FleetLocation: Sendable, Hashable, CustomStringConvertible {
         case tcp(host: String, port: Int)
         /// The directory holding the server's socket file, and the port that names it.
         case unixSocket(directory: String, port: Int)
+
+        /// The socket file of a Unix-socket endpoint (nil for TCP).
+        public var socketPath: String? {
+            guard case .unixSocket(let directory, let port) = self else { return nil }
+            return directory + "/.s.PGSQL.\(port)"
+        }
     }
 
     public let user: String
     public let database: String
-    public let endpoint: Endpoint
+    /// The servers, in the order given (1 to ``maximumServers``).
+    public let endpoints: [Endpoint]
+
+    /// Servers a URL may name: a primary and a few standbys.
+    public static let maximumServers = 8
 
     public init(user: String, database: String, endpoint: Endpoint) {
-        self.user = user
-        self.database = database
-        self.endpoint = endpoint
+        self.init(user: user, database: database, endpoints: [endpoint])
     }
 
-    /// The socket file of a Unix-socket endpoint (nil for TCP).
-    public var socketPath: String? {
-        guard case .unixSocket(let directory, let port) = self.endpoint else { return nil }
-        return directory + "/.s.PGSQL.\(port)"
+    public init(user: String, database: String, endpoints: [Endpoint]) {
+        self.user = user
+        self.database = database
+        self.endpoints = endpoints
     }
+
+    /// The first server.
+    public var endpoint: Endpoint { self.endpoints[0] }
+
+    /// The socket file of the first server, when it is reached by a Unix socket (nil for TCP).
+    public var socketPath: String? { self.endpoint.socketPath }
 
     /// The URL again, without a password (there is none): safe for logs and `status`.
     public var description: String {
-        switch self.endpoint {
-        case .tcp(let host, let port):
-            let shown = host.contains(":") ? "[\(host)]" : host
-            return "postgresql://\(self.user)@\(shown):\(port)/\(self.database)"
-        case .unixSocket(let directory, let port):
-            return "postgresql://\(self.user)@/\(self.database)?host=\(directory)&port=\(port)"
+        let tcp = self.endpoints.compactMap { endpoint -> String? in
+            guard case .tcp(let host, let port) = endpoint else { return nil }
+            return "\(host.contains(":") ? "[\(host)]" : host):\(port)"
         }
+        if tcp.count == self.endpoints.count {
+            return "postgresql://\(self.user)@\(tcp.joined(separator: ","))/\(self.database)"
+        }
+        let hosts = self.endpoints.map { endpoint in
+            switch endpoint {
+            case .tcp(let host, _): host
+            case .unixSocket(let directory, _): directory
+            }
+        }
+        let ports = self.endpoints.map { endpoint in
+            switch endpoint {
+            case .tcp(_, let port), .unixSocket(_, let port): "\(port)"
+            }
+        }
+        return "postgresql://\(self.user)@/\(self.database)?host=\(hosts.joined(separator: ","))&port=\(ports.joined(separator: ","))"
     }
 
     /// Parses `url`.
@@ -61,8 +93,12 @@ public struct FleetLocation: Sendable, Hashable, CustomStringConvertible {
             }
             rest = rest[..<mark]
         }
-        if let unknown = query.keys.sorted().first(where: { !["host", "port"].contains($0) }) {
-            throw refuse("the parameter '\(unknown)' is not supported (only host and port; the password comes from a file)")
+        if let unknown = query.keys.sorted().first(where: { !["host", "port", "target_session_attrs"].contains($0) }) {
+            throw refuse(
+                "the parameter '\(unknown)' is not supported (only host, port and target_session_attrs; the password comes from a file)")
+        }
+        if let attributes = query["target_session_attrs"], !["read-write", "primary"].contains(attributes) {
+            throw refuse("target_session_attrs must be read-write (or primary): a fleet node writes, so it always looks for the primary")
         }
         guard let at = rest.firstIndex(of: "@") else { throw refuse("it names no user: write postgresql://USER@HOST/DB") }
         let userInfo = rest[..<at]
@@ -75,37 +111,59 @@ public struct FleetLocation: Sendable, Hashable, CustomStringConvertible {
         guard let database = Self.percentDecoded(rest[rest.index(after: slash)...]), !database.isEmpty, !database.contains("/") else {
             throw refuse("the database name is empty, has a '/' or is not valid percent-encoding")
         }
-        var hostPort = rest[..<slash]
-        var port: Int?
-        // A port after the host (an IPv6 address is in brackets, so its colons are not the port's).
-        if let colon = hostPort.lastIndex(of: ":"), !hostPort[colon...].contains("]") {
-            guard let number = Int(hostPort[hostPort.index(after: colon)...]) else { throw refuse("the port is not a number") }
-            port = number
-            hostPort = hostPort[..<colon]
+        // Hosts after the @, each with its port or not (an IPv6 address is in brackets, so its colons
+        // are not the port's), or in ?host= with ?port=: one port for all, or one each.
+        var hosts: [String] = []
+        var ports: [Int?] = []
+        let netloc = rest[..<slash]
+        if !netloc.isEmpty {
+            for hostPort in netloc.split(separator: ",", omittingEmptySubsequences: false) {
+                var host = hostPort
+                var port: Int?
+                if let colon = hostPort.lastIndex(of: ":"), !hostPort[colon...].contains("]") {
+                    guard let number = Int(hostPort[hostPort.index(after: colon)...]) else { throw refuse("the port is not a number") }
+                    port = number
+                    host = hostPort[..<colon]
+                }
+                let name = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : Self.percentDecoded(host)
+                guard let name, !name.isEmpty else { throw refuse("a host is empty or not valid percent-encoding") }
+                hosts.append(name)
+                ports.append(port)
+            }
         }
-        if let given = query["port"] {
-            guard port == nil else { throw refuse("the port is given twice") }
-            guard let number = Int(given) else { throw refuse("the port is not a number") }
-            port = number
-        }
-        let resolvedPort = port ?? 5432
-        guard (1...65535).contains(resolvedPort) else { throw refuse("the port \(resolvedPort) is not within 1-65535") }
-        var host = hostPort.hasPrefix("[") && hostPort.hasSuffix("]") ? String(hostPort.dropFirst().dropLast()) : Self.percentDecoded(hostPort)
         if let given = query["host"] {
-            guard host?.isEmpty ?? false else { throw refuse("the host is given twice") }
-            host = given
+            guard hosts.isEmpty else { throw refuse("the host is given twice") }
+            hosts = given.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            guard hosts.allSatisfy({ !$0.isEmpty }) else { throw refuse("a host in ?host= is empty") }
+            ports = Array(repeating: nil, count: hosts.count)
         }
-        guard let host, !host.isEmpty else { throw refuse("it names no host: a name or address, or ?host=/directory for a Unix socket") }
+        guard !hosts.isEmpty else { throw refuse("it names no host: a name or address, or ?host=/directory for a Unix socket") }
+        guard hosts.count <= Self.maximumServers else { throw refuse("it names \(hosts.count) servers; at most \(Self.maximumServers)") }
+        if let given = query["port"] {
+            guard ports.allSatisfy({ $0 == nil }) else { throw refuse("the port is given twice") }
+            let numbers = given.split(separator: ",", omittingEmptySubsequences: false).map { Int($0) }
+            guard numbers.allSatisfy({ $0 != nil }) else { throw refuse("the port is not a number") }
+            guard numbers.count == 1 || numbers.count == hosts.count else {
+                throw refuse("?port= gives \(numbers.count) ports for \(hosts.count) hosts: one for all, or one each")
+            }
+            ports = numbers.count == 1 ? Array(repeating: numbers[0], count: hosts.count) : numbers
+        }
+        var endpoints: [Endpoint] = []
+        for (host, port) in zip(hosts, ports) {
+            let resolvedPort = port ?? 5432
+            guard (1...65535).contains(resolvedPort) else { throw refuse("the port \(resolvedPort) is not within 1-65535") }
+            if host.hasPrefix("/") {
+                guard !host.contains("\0"), host.utf8.count + 20 <= 107 else {
+                    throw refuse("the socket directory is too long for a Unix socket path (at most 87 bytes)")
+                }
+                endpoints.append(.unixSocket(directory: host, port: resolvedPort))
+            } else {
+                endpoints.append(.tcp(host: host, port: resolvedPort))
+            }
+        }
         self.user = user
         self.database = database
-        if host.hasPrefix("/") {
-            guard !host.contains("\0"), host.utf8.count + 20 <= 107 else {
-                throw refuse("the socket directory is too long for a Unix socket path (at most 87 bytes)")
-            }
-            self.endpoint = .unixSocket(directory: host, port: resolvedPort)
-        } else {
-            self.endpoint = .tcp(host: host, port: resolvedPort)
-        }
+        self.endpoints = endpoints
     }
 
     /// `text` with `%XX` escapes decoded; nil for a malformed escape or bytes that are not UTF-8.

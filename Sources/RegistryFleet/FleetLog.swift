@@ -50,7 +50,8 @@ public struct FleetEntry: Sendable, Hashable {
 /// positions taken outside it, a transaction holding a smaller one could commit after a reader had
 /// passed it, and the entry would be skipped for good).
 public struct FleetLog: Sendable {
-    let client: PostgresClient
+    /// The primary of the fleet's database, where every query goes.
+    public let database: FleetDatabase
     /// This node's name, recorded with what it writes and what it applies.
     public let node: String
     let logger: Logger
@@ -58,10 +59,15 @@ public struct FleetLog: Sendable {
     /// The lock that orders positions (`registry` + 1 in ASCII, apart from the schema's).
     static let orderLockKey: Int64 = 0x7265_6769_7374_7279 + 1
 
-    public init(client: PostgresClient, node: String, logger: Logger) {
-        self.client = client
+    public init(database: FleetDatabase, node: String, logger: Logger) {
+        self.database = database
         self.node = node
         self.logger = logger
+    }
+
+    /// The log on one server's pool, which the caller runs.
+    public init(client: PostgresClient, node: String, logger: Logger) {
+        self.init(database: FleetDatabase(client: client, logger: logger), node: node, logger: logger)
     }
 
     /// Appends `entries` in one transaction, in their order, and returns the positions they were
@@ -81,41 +87,44 @@ public struct FleetLog: Sendable {
         // bytea binds from a ByteBuffer (an array of bytes would bind as "char"[]).
         let bytes = entries.map { ByteBuffer(bytes: $0.entry) }
         do {
-            return try await self.client.withConnection { connection in
-                var positions: [Int64] = []
-                do {
-                    _ = try await connection.query("BEGIN", logger: logger)
-                    _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.orderLockKey))", logger: logger)
-                    // One statement for the group; rows inserted in the arrays' order take ascending positions.
-                    let rows = try await connection.query(
-                        """
-                        INSERT INTO fleet_log (gallery, node, kind, entry)
-                        SELECT g, n, k, e FROM unnest(\(galleries)::text[], \(nodes)::text[], \(kinds)::int2[], \(bytes)::bytea[])
-                            WITH ORDINALITY AS t(g, n, k, e, i) ORDER BY i
-                        RETURNING position
-                        """,
-                        logger: logger)
-                    for try await position in rows.decode(Int64.self) { positions.append(position) }
-                    // Delivered at the commit to every node listening (``listen(_:)``): they follow at
-                    // once instead of polling.
-                    _ = try await connection.query(PostgresQuery(unsafeSQL: "NOTIFY \(Self.channel)"), logger: logger)
-                } catch {
-                    _ = try? await connection.query("ROLLBACK", logger: logger)
-                    throw FleetAppendError(mayHaveCommitted: false, underlying: error)
+            return try await self.database.withPrimary { client in
+                try await client.withConnection { connection in
+                    var positions: [Int64] = []
+                    do {
+                        _ = try await connection.query("BEGIN", logger: logger)
+                        _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.orderLockKey))", logger: logger)
+                        // One statement for the group; rows inserted in the arrays' order take ascending positions.
+                        let rows = try await connection.query(
+                            """
+                            INSERT INTO fleet_log (gallery, node, kind, entry)
+                            SELECT g, n, k, e FROM unnest(\(galleries)::text[], \(nodes)::text[], \(kinds)::int2[], \(bytes)::bytea[])
+                                WITH ORDINALITY AS t(g, n, k, e, i) ORDER BY i
+                            RETURNING position
+                            """,
+                            logger: logger)
+                        for try await position in rows.decode(Int64.self) { positions.append(position) }
+                        // Delivered at the commit to every node listening (``listen(_:)``): they follow at
+                        // once instead of polling.
+                        _ = try await connection.query(PostgresQuery(unsafeSQL: "NOTIFY \(Self.channel)"), logger: logger)
+                    } catch {
+                        _ = try? await connection.query("ROLLBACK", logger: logger)
+                        throw FleetAppendError(mayHaveCommitted: false, underlying: error)
+                    }
+                    progress.commitSent.store(true, ordering: .releasing)
+                    do {
+                        _ = try await connection.query("COMMIT", logger: logger)
+                    } catch {
+                        throw FleetAppendError(mayHaveCommitted: true, underlying: error)
+                    }
+                    return positions.sorted()
                 }
-                progress.commitSent.store(true, ordering: .releasing)
-                do {
-                    _ = try await connection.query("COMMIT", logger: logger)
-                } catch {
-                    throw FleetAppendError(mayHaveCommitted: true, underlying: error)
-                }
-                return positions.sorted()
             }
         } catch let error as FleetAppendError {
             throw error
         } catch {
-            // No connection: nothing reached the server.
-            throw FleetAppendError(mayHaveCommitted: false, underlying: error)
+            // No connection (nothing reached the server), or the call was ended from outside
+            // (``FleetDatabase/withPrimary(_:)``): then whether its COMMIT was sent says.
+            throw FleetAppendError(mayHaveCommitted: progress.commitSent.load(ordering: .acquiring), underlying: error)
         }
     }
 
@@ -124,32 +133,38 @@ public struct FleetLog: Sendable {
 
     /// Calls `appended` whenever an append commits anywhere in the fleet, until cancelled or the
     /// connection fails (then it throws; the caller listens again).
-    public func listen(_ appended: @Sendable () -> Void) async throws {
-        try await self.client.withConnection { connection in
-            try await connection.listen(on: Self.channel) { notifications in
-                appended()  // what was appended before the listening began
-                for try await _ in notifications { appended() }
+    public func listen(_ appended: @escaping @Sendable () -> Void) async throws {
+        try await self.database.withPrimary { client in
+            try await client.withConnection { connection in
+                try await connection.listen(on: Self.channel) { notifications in
+                    appended()  // what was appended before the listening began
+                    for try await _ in notifications { appended() }
+                }
             }
         }
     }
 
     /// Up to `limit` entries after `position`, in order (every gallery).
     public func entries(after position: Int64, limit: Int = 1000) async throws -> [FleetEntry] {
-        let rows = try await self.client.query(
-            """
-            SELECT position, gallery, node, kind, entry, (extract(epoch FROM committed_at) * 1000000)::bigint
-            FROM fleet_log WHERE position > \(position) ORDER BY position LIMIT \(Int64(limit))
-            """,
-            logger: self.logger)
-        return try await Self.decode(rows)
+        try await self.database.withPrimary { client in
+            let rows = try await client.query(
+                """
+                SELECT position, gallery, node, kind, entry, (extract(epoch FROM committed_at) * 1000000)::bigint
+                FROM fleet_log WHERE position > \(position) ORDER BY position LIMIT \(Int64(limit))
+                """,
+                logger: self.logger)
+            return try await Self.decode(rows)
+        }
     }
 
     /// The last position committed (0 for an empty log); the trimmed start when the whole log was
     /// trimmed.
     public func head() async throws -> Int64 {
-        let rows = try await self.client.query("SELECT \(unescaped: Self.headSQL)", logger: self.logger)
-        for try await head in rows.decode(Int64.self) { return head }
-        return 0
+        try await self.database.withPrimary { client in
+            let rows = try await client.query("SELECT \(unescaped: Self.headSQL)", logger: self.logger)
+            for try await head in rows.decode(Int64.self) { return head }
+            return 0
+        }
     }
 
     /// The head as one SQL expression (a compaction may have removed every entry: the positions
@@ -162,34 +177,40 @@ public struct FleetLog: Sendable {
     /// The last position trimmed from the log (0: none): a node whose position is below it cannot
     /// follow the log from there and loads the newest snapshot instead.
     public func trimmed() async throws -> Int64 {
-        let rows = try await self.client.query(
-            "SELECT coalesce((SELECT value FROM registry_fleet_meta WHERE key = 'trimmed'), 0)::bigint", logger: self.logger)
-        for try await trimmed in rows.decode(Int64.self) { return trimmed }
-        return 0
+        try await self.database.withPrimary { client in
+            let rows = try await client.query(
+                "SELECT coalesce((SELECT value FROM registry_fleet_meta WHERE key = 'trimmed'), 0)::bigint", logger: self.logger)
+            for try await trimmed in rows.decode(Int64.self) { return trimmed }
+            return 0
+        }
     }
 
     /// The last position committed, and when the first entry after `position` was committed
     /// (microseconds since 1970, as ``FleetEntry/committedAt``; nil: none is), for a node's lag.
     public func lag(after position: Int64) async throws -> (head: Int64, oldest: Int64?) {
-        let rows = try await self.client.query(
-            """
-            SELECT \(unescaped: Self.headSQL),
-                   (SELECT (extract(epoch FROM committed_at) * 1000000)::bigint FROM fleet_log WHERE position > \(position)
-                    ORDER BY position LIMIT 1)
-            """,
-            logger: self.logger)
-        for try await (head, oldest) in rows.decode((Int64, Int64?).self) { return (head, oldest) }
-        return (0, nil)
+        try await self.database.withPrimary { client in
+            let rows = try await client.query(
+                """
+                SELECT \(unescaped: Self.headSQL),
+                       (SELECT (extract(epoch FROM committed_at) * 1000000)::bigint FROM fleet_log WHERE position > \(position)
+                        ORDER BY position LIMIT 1)
+                """,
+                logger: self.logger)
+            for try await (head, oldest) in rows.decode((Int64, Int64?).self) { return (head, oldest) }
+            return (0, nil)
+        }
     }
 
     /// Records that this node has applied the log up to `position` (and that it was seen now).
     public func recordApplied(_ position: Int64) async throws {
-        _ = try await self.client.query(
-            """
-            INSERT INTO fleet_nodes (node, applied, seen_at) VALUES (\(self.node), \(position), now())
-            ON CONFLICT (node) DO UPDATE SET applied = greatest(fleet_nodes.applied, excluded.applied), seen_at = now()
-            """,
-            logger: self.logger)
+        try await self.database.withPrimary { client in
+            _ = try await client.query(
+                """
+                INSERT INTO fleet_nodes (node, applied, seen_at) VALUES (\(self.node), \(position), now())
+                ON CONFLICT (node) DO UPDATE SET applied = greatest(fleet_nodes.applied, excluded.applied), seen_at = now()
+                """,
+                logger: self.logger)
+        }
     }
 
     /// Rows of (position, gallery, node, kind, entry, committed at) as entries.

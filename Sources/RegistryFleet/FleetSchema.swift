@@ -143,14 +143,15 @@ public enum FleetSchemaError: Error, Sendable, Equatable, CustomStringConvertibl
 }
 
 extension FleetLocation {
-    /// The PostgresNIO client configuration for this location, with `password` (read from a file by
-    /// the caller; nil: none, as with peer or trust authentication).
-    public func clientConfiguration(password: String?) -> PostgresClient.Configuration {
-        switch self.endpoint {
+    /// The PostgresNIO client configuration for `endpoint` (the first server by default), with
+    /// `password` (read from a file by the caller; nil: none, as with peer or trust authentication).
+    public func clientConfiguration(password: String?, endpoint: Endpoint? = nil) -> PostgresClient.Configuration {
+        let endpoint = endpoint ?? self.endpoint
+        return switch endpoint {
         case .tcp(let host, let port):
             PostgresClient.Configuration(host: host, port: port, username: self.user, password: password, database: self.database, tls: .disable)
         case .unixSocket:
-            PostgresClient.Configuration(unixSocketPath: self.socketPath!, username: self.user, password: password, database: self.database)
+            PostgresClient.Configuration(unixSocketPath: endpoint.socketPath!, username: self.user, password: password, database: self.database)
         }
     }
 }

@@ -16,13 +16,28 @@ import Testing
         /// The `fleet` section's compaction settings every node gets (nil: the defaults, a minute
         /// and a week, under which no test sees a compaction).
         let compaction: (seconds: Int, retentionSeconds: Int)?
+        /// A streaming standby of ``server`` that every commit waits for, when asked for: the URL
+        /// then names both, the primary first.
+        let standby: TestPostgres?
 
-        init(compaction: (seconds: Int, retentionSeconds: Int)? = nil) throws {
+        init(compaction: (seconds: Int, retentionSeconds: Int)? = nil, standby: Bool = false) throws {
             self.server = try TestPostgres()
+            if standby {
+                self.standby = try TestPostgres(standbyOf: self.server)
+                self.server.requireSynchronousStandby()
+            } else {
+                self.standby = nil
+            }
             self.directory = TemporaryDirectory("registry-fleet").path
             self.keyPath = self.directory + "/fleet.key"
             self.compaction = compaction
             try Self.writeKey(to: self.keyPath)
+        }
+
+        /// The fleet URL the nodes get.
+        var url: String {
+            guard let standby else { return self.server.url() }
+            return "postgresql://postgres@/registry?host=\(self.server.socketDirectory),\(standby.socketDirectory)&port=\(self.server.port)"
         }
 
         /// A random key, as 64 hexadecimal characters, in a file of its own (0600).
@@ -39,7 +54,7 @@ import Testing
         }
 
         func arguments(_ name: String, keyPath: String? = nil) -> [String] {
-            var arguments = ["--fleet", self.server.url(), "--node", name, "--fleet-key", keyPath ?? self.keyPath, "--log-level", "info"]
+            var arguments = ["--fleet", self.url, "--node", name, "--fleet-key", keyPath ?? self.keyPath, "--log-level", "info"]
             if let compaction {
                 // The settings only a configuration file carries; the command line gives the rest.
                 let path = "\(self.directory)/\(name).json"
@@ -66,6 +81,7 @@ import Testing
         }
 
         deinit {
+            self.standby?.remove()
             self.server.remove()
             _ = system("rm -rf '\(self.directory)'")
         }

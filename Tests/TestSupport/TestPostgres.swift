@@ -53,6 +53,41 @@ public final class TestPostgres: Sendable {
         }
     }
 
+    /// A streaming standby of `primary`: a `pg_basebackup` of it (`-R`: it follows the primary over
+    /// its socket), started on a data and socket directory of its own. ``promote()`` makes it the
+    /// primary, as a failover does.
+    public init(standbyOf primary: TestPostgres) throws(Refused) {
+        self.binaries = primary.binaries
+        let base = TemporaryDirectory("registry-pg-standby").path
+        self.base = base
+        self.directory = base + "/data"
+        self.socketDirectory = base + "/socket"
+        try Self.run("mkdir -p '\(self.socketDirectory)' && chown -R postgres:postgres '\(base)' && chmod 0755 '\(base)'", base)
+        do {
+            try Self.run(
+                "runuser -u postgres -- '\(self.binaries)/pg_basebackup' -h '\(primary.socketDirectory)' -p \(primary.port) -U postgres "
+                    + "-D '\(self.directory)' -R -X stream --checkpoint=fast --no-sync", base)
+            try Self.run(
+                "runuser -u postgres -- '\(self.binaries)/pg_ctl' -D '\(self.directory)' -l '\(base)/server.log' -w -t 60 "
+                    + "-o \"-c listen_addresses='' -p \(self.port) -k '\(self.socketDirectory)'\" start", base)
+        } catch {
+            self.remove()
+            throw error
+        }
+    }
+
+    /// Makes every commit on this primary wait until a standby has it (`synchronous_standby_names`):
+    /// with it, a failover loses no acknowledged commit.
+    public func requireSynchronousStandby() {
+        _ = self.psql("ALTER SYSTEM SET synchronous_standby_names = '*'")
+        _ = self.psql("SELECT pg_reload_conf()")
+    }
+
+    /// Promotes this standby to primary (`pg_ctl promote`, waiting until it accepts writes).
+    public func promote() {
+        _ = system("runuser -u postgres -- '\(self.binaries)/pg_ctl' -D '\(self.directory)' -w -t 60 promote >/dev/null 2>&1")
+    }
+
     /// A fleet URL reaching `database` on this server as `postgres`.
     public func url(database: String = "registry") -> String {
         "postgresql://postgres@/\(database)?host=\(self.socketDirectory)&port=\(self.port)"

@@ -139,7 +139,7 @@ extension FleetNode: Service {
                 }
                 for entry in entries {
                     if self.state.withLock({ $0.failedHere != nil }) { break }
-                    let ticket = await self.apply(entry)
+                    let ticket = await self.apply(entry, after: next)
                     tickets.append(ticket)
                     next = entry.position
                     self.state.withLock { $0.followed = next }
@@ -160,7 +160,7 @@ extension FleetNode: Service {
 
     /// The schema and join, when PostgreSQL did not answer at start.
     private func prepareAgain() async throws {
-        let prepared = try await FleetSchema.prepare(self.client, logger: self.logger)
+        let prepared = try await self.database.withPrimary { try await FleetSchema.prepare($0, logger: self.logger) }
         try await self.engine.joinFleet(id: prepared.fleetId)
         self.state.withLock { state in
             state.fleetId = prepared.fleetId
@@ -171,9 +171,9 @@ extension FleetNode: Service {
     /// Starts applying one entry and returns once its write is queued behind the previous ones (so
     /// the next can start), or its operation ended without writing (then its position is recorded
     /// alone, when the refusal is the same on every replica).
-    private func apply(_ entry: FleetEntry) async -> FleetTicket {
+    private func apply(_ entry: FleetEntry, after previous: Int64) async -> FleetTicket {
         let ticket = FleetTicket(position: entry.position)
-        let application = FleetApplication(position: entry.position, committedAt: entry.committedAt) { ticket.queued() }
+        let application = FleetApplication(position: entry.position, previous: previous, committedAt: entry.committedAt) { ticket.queued() }
         guard let seal = self.state.withLock({ $0.seal }) else {
             ticket.failed(RegistryError(.internal, "the fleet's seal is not known yet"))
             return ticket

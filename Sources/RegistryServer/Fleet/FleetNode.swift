@@ -60,7 +60,8 @@ public final class FleetNode: @unchecked Sendable {
     let settings: FleetSettings
     let engine: Engine
     let logger: Logger
-    let client: PostgresClient
+    /// The fleet's PostgreSQL: its servers' pools, and which one is the primary.
+    let database: FleetDatabase
     let log: FleetLog
     /// Set by the daemon once the dispatcher exists (it applies the entries).
     var dispatcher: RequestDispatcher?
@@ -140,12 +141,10 @@ public final class FleetNode: @unchecked Sendable {
         self.gauges = Gauges(factory: metrics)
         self.engine = engine
         self.logger = logger
-        var configuration = settings.location.clientConfiguration(password: settings.password)
-        configuration.options.connectTimeout = .seconds(3)
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        self.client = client
-        self.log = FleetLog(client: client, node: settings.node, logger: logger)
-        self.pool = Task { await client.run() }
+        let database = FleetDatabase(location: settings.location, password: settings.password, logger: logger)
+        self.database = database
+        self.log = FleetLog(database: database, node: settings.node, logger: logger)
+        self.pool = Task { await database.run() }
     }
 
     deinit {
@@ -179,7 +178,7 @@ public final class FleetNode: @unchecked Sendable {
 
     /// The schema, the fleet's id, and the store joined to it.
     private func prepare() async throws {
-        let prepared = try await FleetSchema.prepare(self.client, logger: self.logger)
+        let prepared = try await self.database.withPrimary { try await FleetSchema.prepare($0, logger: self.logger) }
         try await self.engine.joinFleet(id: prepared.fleetId)
         self.state.withLock { state in
             state.fleetId = prepared.fleetId
@@ -191,22 +190,9 @@ public final class FleetNode: @unchecked Sendable {
             metadata: ["fleet": "\(FleetMembership.hex(prepared.fleetId))", "node": "\(self.settings.node)", "database": "\(self.settings.location)"])
     }
 
-    /// Runs `body`, or throws ``FleetTimeout`` once `limit` has passed.
+    /// Runs `body`, or throws ``FleetTimeout`` once `limit` has passed (``withinDeadline(_:_:)``).
     static func within<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: limit)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let value = first else { throw FleetTimeout() }
-            return value
-        }
-    }
-
-    struct FleetTimeout: Error, CustomStringConvertible {
-        var description: String { "PostgreSQL did not answer in time" }
+        try await withinDeadline(limit, body)
     }
 
     // MARK: Status
