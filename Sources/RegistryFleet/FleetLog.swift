@@ -146,14 +146,35 @@ public struct FleetLog: Sendable {
 
     /// Up to `limit` entries after `position`, in order (every gallery).
     public func entries(after position: Int64, limit: Int = 1000) async throws -> [FleetEntry] {
+        try await self.read(after: position, limit: limit).entries
+    }
+
+    /// Up to `limit` entries after `position`, in order, and the log's trimmed start, read in one
+    /// statement (one snapshot of the database): a trimmed start at or below `position` means that
+    /// nothing after `position` was trimmed, so the entries read are all there is up to the last.
+    public func read(after position: Int64, limit: Int = 1000) async throws -> (entries: [FleetEntry], trimmed: Int64) {
         try await self.database.withPrimary { client in
+            // The trimmed start rides on every row, and on one row of nulls when there is no entry.
             let rows = try await client.query(
                 """
-                SELECT position, gallery, node, kind, entry, (extract(epoch FROM committed_at) * 1000000)::bigint
-                FROM fleet_log WHERE position > \(position) ORDER BY position LIMIT \(Int64(limit))
+                SELECT coalesce((SELECT value FROM registry_fleet_meta WHERE key = 'trimmed'), 0)::bigint,
+                       l.position, l.gallery, l.node, l.kind, l.entry, l.committed
+                FROM (SELECT 1) AS one LEFT JOIN LATERAL (
+                    SELECT position, gallery, node, kind, entry, (extract(epoch FROM committed_at) * 1000000)::bigint AS committed
+                    FROM fleet_log WHERE position > \(position) ORDER BY position LIMIT \(Int64(limit))) AS l ON true
                 """,
                 logger: self.logger)
-            return try await Self.decode(rows)
+            var trimmed: Int64 = 0
+            var found: [FleetEntry] = []
+            for try await (start, position, gallery, node, kind, entry, committedAt) in rows.decode(
+                (Int64, Int64?, String?, String?, Int16?, ByteBuffer?, Int64?).self)
+            {
+                trimmed = start
+                guard let position, let gallery, let node, let kind, let entry, let committedAt else { continue }
+                found.append(
+                    FleetEntry(position: position, gallery: gallery, node: node, kind: kind, entry: Array(buffer: entry), committedAt: committedAt))
+            }
+            return (found, trimmed)
         }
     }
 
@@ -211,16 +232,6 @@ public struct FleetLog: Sendable {
                 """,
                 logger: self.logger)
         }
-    }
-
-    /// Rows of (position, gallery, node, kind, entry, committed at) as entries.
-    private static func decode(_ rows: PostgresRowSequence) async throws -> [FleetEntry] {
-        var found: [FleetEntry] = []
-        for try await (position, gallery, node, kind, entry, committedAt) in rows.decode((Int64, String, String, Int16, ByteBuffer, Int64).self) {
-            found.append(
-                FleetEntry(position: position, gallery: gallery, node: node, kind: kind, entry: Array(buffer: entry), committedAt: committedAt))
-        }
-        return found
     }
 }
 

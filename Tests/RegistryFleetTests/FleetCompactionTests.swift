@@ -36,6 +36,9 @@ import Testing
                     == FleetCompaction(trimmedBefore: 0, trimmed: 4, entriesRemoved: 4, snapshotsRemoved: 0))
             #expect(try await a.trimmed() == 4)
             #expect(try await a.entries(after: 0).map(\.position) == Array(5...10))
+            // A reader behind the trimmed start learns it with what it reads, in the same statement.
+            let behind = try await a.read(after: 2)
+            #expect(behind.trimmed == 4 && behind.entries.map(\.position) == Array(5...10))
             try await FleetLogTests.withLog(server, node: "b") { b in try await b.recordApplied(10) }
             #expect(try await a.compact(retention: .seconds(3600))?.trimmed == 8)
             // A snapshot at the head: the whole log goes, the head stays where it was, and positions go on after it.
@@ -44,6 +47,8 @@ import Testing
                 try await a.compact(retention: .seconds(3600))
                     == FleetCompaction(trimmedBefore: 8, trimmed: 10, entriesRemoved: 2, snapshotsRemoved: 1))
             #expect(server.psql("SELECT count(*) FROM fleet_log") == "0")
+            let nothing = try await a.read(after: 8)
+            #expect(nothing.trimmed == 10 && nothing.entries.isEmpty)
             #expect(try await a.head() == 10)
             #expect(try await a.lag(after: 10).head == 10)
             let snapshot = try #require(try await a.newestSnapshot())

@@ -95,36 +95,33 @@ extension FleetNode: Service {
                     try await Self.within(.seconds(5)) { try await self.prepareAgain() }
                 }
                 let after = next
-                let entries = try await Self.within(.seconds(5)) { try await self.log.entries(after: after, limit: Self.page) }
-                // Not the entry right after this node's position (or none at all): either positions
-                // that rolled back, or a log trimmed past the position. Positions are trimmed as a
-                // prefix, with the trimmed start, in one transaction: read after the entries, a
-                // start at or below the position means none of what follows it was trimmed.
-                if entries.first?.position != after + 1 {
-                    let trimmed = try await Self.within(.seconds(5)) { try await self.log.trimmed() }
-                    if trimmed > after {
-                        for ticket in tickets { _ = await ticket.outcome() }
-                        tickets = []
-                        do {
-                            next = try await self.loadSnapshot(trimmed: trimmed)
-                        } catch {
-                            let reason = (error as? RegistryError)?.message ?? "\(error)"
-                            if reason != lastFailure {
-                                self.logger.error(
-                                    "this node is behind the fleet's trimmed log and could not load the fleet's snapshot",
-                                    metadata: ["position": "\(after)", "trimmed": "\(trimmed)", "error": "\(Names.loggable(reason, maximum: 512))"])
-                            }
-                            lastFailure = reason
-                            self.state.withLock { $0.stuck = (after + 1, reason) }
-                            try await Task.sleep(for: .seconds(1))
-                            continue
+                let (entries, trimmed) = try await Self.within(.seconds(5)) { try await self.log.read(after: after, limit: Self.page) }
+                // The log trimmed past this node's position (it is new, or was away longer than the
+                // retention time): the entries it lacks are gone, the newest snapshot replaces them.
+                // Read in one statement with the entries, a trimmed start at or below the position
+                // means that what was read is all there is.
+                if trimmed > after {
+                    for ticket in tickets { _ = await ticket.outcome() }
+                    tickets = []
+                    do {
+                        next = try await self.loadSnapshot(trimmed: trimmed)
+                    } catch {
+                        let reason = (error as? RegistryError)?.message ?? "\(error)"
+                        if reason != lastFailure {
+                            self.logger.error(
+                                "this node is behind the fleet's trimmed log and could not load the fleet's snapshot",
+                                metadata: ["position": "\(after)", "trimmed": "\(trimmed)", "error": "\(Names.loggable(reason, maximum: 512))"])
                         }
-                        self.state.withLock { state in
-                            state.followed = next
-                            state.head = max(state.head, next)
-                        }
+                        lastFailure = reason
+                        self.state.withLock { $0.stuck = (after + 1, reason) }
+                        try await Task.sleep(for: .seconds(1))
                         continue
                     }
+                    self.state.withLock { state in
+                        state.followed = next
+                        state.head = max(state.head, next)
+                    }
+                    continue
                 }
                 self.state.withLock { state in
                     state.reachable = true
