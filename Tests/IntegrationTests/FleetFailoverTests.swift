@@ -53,7 +53,9 @@ import Testing
                     await client.close()
                 }
             }
-            try await Task.sleep(for: .seconds(2))
+            // Enough acknowledged before the crash for its loss to show (a loaded machine starts slowly).
+            let warmed = try await FleetEndToEndTests.within(.seconds(30)) { load.acknowledged.withLock { $0.count } >= 100 }
+            #expect(warmed != nil, "fewer than 100 registrations were acknowledged in 30 s before the crash")
             let before = load.acknowledged.withLock { $0.count }
             // The primary crashes; the standby is promoted a moment later, as a failover manager would.
             fleet.server.stop(immediately: true)
