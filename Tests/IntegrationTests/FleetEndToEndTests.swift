@@ -343,6 +343,8 @@ import Testing
                 try await back.templates(identifier: "p\(person)", includeData: true) == desk.templates(identifier: "p\(person)", includeData: true))
         }
         _ = try await back.register(identifier: "after", face: Self.face(&generator))
+        // On the desk once it has applied the entry (the writer reads its own write at once; the others follow).
+        #expect(try await Self.within(.seconds(2)) { try await identifiersStored(in: desk).contains("after") } != nil)
         let onDesk = try #require(try await desk.templates(identifier: "after").first)
         #expect(try await back.templates(identifier: "after").first?.id == onDesk.id)
 

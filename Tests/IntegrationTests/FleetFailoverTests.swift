@@ -5,8 +5,9 @@ import Synchronization
 import TestSupport
 import Testing
 
-/// The fleet's PostgreSQL failing over (docs/fleet.md, "Failover"): a primary with a synchronous
-/// standby, the nodes given both; the primary crashes under load and the standby is promoted.
+/// Faults of the fleet (docs/fleet.md, "Faults"): its PostgreSQL failing over (a primary with a
+/// synchronous standby, the nodes given both; the primary crashes under load and the standby is
+/// promoted), a node paused.
 @Suite(.serialized) struct FleetFailoverTests {
     /// What the load saw: acknowledged and refused registrations, and each node's first write
     /// acknowledged after the promotion.
@@ -95,6 +96,36 @@ import Testing
         print(
             "fleet failover: \(acknowledged.count) acknowledged, \(refused.count) refused \(codes), 0 of the acknowledged lost: \(acknowledged.isSubset(of: held[0]) && acknowledged.isSubset(of: held[1]))"
         )
+        for client in clients { await client.close() }
+    }
+
+    /// A node paused (SIGSTOP, as a host that stalls) while another takes writes: the fleet goes on
+    /// without it, and once resumed it applies what it missed and writes again.
+    @Test
+    func aPausedNodeCatchesUpWhenResumed() async throws {
+        let fleet = try FleetEndToEndTests.Fleet()
+        let nodes = try ["door-1", "desk"].map { try fleet.node($0) }
+        let clients = try await nodes.asyncMap { try await $0.client() }
+        var generator = SystemRandomNumberGenerator()
+        _ = try await clients[0].register(identifier: "before", face: FleetEndToEndTests.face(&generator))
+        #expect(try await FleetEndToEndTests.within(.seconds(2)) { try await identifiersStored(in: clients[1]) == ["before"] } != nil)
+        kill(nodes[0].pid, SIGSTOP)
+        // Whatever fails below, the node is not left stopped (it could not be stopped for good).
+        defer { kill(nodes[0].pid, SIGCONT) }
+        var names: Set<String> = ["before"]
+        for person in 0..<200 {
+            _ = try await clients[1].register(identifier: "p\(person)", face: FleetEndToEndTests.face(&generator))
+            names.insert("p\(person)")
+        }
+        try await Task.sleep(for: .seconds(2))
+        kill(nodes[0].pid, SIGCONT)
+        let resumed = ContinuousClock.now
+        let caughtUp = try await FleetEndToEndTests.within(.seconds(10)) { try await identifiersStored(in: clients[0]) == names }
+        #expect(caughtUp != nil, "the resumed node did not have the 200 registrations within 10 s: \(nodes[0].log)")
+        print("fleet: a node paused while 200 registrations were made elsewhere had them \(caughtUp.map { "\($0)" } ?? "never") after it resumed")
+        _ = try await clients[0].register(identifier: "after", face: FleetEndToEndTests.face(&generator))
+        #expect(try await FleetEndToEndTests.within(.seconds(2)) { try await identifiersStored(in: clients[1]).contains("after") } != nil)
+        print("fleet: the resumed node wrote again \(ContinuousClock.now - resumed) after it resumed")
         for client in clients { await client.close() }
     }
 }
