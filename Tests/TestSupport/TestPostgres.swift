@@ -78,10 +78,19 @@ public final class TestPostgres: Sendable {
 
     /// Makes every commit on this primary wait until a standby has it (`synchronous_standby_names`):
     /// with it, a failover loses no acknowledged commit.
+    /// Returns once a standby streams as the synchronous one (or after 60 s: until then commits
+    /// wait for a standby that is not there, and the caller finds out).
     public func requireSynchronousStandby() {
         _ = self.psql("ALTER SYSTEM SET synchronous_standby_names = '*'")
         _ = self.psql("SELECT pg_reload_conf()")
+        for _ in 0..<600 {
+            if self.replication.contains("streaming sync") { return }
+            usleep(100_000)
+        }
     }
+
+    /// The primary's standbys as `pg_stat_replication` shows them: state and sync state, a line each.
+    public var replication: String { self.psql("SELECT state || ' ' || sync_state FROM pg_stat_replication") }
 
     /// Promotes this standby to primary (`pg_ctl promote`, waiting until it accepts writes).
     public func promote() {
