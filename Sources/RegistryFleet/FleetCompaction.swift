@@ -134,7 +134,7 @@ extension FleetLog {
                 for try await got in locked.decode(Bool.self) where !got { return nil }
                 let bounds = try await connection.query(
                     """
-                    SELECT coalesce((SELECT value FROM registry_fleet_meta WHERE key = 'trimmed'), 0)::bigint,
+                    SELECT \(unescaped: Self.trimmedSQL),
                            coalesce((SELECT max(position) FROM fleet_snapshots), 0)::bigint,
                            (SELECT min(applied) FROM fleet_nodes WHERE seen_at > now() - make_interval(secs => \(seconds)))::bigint,
                            coalesce((SELECT max(position) FROM fleet_log WHERE committed_at < now() - make_interval(secs => \(seconds))), 0)::bigint

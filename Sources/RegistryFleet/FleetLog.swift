@@ -157,7 +157,7 @@ public struct FleetLog: Sendable {
             // The trimmed start rides on every row, and on one row of nulls when there is no entry.
             let rows = try await client.query(
                 """
-                SELECT coalesce((SELECT value FROM registry_fleet_meta WHERE key = 'trimmed'), 0)::bigint,
+                SELECT \(unescaped: Self.trimmedSQL),
                        l.position, l.gallery, l.node, l.kind, l.entry, l.committed
                 FROM (SELECT 1) AS one LEFT JOIN LATERAL (
                     SELECT position, gallery, node, kind, entry, (extract(epoch FROM committed_at) * 1000000)::bigint AS committed
@@ -190,21 +190,11 @@ public struct FleetLog: Sendable {
 
     /// The head as one SQL expression (a compaction may have removed every entry: the positions
     /// taken go on after its trimmed start).
-    static let headSQL = """
-        greatest(coalesce((SELECT max(position) FROM fleet_log), 0),
-                 coalesce((SELECT value FROM registry_fleet_meta WHERE key = 'trimmed'), 0))::bigint
-        """
+    static let headSQL = "greatest(coalesce((SELECT max(position) FROM fleet_log), 0), \(trimmedSQL))"
 
-    /// The last position trimmed from the log (0: none): a node whose position is below it cannot
-    /// follow the log from there and loads the newest snapshot instead.
-    public func trimmed() async throws -> Int64 {
-        try await self.database.withPrimary { client in
-            let rows = try await client.query(
-                "SELECT coalesce((SELECT value FROM registry_fleet_meta WHERE key = 'trimmed'), 0)::bigint", logger: self.logger)
-            for try await trimmed in rows.decode(Int64.self) { return trimmed }
-            return 0
-        }
-    }
+    /// The log's trimmed start as one SQL expression (0: never trimmed): the last position removed
+    /// from the log, below which a node cannot follow it and loads the newest snapshot instead.
+    static let trimmedSQL = "coalesce((SELECT value FROM registry_fleet_meta WHERE key = 'trimmed'), 0)::bigint"
 
     /// The last position committed, and when the first entry after `position` was committed
     /// (microseconds since 1970, as ``FleetEntry/committedAt``; nil: none is), for a node's lag.

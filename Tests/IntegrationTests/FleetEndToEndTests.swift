@@ -96,6 +96,25 @@ import Testing
         Face(FaceTemplate(algorithm: 24, vector: (0..<128).map { _ in Float.random(in: -1...1, using: &generator) }))
     }
 
+    /// Registers `name` through `client` with a random face, and returns the first four values of
+    /// its template as stored (what the erasure checks search data files and dumps for).
+    static func register(_ name: String, on client: RegistryConnection, _ generator: inout some RandomNumberGenerator) async throws -> [UInt8] {
+        _ = try await client.register(identifier: name, face: Self.face(&generator))
+        let template = try #require(try await client.templates(identifier: name, includeData: true).first)
+        guard case .vector(let vector) = template.template?.data else { throw HarnessError("no values") }
+        return Array(vector.prefix(4)).withUnsafeBytes { Array($0) }
+    }
+
+    /// How long until `node` (through `client`) holds exactly `expected` (nil: not within 10 s);
+    /// a failure to ask carries the node's log.
+    static func holds(_ expected: Set<String>, _ node: Daemon, _ client: RegistryConnection) async throws -> Duration? {
+        do {
+            return try await Self.within(.seconds(10)) { try await identifiersStored(in: client) == expected }
+        } catch {
+            throw HarnessError("\(error); the node's log: \(node.log)")
+        }
+    }
+
     /// Polls `condition` every 20 ms until it holds or `limit` passes; how long it took (nil: never).
     static func within(_ limit: Duration, _ condition: () async throws -> Bool) async throws -> Duration? {
         let start = ContinuousClock.now
@@ -195,12 +214,7 @@ import Testing
         let clients = try await nodes.asyncMap { try await $0.client() }
         var generator = SystemRandomNumberGenerator()
         var values: [String: [UInt8]] = [:]
-        for person in 0..<40 {
-            _ = try await clients[2].register(identifier: "p\(person)", face: Self.face(&generator))
-            let template = try #require(try await clients[2].templates(identifier: "p\(person)", includeData: true).first)
-            guard case .vector(let vector) = template.template?.data else { throw HarnessError("no values") }
-            values["p\(person)"] = Array(vector.prefix(4)).withUnsafeBytes { Array($0) }
-        }
+        for person in 0..<40 { values["p\(person)"] = try await Self.register("p\(person)", on: clients[2], &generator) }
         let deleted = (0..<20).map { "p\($0)" }
         let kept = (20..<40).map { "p\($0)" }
         _ = try await Self.within(.seconds(2)) {
@@ -298,13 +312,7 @@ import Testing
         let desk = try await nodes[1].client()
         var generator = SystemRandomNumberGenerator()
         var values: [String: [UInt8]] = [:]
-        func register(_ name: String) async throws {
-            _ = try await desk.register(identifier: name, face: Self.face(&generator))
-            let template = try #require(try await desk.templates(identifier: name, includeData: true).first)
-            guard case .vector(let vector) = template.template?.data else { throw HarnessError("no values") }
-            values[name] = Array(vector.prefix(4)).withUnsafeBytes { Array($0) }
-        }
-        for person in 0..<30 { try await register("p\(person)") }
+        for person in 0..<30 { values["p\(person)"] = try await Self.register("p\(person)", on: desk, &generator) }
         let door = try await nodes[0].client()
         #expect(try await Self.within(.seconds(2)) { try await identifiersStored(in: door).count == 30 } != nil)
         await door.close()
@@ -312,7 +320,7 @@ import Testing
         let away = Int(fleet.query("SELECT applied FROM fleet_nodes WHERE node = 'door-1'")) ?? 0
 
         // While door-1 is away: 30 more, and 10 of the first 30 deleted.
-        for person in 30..<60 { try await register("p\(person)") }
+        for person in 30..<60 { values["p\(person)"] = try await Self.register("p\(person)", on: desk, &generator) }
         let deleted = (0..<10).map { "p\($0)" }
         for name in deleted { #expect(try await desk.deleteIdentifier(identifier: name) == 1) }
         let expected = Set((10..<60).map { "p\($0)" })
@@ -323,12 +331,7 @@ import Testing
 
         try nodes[0].start()
         let back = try await nodes[0].client()
-        let reloaded: Duration?
-        do {
-            reloaded = try await Self.within(.seconds(10)) { try await identifiersStored(in: back) == expected }
-        } catch {
-            throw HarnessError("\(error); door-1's log: \(nodes[0].log)")
-        }
+        let reloaded = try await Self.holds(expected, nodes[0], back)
         #expect(reloaded != nil, "the node back after the retention time did not have the fleet's state within 10 s; its log: \(nodes[0].log)")
         print("fleet: a node away past the retention time had the fleet's state \(reloaded.map { "\($0)" } ?? "never") after its start")
         #expect(nodes[0].log.contains("loaded the fleet's state"))
@@ -389,12 +392,7 @@ import Testing
         #expect(all.count == 500)
         try nodes[1].start()
         let restarted = try await nodes[1].client()
-        let caughtUp: Duration?
-        do {
-            caughtUp = try await Self.within(.seconds(10)) { try await identifiersStored(in: restarted) == all }
-        } catch {
-            throw HarnessError("\(error); the restarted node's log: \(nodes[1].log)")
-        }
+        let caughtUp = try await Self.holds(all, nodes[1], restarted)
         #expect(caughtUp != nil, "the restarted node did not have the 500 registrations within 10 s")
         print("fleet: the restarted node had the 500 registrations \(caughtUp.map { "\($0)" } ?? "never") after its start")
 

@@ -44,7 +44,7 @@ extension FleetNode {
         let seal = self.state.withLock { state in state.stuck == nil && state.failedHere == nil ? state.seal : nil }
         guard let seal else { return nil }
         let applied = try self.engine.fleetPosition()
-        let tail = try await Self.within(.seconds(10)) {
+        let tail = try await withinDeadline(.seconds(10)) {
             try await self.log.sinceSnapshot(upTo: applied, erasureKind: FleetEntryKind.erasure.rawValue)
         }
         if tail.entries > 0
@@ -52,7 +52,7 @@ extension FleetNode {
         {
             try await self.writeSnapshot(seal)
         }
-        let compaction = try await Self.within(.seconds(60)) { try await self.log.compact(retention: self.settings.retention) }
+        let compaction = try await withinDeadline(.seconds(60)) { try await self.log.compact(retention: self.settings.retention) }
         if let compaction, compaction.trimmed > compaction.trimmedBefore {
             self.logger.info(
                 "compacted the fleet's log",
@@ -73,7 +73,7 @@ extension FleetNode {
             let range = (index * Self.snapshotPartBytes)..<min(image.count, (index + 1) * Self.snapshotPartBytes)
             return try seal.seal(Array(image[range]), context: FleetSeal.snapshotContext(position: position, part: index, parts: count))
         }
-        guard try await Self.within(.seconds(120), { try await self.log.writeSnapshot(position: position, parts: parts) }) else { return }
+        guard try await withinDeadline(.seconds(120), { try await self.log.writeSnapshot(position: position, parts: parts) }) else { return }
         self.logger.info(
             "wrote a snapshot of the fleet's state",
             metadata: ["position": "\(position)", "bytes": "\(image.count)", "milliseconds": "\(Self.milliseconds(since: started))"])
@@ -85,7 +85,7 @@ extension FleetNode {
     func loadSnapshot(trimmed: Int64) async throws -> Int64 {
         guard let seal = self.state.withLock({ $0.seal }) else { throw RegistryError(.internal, "the fleet's seal is not known yet") }
         let started = ContinuousClock.now
-        guard let (position, parts) = try await Self.within(.seconds(120), { try await self.log.newestSnapshot() }) else {
+        guard let (position, parts) = try await withinDeadline(.seconds(120), { try await self.log.newestSnapshot() }) else {
             throw RegistryError(.internal, "the fleet's log was trimmed up to position \(trimmed) but the database holds no snapshot")
         }
         guard position >= trimmed else {

@@ -59,6 +59,20 @@ extension FleetNode: Service {
         var next: Int64 = (try? self.engine.fleetPosition()) ?? 0
         var tickets: [FleetTicket] = []
         var lastFailure: String?
+        // Every entry started ends before the store's position says where to go on.
+        func settle() async {
+            for ticket in tickets { _ = await ticket.outcome() }
+            tickets = []
+        }
+        // This node cannot go on past `position` for a reason of its own: logged once per reason,
+        // and writes refused (``State/stuck``) until the store's position passes it.
+        func halt(at position: Int64, _ reason: String, _ message: Logger.Message, _ metadata: Logger.Metadata) {
+            if reason != lastFailure {
+                self.logger.error(message, metadata: metadata.merging(["error": "\(Names.loggable(reason, maximum: 512))"]) { $1 })
+            }
+            lastFailure = reason
+            self.state.withLock { $0.stuck = (position, reason) }
+        }
         while !Task.isCancelled {
             do {
                 // Entries started before that failed here alone (their failure can come after their
@@ -70,20 +84,15 @@ extension FleetNode: Service {
                     return true
                 }
                 if let reason = self.state.withLock({ $0.failedHere }) {
-                    for ticket in tickets { _ = await ticket.outcome() }
-                    tickets = []
+                    await settle()
                     next = (try? self.engine.fleetPosition()) ?? next
-                    if reason != lastFailure {
-                        self.logger.error(
-                            "a fleet entry failed on this node; applying the log again from the store's position",
-                            metadata: ["position": "\(next + 1)", "error": "\(Names.loggable(reason, maximum: 512))"])
-                    }
-                    lastFailure = reason
-                    let stuckAt = next + 1
+                    halt(
+                        at: next + 1, reason, "a fleet entry failed on this node; applying the log again from the store's position",
+                        ["position": "\(next + 1)"])
+                    let followed = next
                     self.state.withLock { state in
                         state.failedHere = nil
-                        state.stuck = (stuckAt, reason)
-                        state.followed = next
+                        state.followed = followed
                     }
                     try await Task.sleep(for: .milliseconds(500))
                 } else if let stuck = self.state.withLock({ $0.stuck }), (try? self.engine.fleetPosition()) ?? 0 >= stuck.position {
@@ -92,28 +101,23 @@ extension FleetNode: Service {
                     self.state.withLock { $0.stuck = nil }
                 }
                 if self.state.withLock({ $0.seal == nil }) {
-                    try await Self.within(.seconds(5)) { try await self.prepareAgain() }
+                    try await withinDeadline(.seconds(5)) { try await self.prepareAgain() }
                 }
                 let after = next
-                let (entries, trimmed) = try await Self.within(.seconds(5)) { try await self.log.read(after: after, limit: Self.page) }
+                let (entries, trimmed) = try await withinDeadline(.seconds(5)) { try await self.log.read(after: after, limit: Self.page) }
                 // The log trimmed past this node's position (it is new, or was away longer than the
                 // retention time): the entries it lacks are gone, the newest snapshot replaces them.
                 // Read in one statement with the entries, a trimmed start at or below the position
                 // means that what was read is all there is.
                 if trimmed > after {
-                    for ticket in tickets { _ = await ticket.outcome() }
-                    tickets = []
+                    await settle()
                     do {
                         next = try await self.loadSnapshot(trimmed: trimmed)
                     } catch {
-                        let reason = (error as? RegistryError)?.message ?? "\(error)"
-                        if reason != lastFailure {
-                            self.logger.error(
-                                "this node is behind the fleet's trimmed log and could not load the fleet's snapshot",
-                                metadata: ["position": "\(after)", "trimmed": "\(trimmed)", "error": "\(Names.loggable(reason, maximum: 512))"])
-                        }
-                        lastFailure = reason
-                        self.state.withLock { $0.stuck = (after + 1, reason) }
+                        halt(
+                            at: after + 1, (error as? RegistryError)?.message ?? "\(error)",
+                            "this node is behind the fleet's trimmed log and could not load the fleet's snapshot",
+                            ["position": "\(after)", "trimmed": "\(trimmed)"])
                         try await Task.sleep(for: .seconds(1))
                         continue
                     }
@@ -253,8 +257,8 @@ extension FleetNode: Service {
             do {
                 try await Task.sleep(for: .seconds(1))
                 let applied = try self.engine.fleetPosition()
-                let (head, oldest) = try await Self.within(.seconds(5)) { try await self.log.lag(after: applied) }
-                try await Self.within(.seconds(5)) { try await self.log.recordApplied(applied) }
+                let (head, oldest) = try await withinDeadline(.seconds(5)) { try await self.log.lag(after: applied) }
+                try await withinDeadline(.seconds(5)) { try await self.log.recordApplied(applied) }
                 self.state.withLock { state in
                     state.head = max(state.head, head)
                     state.oldestUnapplied = oldest

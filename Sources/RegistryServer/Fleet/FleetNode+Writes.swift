@@ -69,7 +69,7 @@ extension FleetNode {
                 let entries = try zip(writes, tokens).map { write, token in
                     (gallery: write.gallery, kind: write.kind.rawValue, entry: try seal.seal(FleetPayload.encode(token: token, frame: write.frame)))
                 }
-                _ = try await Self.within(.seconds(5)) { try await self.log.append(entries, progress: progress) }
+                _ = try await withinDeadline(.seconds(5)) { try await self.log.append(entries, progress: progress) }
                 self.state.withLock { $0.reachable = true }
                 self.wakeFollower()
                 // Every request answered: one that this node has not applied in time (it is stuck
@@ -122,7 +122,7 @@ extension FleetNode {
     func resolve(_ tokens: [UInt64], limit: Duration = .seconds(30)) async {
         let deadline = ContinuousClock.now + limit
         while ContinuousClock.now < deadline {
-            guard let head = try? await Self.within(.seconds(5), { try await self.log.head() }) else {
+            guard let head = try? await withinDeadline(.seconds(5), { try await self.log.head() }) else {
                 try? await Task.sleep(for: .milliseconds(500))
                 continue
             }

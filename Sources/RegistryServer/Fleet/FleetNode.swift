@@ -164,7 +164,7 @@ public final class FleetNode: @unchecked Sendable {
             try await self.engine.joinFleet(id: id)
         }
         do {
-            try await Self.within(timeout) { try await self.prepare() }
+            try await withinDeadline(timeout) { try await self.prepare() }
         } catch let error as RegistryError {
             throw error
         } catch let error as FleetSchemaError {
@@ -188,11 +188,6 @@ public final class FleetNode: @unchecked Sendable {
         self.logger.info(
             "joined the fleet",
             metadata: ["fleet": "\(FleetMembership.hex(prepared.fleetId))", "node": "\(self.settings.node)", "database": "\(self.settings.location)"])
-    }
-
-    /// Runs `body`, or throws ``FleetTimeout`` once `limit` has passed (``withinDeadline(_:_:)``).
-    static func within<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await withinDeadline(limit, body)
     }
 
     // MARK: Status
