@@ -404,6 +404,38 @@ import Testing
         for client in [desk, restarted, fresh] { await client.close() }
     }
 
+    /// A node that catches up applies many entries at once; a registration reads its gallery before
+    /// its write is queued. Entries that change galleries must end before the next starts there too,
+    /// or the catching-up node reads a gallery the entries ahead have not made yet and refuses what
+    /// the others stored (found by the fleet fault loop: the same people, other template ids).
+    @Test
+    func aNodeCatchingUpAppliesGalleryChangesBeforeTheRegistrationsAfterThem() async throws {
+        let fleet = try Fleet()
+        let nodes = try ["door-1", "desk"].map { try fleet.node($0) }
+        let desk = try await nodes[1].client()
+        nodes[0].stop(signal: SIGKILL)
+        var generator = SystemRandomNumberGenerator()
+        let gallery = GalleryConfiguration(name: "visitors", registries: [RegistryConfiguration(algorithm: 24)])
+        for round in 0..<5 {
+            _ = try await desk.defineGallery(gallery)
+            for person in 0..<3 { _ = try await desk.register(gallery: "visitors", identifier: "v\(round)-\(person)", face: Self.face(&generator)) }
+            _ = try await desk.register(identifier: "d\(round)", face: Self.face(&generator))
+            if round < 4 { _ = try await desk.deleteGallery("visitors") }
+        }
+        try nodes[0].start()
+        let door = try await nodes[0].client()
+        let expected = try await desk.export(gallery: "visitors").templates.map { "\($0.id) \($0.identifier)" }
+        #expect(expected.count == 3)
+        let caughtUp = try await Self.within(.seconds(10)) {
+            (try? await door.export(gallery: "visitors").templates.map { "\($0.id) \($0.identifier)" }) == expected
+        }
+        let held = try? await door.export(gallery: "visitors").templates.map { "\($0.id) \($0.identifier)" }
+        #expect(caughtUp != nil, "the node that caught up holds \(held.map { "\($0)" } ?? "no gallery 'visitors'"), the desk \(expected)")
+        let defaults = try await [desk, door].asyncMap { try await $0.export().templates.map { "\($0.id) \($0.identifier)" } }
+        #expect(defaults[0] == defaults[1], "the default gallery differs: template ids taken differently")
+        for client in [desk, door] { await client.close() }
+    }
+
     /// Migration on a fleet: a face recognised on one node is auto-enrolled in the registry that
     /// lacked it, through the log, on every node with the same template id.
     @Test

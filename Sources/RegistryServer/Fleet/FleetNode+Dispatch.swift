@@ -12,7 +12,8 @@ extension FleetNode {
     ) {
         self.submit(
             FleetWrite(
-                kind: Operation.erases ? .erasure : .request, gallery: operation.scope.galleryName, frame: Array(buffer: frame),
+                kind: Operation.erases ? .erasure : .request, pipelined: Operation.isPipelinedInTheFleet, gallery: operation.scope.galleryName,
+                frame: Array(buffer: frame),
                 apply: { application, ticket in
                     FleetApplication.$current.withValue(application) {
                         operation.start(in: context, completion: FleetCompletion(inner: completion, ticket: ticket))
@@ -23,11 +24,17 @@ extension FleetNode {
 }
 
 extension RequestDispatcher {
-    /// Applies an entry another node wrote (or this one, before a restart): its request's operation,
-    /// run as if this node had been asked, bound to the entry. Nobody is answered; the audit trail
-    /// is the writing node's.
-    func applyFleetEntry(_ frame: [UInt8], application: FleetApplication, ticket: FleetTicket) {
-        guard let request = try? Registry_V1_Request(serializedBytes: frame), let operation = request.operation else {
+    /// The request of an entry another node wrote (or this one, before a restart); nil when this
+    /// registryd cannot read it.
+    func fleetOperation(_ frame: [UInt8]) -> Registry_V1_Request.OneOf_Operation? {
+        (try? Registry_V1_Request(serializedBytes: frame))?.operation
+    }
+
+    /// Applies an entry's request (``fleetOperation(_:)``; nil: it could not be read): its
+    /// operation, run as if this node had been asked, bound to the entry. Nobody is answered; the
+    /// audit trail is the writing node's.
+    func applyFleetEntry(_ operation: Registry_V1_Request.OneOf_Operation?, application: FleetApplication, ticket: FleetTicket) {
+        guard let operation else {
             // The writing node decoded it before appending: only a newer registryd writes what this
             // one cannot read. Every node of this version refuses it alike.
             return ticket.finished(

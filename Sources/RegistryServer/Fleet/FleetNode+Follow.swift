@@ -140,7 +140,7 @@ extension FleetNode: Service {
                 }
                 for entry in entries {
                     if self.state.withLock({ $0.failedHere != nil }) { break }
-                    let ticket = await self.apply(entry, after: next)
+                    let ticket = await self.apply(entry, after: next, behind: tickets)
                     tickets.append(ticket)
                     next = entry.position
                     self.state.withLock { $0.followed = next }
@@ -171,8 +171,11 @@ extension FleetNode: Service {
 
     /// Starts applying one entry and returns once its write is queued behind the previous ones (so
     /// the next can start), or its operation ended without writing (then its position is recorded
-    /// alone, when the refusal is the same on every replica).
-    private func apply(_ entry: FleetEntry, after previous: Int64) async -> FleetTicket {
+    /// alone, when the refusal is the same on every replica). An entry that is not pipelined
+    /// (``RegistryOperation/isPipelinedInTheFleet``) starts once the entries `behind` which it comes
+    /// have ended, and has ended when this returns: what it reads before it writes, and what the
+    /// next entry reads, is then the same on every replica, however its writer batches the entries.
+    private func apply(_ entry: FleetEntry, after previous: Int64, behind ahead: [FleetTicket]) async -> FleetTicket {
         let ticket = FleetTicket(position: entry.position)
         let application = FleetApplication(position: entry.position, previous: previous, committedAt: entry.committedAt) { ticket.queued() }
         guard let seal = self.state.withLock({ $0.seal }) else {
@@ -194,15 +197,27 @@ extension FleetNode: Service {
             ticket.failed(RegistryError(.internal, "\(error)"))
             return ticket
         }
+        let start: @Sendable (FleetApplication, FleetTicket) -> Void
+        let pipelined: Bool
         if entry.node == self.settings.node, let write = self.claim(token: payload.token) {
-            write.apply(application, ticket)
+            (start, pipelined) = (write.apply, write.pipelined)
         } else if kind == .autoEnrolment {
-            self.applyAutoEnrolment(Array(payload.frame), application: application, ticket: ticket, answer: nil)
+            // It reads the identifier's templates before it writes: never pipelined.
+            let frame = Array(payload.frame)
+            start = { application, ticket in self.applyAutoEnrolment(frame, application: application, ticket: ticket, answer: nil) }
+            pipelined = false
         } else if let dispatcher = self.dispatcher {
-            dispatcher.applyFleetEntry(Array(payload.frame), application: application, ticket: ticket)
+            let operation = dispatcher.fleetOperation(Array(payload.frame))
+            start = { application, ticket in dispatcher.applyFleetEntry(operation, application: application, ticket: ticket) }
+            pipelined = operation.map { type(of: $0.operation).isPipelinedInTheFleet } ?? false
         } else {
             ticket.failed(RegistryError(.internal, "the node is not serving yet"))
+            return ticket
         }
+        if !pipelined {
+            for earlier in ahead { _ = await earlier.outcome() }
+        }
+        start(application, ticket)
         let started = await ticket.started()
         if !started.queued, started.outcome == .done {
             // Refused before it wrote, as on every replica: its position alone is recorded, in order.
@@ -214,6 +229,7 @@ extension FleetNode: Service {
                 }
             }
         }
+        if !pipelined { _ = await ticket.outcome() }
         return ticket
     }
 

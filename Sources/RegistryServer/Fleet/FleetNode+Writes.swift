@@ -154,7 +154,7 @@ extension FleetNode {
                             FleetWrite(
                                 gallery: gallery, frame: frame,
                                 apply: { application, ticket in
-                                    dispatcher.applyFleetEntry(frame, application: application, ticket: ticket)
+                                    dispatcher.applyFleetEntry(dispatcher.fleetOperation(frame), application: application, ticket: ticket)
                                     Task {
                                         if case .failedHere(let reason) = await ticket.outcome() {
                                             return done.resume(throwing: RegistryError(.internal, reason))

@@ -217,6 +217,8 @@ public final class FleetNode: @unchecked Sendable {
 /// request's own operation and completion.
 struct FleetWrite: Sendable {
     var kind = FleetEntryKind.request
+    /// ``RegistryOperation/isPipelinedInTheFleet`` of its operation.
+    var pipelined = false
     let gallery: String
     /// The entry before sealing: the request as the client sent it (a `registry.v1.Request`), or
     /// an auto-enrolment (``FleetAutoEnrolment``).

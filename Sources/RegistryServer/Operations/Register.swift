@@ -6,6 +6,7 @@ extension Registry_V1_RegisterRequest: RegistryOperation {
     static let name = "register"
     static let right: OperationClass? = .enrol
     static let isReplicated = true
+    static let isPipelinedInTheFleet = true
     /// The engine's result, converted for the wire when the reply is made (on the event loop), not
     /// in the completion (on the writer thread, whose time every registration shares).
     static func response(_ result: Registration) -> Registry_V1_Response.OneOf_Result { .register(Registry_V1_RegisterResult(result)) }

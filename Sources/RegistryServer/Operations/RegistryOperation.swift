@@ -34,6 +34,13 @@ protocol RegistryOperation: Sendable {
     /// kind, after which a snapshot is due, so that compaction takes the removed data out of the
     /// fleet's log soon (docs/fleet.md, "Compaction").
     static var erases: Bool { get }
+    /// Whether, in fleet mode, its entry may start while the entries ahead of it are still being
+    /// applied. An operation reads some of the registry before its write is queued (register: the
+    /// gallery, the identifier's liveness profile); every replica must read there what the entries
+    /// ahead of it left, whichever of them it has committed yet. Registrations, most of the log,
+    /// read only what no registration changes, so they follow each other without waiting; every
+    /// other write starts once the entries ahead of it have ended, and ends before the next starts.
+    static var isPipelinedInTheFleet: Bool { get }
     /// The wire form of a result.
     static func response(_ result: Result) -> Registry_V1_Response.OneOf_Result
     /// The whole reply frame for `result`, written without building the response message, or nil
@@ -95,6 +102,7 @@ extension RegistryOperation {
     static var decidesMatches: Bool { false }
     static var isReplicated: Bool { false }
     static var erases: Bool { false }
+    static var isPipelinedInTheFleet: Bool { false }
     static func framedReply(id: UInt64, _ result: Result) -> ByteBuffer? { nil }
     static func metrics(in metrics: ServerMetrics) -> OperationMetrics {
         metrics.operation(Self.name, decidesMatches: Self.decidesMatches)
