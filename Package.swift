@@ -53,6 +53,7 @@ let package = Package(
         .executable(name: "registry-bench", targets: ["registry-bench"]),
         .executable(name: "registry-load", targets: ["registry-load"]),
         .executable(name: "registry-crash-loop", targets: ["registry-crash-loop"]),
+        .executable(name: "registry-fleet-loop", targets: ["registry-fleet-loop"]),
         .executable(name: "registry-landmark-eval", targets: ["registry-landmark-eval"]),
     ],
     dependencies: [
@@ -149,6 +150,10 @@ let package = Package(
         // Crash loop (tools/crash-loop): SIGKILL/SIGTERM registryd under pipelined registrations, restart, check.
         .executableTarget(
             name: "registry-crash-loop", dependencies: ["RegistryProtocol", "RegistryModel", "SyntheticFaces", protobuf, argumentParser],
+            swiftSettings: strictSettings),
+        // Fleet fault loop (tools/fleet-loop): faults under a fleet and its PostgreSQL, then a history check.
+        .executableTarget(
+            name: "registry-fleet-loop", dependencies: ["RegistryClient", "RegistryModel", "TestSupport", argumentParser],
             swiftSettings: strictSettings),
         // What the test targets share: temporary directories, the products' executables.
         .target(

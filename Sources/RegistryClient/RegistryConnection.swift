@@ -70,6 +70,9 @@ public final class RegistryConnection: Sendable {
         }
     }
 
+    /// Whether the connection is still open (false once the daemon or ``close()`` closed it).
+    public var isActive: Bool { self.channel.isActive }
+
     /// Closes the connection. Calls still in flight fail with ``RegistryClientError/connectionClosed``.
     public func close() async {
         try? await self.channel.close()

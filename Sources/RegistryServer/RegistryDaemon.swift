@@ -50,6 +50,13 @@ public struct RegistryDaemon: Sendable {
             // A replica defines nothing alone: its configured galleries go through the log.
             let node = FleetNode(settings: fleetSettings, engine: engine, logger: self.logger, metrics: metrics.factory)
             node.configuredGalleries = galleries
+            if Engine.unorderedFleetWritesForTesting {
+                self.logger.critical(
+                    """
+                    REGISTRYD_TEST_UNORDERED_FLEET_WRITES=1: this node carries out writes without the fleet's log, so its store will \
+                    differ from the fleet's for good; a test's broken build only, never a deployment
+                    """)
+            }
             try await node.join(timeout: .seconds(5))
             fleet = node
         } else {

@@ -256,7 +256,7 @@ public final class RequestDispatcher: Sendable {
             context.policy = self.policy.withLock { $0 }
         }
         let running = Running(dispatcher: self, operation: operation, call: call)
-        if let fleet = self.fleet, Operation.isReplicated {
+        if let fleet = self.fleet, Operation.isReplicated, !Engine.unorderedFleetWritesForTesting {
             return fleet.submit(operation, frame: call.frame, context: context, completion: running)
         }
         operation.start(in: context, completion: running)

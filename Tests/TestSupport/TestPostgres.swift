@@ -76,6 +76,27 @@ public final class TestPostgres: Sendable {
         }
     }
 
+    /// Makes this server, a primary that failed (or was failed over from), a streaming standby of
+    /// `primary`, the server promoted in its place, on the same directories (its socket stays where
+    /// clients look for it): its data is replaced by a `pg_basebackup` of `primary`, as an operator
+    /// re-clones a failed primary after a failover.
+    public func rebuild(asStandbyOf primary: TestPostgres) throws(Refused) {
+        self.remove(keepingBase: true)
+        try Self.run(
+            "runuser -u postgres -- '\(self.binaries)/pg_basebackup' -h '\(primary.socketDirectory)' -p \(primary.port) -U postgres "
+                + "-D '\(self.directory)' -R -X stream --checkpoint=fast --no-sync", self.base)
+        try Self.run(
+            "runuser -u postgres -- '\(self.binaries)/pg_ctl' -D '\(self.directory)' -l '\(self.base)/server.log' -w -t 60 "
+                + "-o \"-c listen_addresses='' -p \(self.port) -k '\(self.socketDirectory)'\" start", self.base)
+    }
+
+    /// Lets commits go on without a standby (`synchronous_standby_names` emptied), as a failover
+    /// manager does once the old primary is gone, until ``requireSynchronousStandby()`` again.
+    public func allowAsynchronousCommits() {
+        _ = self.psql("ALTER SYSTEM SET synchronous_standby_names = ''")
+        _ = self.psql("SELECT pg_reload_conf()")
+    }
+
     /// Makes every commit on this primary wait until a standby has it (`synchronous_standby_names`):
     /// with it, a failover loses no acknowledged commit.
     /// Returns once a standby streams as the synchronous one (or after 60 s: until then commits
@@ -131,11 +152,17 @@ public final class TestPostgres: Sendable {
     /// Stops the server and removes its files. Should pg_ctl fail to stop it, the postmaster (the
     /// first line of `postmaster.pid`, which a clean stop removes) is killed: no test leaves a server.
     public func remove() {
+        self.remove(keepingBase: false)
+    }
+
+    /// ``remove()``; when `keepingBase`, only the data directory goes (the socket directory and the
+    /// logs stay, for ``rebuild(asStandbyOf:)``).
+    private func remove(keepingBase: Bool) {
         self.stop(immediately: true)
         if let pid = readFileText(self.directory + "/postmaster.pid").split(separator: "\n").first.flatMap({ Int32($0) }), pid > 0 {
             kill(pid, SIGKILL)
         }
-        _ = system("rm -rf '\(self.base)'")
+        _ = system("rm -rf '\(keepingBase ? self.directory : self.base)'")
     }
 
     /// The newest installed server's program directory (`/usr/lib/postgresql/N/bin`).

@@ -61,6 +61,14 @@ public final class Engine: @unchecked Sendable {
     /// Whether the store is a fleet replica (``joinFleet(id:)``): every write of the registry's
     /// contents must then come from the fleet's log (``FleetApplication``).
     let isReplica = Atomic<Bool>(false)
+    /// A deliberately broken build, for the fleet fault loop's negative control alone
+    /// (`registry-fleet-loop --control`, docs/fleet.md): with `REGISTRYD_TEST_UNORDERED_FLEET_WRITES=1`
+    /// in its environment a fleet node carries out its clients' writes on its own store at once
+    /// instead of ordering them through the fleet's log. Its replicas then differ, and the loop's
+    /// checker must say so; if it did not, it could not see a fleet that loses order. Never set
+    /// outside that test: registryd warns at start when it is.
+    public static let unorderedFleetWritesForTesting: Bool =
+        getenv("REGISTRYD_TEST_UNORDERED_FLEET_WRITES").map { String(cString: $0) == "1" } ?? false
     /// Why the index could not be rebuilt after a fleet state image was loaded (``reloadIndex()``),
     /// for the load's caller.
     let reloadFailure = Mutex<String?>(nil)

@@ -1,0 +1,190 @@
+import ArgumentParser
+import Foundation
+import Glibc
+import Synchronization
+import TestSupport
+
+/// The fleet fault loop (docs/fleet.md, "Faults"): a fleet of registryd nodes on a PostgreSQL
+/// primary with a synchronous standby, under a mixed load on every node, through rounds of random
+/// faults; then, once the nodes have converged, a checker that reads every request and answer and
+/// every node's contents and data directory.
+@main
+struct FleetLoopCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "registry-fleet-loop",
+        abstract: "Faults under a fleet (nodes killed, stopped, paused; PostgreSQL stopped, killed, failed over), then a history check.",
+        discussion: """
+            Needs root (the PostgreSQL servers run as the postgres user) and Debian's PostgreSQL. The seed decides the \
+            faults, their order, targets and timing, and the load's choices; the interleaving of the load's requests \
+            is the machine's. Exit status 0 when the checker found nothing (with --control: when it found something, \
+            as it must), 1 otherwise, with the run's directory (history.jsonl, node logs) left for inspection.
+            """)
+
+    @Option(help: "The registryd to run.") var daemon: String
+    @Option(help: "Rounds of faults.") var rounds = 10
+    @Option(help: "The seed (default: random; printed, to replay a run).") var seed: UInt64?
+    @Option(help: "Fleet nodes.") var nodes = 3
+    @Option(help: "Clients per node.") var workersPerNode = 2
+    @Option(help: "How long the nodes may take to converge once the load stops (seconds).") var convergenceSeconds = 60
+    @Flag(
+        help:
+            "The negative control: nodes carry out writes without ordering them through the log (a broken build switched on by an environment variable); the checker must find violations."
+    )
+    var control = false
+    @Flag(help: "Keep the run's directory even when the run passed.") var keep = false
+
+    enum Fault: String, CaseIterable {
+        case nodeKilled = "node SIGKILL"
+        case nodeStopped = "node SIGTERM"
+        case nodePaused = "node SIGSTOP"
+        case databaseStopped = "PostgreSQL stopped"
+        case databaseKilled = "PostgreSQL killed"
+        case failover = "PostgreSQL failover"
+    }
+
+    func run() async throws {
+        let seed = self.seed ?? UInt64.random(in: 1...UInt64.max)
+        let directory = TemporaryDirectory("registry-fleet-loop").path
+        print(
+            "fleet loop: seed \(seed) (replay: --seed \(seed)), \(self.rounds) rounds, \(self.nodes) nodes, \(self.nodes * self.workersPerNode) clients"
+                + (self.control ? ", NEGATIVE CONTROL (writes not ordered through the log)" : "") + "; in \(directory)")
+        let cluster = try Cluster(directory: directory, daemon: self.daemon, nodes: self.nodes, control: self.control)
+        var passed = false
+        defer {
+            cluster.remove()
+            if passed && !self.keep { _ = system("rm -rf '\(directory)'") }
+        }
+        for node in cluster.nodes { try await node.start() }
+        let history = History()
+        let load = Workload(nodes: cluster.nodes, history: history, seed: seed)
+        let running = Task { await load.run(workers: self.nodes * self.workersPerNode) }
+        var generator = SplitMix(seed: seed)
+        var injected: [Fault: Int] = [:]
+        var unclean: [String] = []
+        for round in 1...self.rounds {
+            try await Task.sleep(for: .milliseconds(500 + Int(generator.next() % 1500)))
+            let fault = Fault.allCases[Int(generator.next() % UInt64(Fault.allCases.count))]
+            let hold = Duration.milliseconds(500 + Int(generator.next() % 2000))
+            let node = cluster.nodes[Int(generator.next() % UInt64(cluster.nodes.count))]
+            injected[fault, default: 0] += 1
+            let began = history.now
+            switch fault {
+            case .nodeKilled, .nodeStopped:
+                let signal = fault == .nodeKilled ? SIGKILL : SIGTERM
+                let status = try await blocking { node.stop(signal) }
+                // SIGTERM: the daemon drains and exits 0; anything else is a failure of its own.
+                if signal == SIGTERM && status != 0 { unclean.append("\(node.name) ended with wait status \(status) after SIGTERM (round \(round))") }
+                try await Task.sleep(for: hold)
+                try await node.start()
+            case .nodePaused:
+                node.pause()
+                try await Task.sleep(for: hold)
+                node.resume()
+            case .databaseStopped, .databaseKilled:
+                let server = cluster.primaryServer
+                try await blocking { server.stop(immediately: fault == .databaseKilled) }
+                try await Task.sleep(for: hold)
+                try await blocking { server.start() }
+            case .failover:
+                try await blocking { try cluster.failOver() }
+            }
+            let target = fault == .failover || fault == .databaseStopped || fault == .databaseKilled ? "" : " of \(node.name)"
+            print(String(format: "round %d: %@%@ at %.1f s, healed after %.1f s", round, fault.rawValue, target, began, history.now - began))
+        }
+        try await Task.sleep(for: .seconds(1))
+        load.stop.store(true, ordering: .relaxed)
+        await running.value
+        let loadEnded = history.now
+
+        // Convergence: every node has applied the log's head and all hold the same.
+        let events = history.all
+        let faces = Dictionary(events.filter { $0.kind == .register }.map { (LoopFace.payload($0.face), $0.face) }, uniquingKeysWith: { a, _ in a })
+        var states: [NodeState] = []
+        var converged: Double?
+        let deadline = ContinuousClock.now + .seconds(self.convergenceSeconds)
+        while ContinuousClock.now < deadline {
+            let (head, applied) = try await blocking { cluster.logPositions() }
+            if cluster.nodes.allSatisfy({ (applied[$0.name] ?? -1) >= head }) {
+                states = try await cluster.nodes.asyncMap { try await NodeState.read($0, faces: faces) }
+                if states.allSatisfy({ $0 == states[0] }) {
+                    converged = history.now - loadEnded
+                    break
+                }
+            }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        if states.isEmpty { states = try await cluster.nodes.asyncMap { try await NodeState.read($0, faces: faces) } }
+        try history.write(to: directory + "/history.jsonl")
+        // What each node held (gallery, template id, identifier, face seed: no template data).
+        for (node, state) in zip(cluster.nodes, states) {
+            try writeFile(node.directory + "/held.txt", state.rows.joined(separator: "\n") + "\n", mode: 0o644)
+        }
+
+        var findings = Checker(events: events).check(states: states, nodes: cluster.nodes)
+        if converged == nil { findings.add("not converged", "the nodes had not converged \(self.convergenceSeconds) s after the load stopped") }
+        for line in unclean { findings.add("unclean stop", line) }
+        for event in events where event.outcome == .unknown("no answer") {
+            findings.add(
+                "unanswered",
+                "node-\(event.node + 1): a \(event.kind.rawValue) sent at \(event.start) s had no answer within \(Workload.answerDeadline)")
+        }
+        Self.report(events: events, injected: injected, findings: findings, converged: converged, held: states.first)
+        passed = self.control ? findings.count > 0 : findings.count == 0
+        if self.control {
+            print(
+                passed
+                    ? "fleet loop: the negative control failed as it must (\(findings.count) violations found)"
+                    : "fleet loop: the negative control found NOTHING: the checker cannot see writes that bypass the log")
+        }
+        if !passed {
+            print("fleet loop: FAILED; the run's history, node logs and data are in \(directory)")
+            throw ExitCode(1)
+        }
+    }
+
+    static func report(events: [Event], injected: [Fault: Int], findings: Findings, converged: Double?, held: NodeState?) {
+        let faults = Fault.allCases.map { "\($0.rawValue) \(injected[$0] ?? 0)" }.joined(separator: ", ")
+        print("faults: \(faults)")
+        var refused: [String: Int] = [:]
+        var unknown: [String: Int] = [:]
+        for event in events {
+            switch event.outcome {
+            case .ok: break
+            case .refused(let code): refused[code, default: 0] += 1
+            case .unknown(let reason): unknown[reason, default: 0] += 1
+            }
+        }
+        let kinds = Dictionary(grouping: events, by: \.kind).map { "\($0.key.rawValue) \($0.value.count)" }.sorted().joined(separator: ", ")
+        print("requests: \(events.count) (\(kinds))")
+        print(
+            "acknowledged: \(events.count(where: \.acknowledged)); refused: \(refused.values.reduce(0, +)) \(refused.sorted { $0.key < $1.key }); "
+                + "outcome unknown: \(unknown.values.reduce(0, +)) \(unknown.sorted { $0.key < $1.key })")
+        let templates = held.map { $0.rows.count } ?? 0
+        print(
+            "held at the end: \(templates) templates; converged \(converged.map { String(format: "%.2f s", $0) } ?? "never") after the load stopped")
+        let rules = ["lost", "doubled", "resurrected", "refused but stored", "disagree", "stale read", "not converged", "unclean stop", "unanswered"]
+        print("checker: " + rules.map { "\(findings.count($0)) \($0)" }.joined(separator: ", "))
+        for rule in rules {
+            for detail in (findings.violations[rule] ?? []).prefix(5) { print("  \(rule): \(detail)") }
+        }
+    }
+}
+
+/// Runs `body` (which blocks: pg_ctl, waitpid) on a thread of its own, off the cooperative pool
+/// the load's clients run on.
+func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    let result: Result<T, any Error> = await withCheckedContinuation { continuation in
+        Thread.detachNewThread {
+            continuation.resume(returning: Result { try body() })
+        }
+    }
+    return try result.get()
+}
+
+extension Array where Element: Sendable {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var results: [T] = []
+        for element in self { results.append(try await transform(element)) }
+        return results
+    }
+}
