@@ -14,12 +14,32 @@ public struct FleetAppendError: Error, CustomStringConvertible {
     }
 }
 
-/// How far an append got: whether its `COMMIT` was sent (a caller that stopped waiting before it
-/// knows that nothing was committed).
+/// How far an append got, for a caller that stops waiting for it (a deadline): either its `COMMIT`
+/// was sent (it may have been committed), or the caller gave it up first, and then it never sends
+/// one. The second matters: an append given up is cancelled but not stopped (PostgresNIO may go on
+/// with its statements once a server answers), and one that committed after its caller was told
+/// "not carried out" would be a write refused to its client yet applied on every node (found by the
+/// fleet fault loop: PostgreSQL restarted while an append waited for a connection).
 public final class FleetAppendProgress: Sendable {
-    public let commitSent = Atomic<Bool>(false)
+    private static let open = 0
+    private static let commitSent = 1
+    private static let givenUp = 2
+    private let state = Atomic<Int>(FleetAppendProgress.open)
 
     public init() {}
+
+    /// The append is about to send its `COMMIT`; false when its caller gave it up (then it must not).
+    func sendingCommit() -> Bool {
+        self.state.compareExchange(expected: Self.open, desired: Self.commitSent, ordering: .acquiringAndReleasing).exchanged
+            || self.state.load(ordering: .acquiring) == Self.commitSent
+    }
+
+    /// Gives the append up unless its `COMMIT` was sent: true when it was given up (so nothing of it
+    /// is or will be committed), false when it may have committed.
+    public func giveUp() -> Bool {
+        self.state.compareExchange(expected: Self.open, desired: Self.givenUp, ordering: .acquiringAndReleasing).exchanged
+            || self.state.load(ordering: .acquiring) == Self.givenUp
+    }
 }
 
 /// One change in the fleet's log: its place in the one fleet-wide order, its gallery, the node that
@@ -110,7 +130,11 @@ public struct FleetLog: Sendable {
                         _ = try? await connection.query("ROLLBACK", logger: logger)
                         throw FleetAppendError(mayHaveCommitted: false, underlying: error)
                     }
-                    progress.commitSent.store(true, ordering: .releasing)
+                    guard progress.sendingCommit() else {
+                        // Its caller stopped waiting and told its clients that nothing was written.
+                        _ = try? await connection.query("ROLLBACK", logger: logger)
+                        throw FleetAppendError(mayHaveCommitted: false, underlying: FleetTimeout())
+                    }
                     do {
                         _ = try await connection.query("COMMIT", logger: logger)
                     } catch {
@@ -124,7 +148,7 @@ public struct FleetLog: Sendable {
         } catch {
             // No connection (nothing reached the server), or the call was ended from outside
             // (``FleetDatabase/withPrimary(_:)``): then whether its COMMIT was sent says.
-            throw FleetAppendError(mayHaveCommitted: progress.commitSent.load(ordering: .acquiring), underlying: error)
+            throw FleetAppendError(mayHaveCommitted: !progress.giveUp(), underlying: error)
         }
     }
 

@@ -48,6 +48,30 @@ import Testing
 
     /// Eight nodes append to two galleries at once while a reader follows the log: every entry is
     /// read exactly once, in increasing positions, and none ever appears behind what was already read.
+    /// An append whose caller gave up (its deadline passed) before its COMMIT was sent is never
+    /// committed, even when it goes on once the server answers: its caller has told its clients
+    /// that nothing was written. (The fault loop found such writes refused and stored everywhere.)
+    @Test
+    func anAppendGivenUpBeforeItsCommitNeverCommits() async throws {
+        let server = try TestPostgres()
+        defer { server.remove() }
+        try await Self.withLog(server, node: "door-1") { door in
+            _ = try await door.append([("staff", 1, [1])])
+            // Another session holds the appends' order lock for 3 s: the next append waits inside
+            // its transaction, where a cancellation does not stop it.
+            let holder = Task.detached { server.psql("SELECT pg_advisory_lock(8243108395577799290); SELECT pg_sleep(3)") }
+            try await Task.sleep(for: .milliseconds(500))
+            let progress = FleetAppendProgress()
+            await #expect(throws: FleetTimeout.self) {
+                _ = try await withinDeadline(.seconds(1)) { try await door.append([("staff", 1, [2])], progress: progress) }
+            }
+            #expect(progress.giveUp(), "the append was given up before its COMMIT")
+            _ = await holder.value
+            try await Task.sleep(for: .seconds(2))
+            #expect(try await door.entries(after: 0).map(\.entry) == [[1]], "the append given up was committed after all")
+        }
+    }
+
     @Test
     func aReaderNeverFindsAnEntryBehindWhatItRead() async throws {
         let server = try TestPostgres()

@@ -85,10 +85,10 @@ extension FleetNode {
                 }
             } catch {
                 self.state.withLock { $0.reachable = false }
-                // A timeout cancelled the append wherever it was: in its COMMIT, or before (waiting for a
-                // connection, while the database is down), when nothing can have been committed.
+                // A timeout gives the append up wherever it was: in its COMMIT (it may have committed),
+                // or before (waiting for a connection, or for the order lock): then it never sends one.
                 let mayHaveCommitted =
-                    (error as? FleetAppendError)?.mayHaveCommitted ?? progress.commitSent.load(ordering: .acquiring)
+                    (error as? FleetAppendError)?.mayHaveCommitted ?? !progress.giveUp()
                 self.logger.warning(
                     mayHaveCommitted
                         ? "fleet writes unconfirmed: the fleet's database did not confirm their commit"
