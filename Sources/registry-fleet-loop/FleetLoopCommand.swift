@@ -45,7 +45,7 @@ struct FleetLoopCommand: AsyncParsableCommand {
     func run() async throws {
         let seed = self.seed ?? UInt64.random(in: 1...UInt64.max)
         let directory = TemporaryDirectory("registry-fleet-loop").path
-        print(
+        say(
             "fleet loop: seed \(seed) (replay: --seed \(seed)), \(self.rounds) rounds, \(self.nodes) nodes, \(self.nodes * self.workersPerNode) clients"
                 + (self.control ? ", NEGATIVE CONTROL (writes not ordered through the log)" : "") + "; in \(directory)")
         let cluster = try Cluster(directory: directory, daemon: self.daemon, nodes: self.nodes, control: self.control)
@@ -89,7 +89,7 @@ struct FleetLoopCommand: AsyncParsableCommand {
                 try await blocking { try cluster.failOver() }
             }
             let target = fault == .failover || fault == .databaseStopped || fault == .databaseKilled ? "" : " of \(node.name)"
-            print(String(format: "round %d: %@%@ at %.1f s, healed after %.1f s", round, fault.rawValue, target, began, history.now - began))
+            say(String(format: "round %d: %@%@ at %.1f s, healed after %.1f s", round, fault.rawValue, target, began, history.now - began))
         }
         try await Task.sleep(for: .seconds(1))
         load.stop.store(true, ordering: .relaxed)
@@ -131,20 +131,20 @@ struct FleetLoopCommand: AsyncParsableCommand {
         Self.report(events: events, injected: injected, findings: findings, converged: converged, held: states.first)
         passed = self.control ? findings.count > 0 : findings.count == 0
         if self.control {
-            print(
+            say(
                 passed
                     ? "fleet loop: the negative control failed as it must (\(findings.count) violations found)"
                     : "fleet loop: the negative control found NOTHING: the checker cannot see writes that bypass the log")
         }
         if !passed {
-            print("fleet loop: FAILED; the run's history, node logs and data are in \(directory)")
+            say("fleet loop: FAILED; the run's history, node logs and data are in \(directory)")
             throw ExitCode(1)
         }
     }
 
     static func report(events: [Event], injected: [Fault: Int], findings: Findings, converged: Double?, held: NodeState?) {
         let faults = Fault.allCases.map { "\($0.rawValue) \(injected[$0] ?? 0)" }.joined(separator: ", ")
-        print("faults: \(faults)")
+        say("faults: \(faults)")
         var refused: [String: Int] = [:]
         var unknown: [String: Int] = [:]
         for event in events {
@@ -155,17 +155,17 @@ struct FleetLoopCommand: AsyncParsableCommand {
             }
         }
         let kinds = Dictionary(grouping: events, by: \.kind).map { "\($0.key.rawValue) \($0.value.count)" }.sorted().joined(separator: ", ")
-        print("requests: \(events.count) (\(kinds))")
-        print(
+        say("requests: \(events.count) (\(kinds))")
+        say(
             "acknowledged: \(events.count(where: \.acknowledged)); refused: \(refused.values.reduce(0, +)) \(refused.sorted { $0.key < $1.key }); "
                 + "outcome unknown: \(unknown.values.reduce(0, +)) \(unknown.sorted { $0.key < $1.key })")
         let templates = held.map { $0.rows.count } ?? 0
-        print(
+        say(
             "held at the end: \(templates) templates; converged \(converged.map { String(format: "%.2f s", $0) } ?? "never") after the load stopped")
         let rules = ["lost", "doubled", "resurrected", "refused but stored", "disagree", "stale read", "not converged", "unclean stop", "unanswered"]
-        print("checker: " + rules.map { "\(findings.count($0)) \($0)" }.joined(separator: ", "))
+        say("checker: " + rules.map { "\(findings.count($0)) \($0)" }.joined(separator: ", "))
         for rule in rules {
-            for detail in (findings.violations[rule] ?? []).prefix(5) { print("  \(rule): \(detail)") }
+            for detail in (findings.violations[rule] ?? []).prefix(5) { say("  \(rule): \(detail)") }
         }
     }
 }
@@ -187,4 +187,10 @@ extension Array where Element: Sendable {
         for element in self { results.append(try await transform(element)) }
         return results
     }
+}
+
+/// Prints a line and flushes it, also into a file or a pipe: a long run shows its rounds as they pass.
+func say(_ line: String) {
+    print(line)
+    fflush(nil)
 }
