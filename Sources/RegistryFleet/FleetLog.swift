@@ -202,13 +202,21 @@ public struct FleetLog: Sendable {
         }
     }
 
-    /// The last position committed (0 for an empty log); the trimmed start when the whole log was
-    /// trimmed.
+    /// The last position committed (0 for an empty log; the trimmed start when the whole log was
+    /// trimmed), read once every append in progress has ended: it takes the appends' order lock,
+    /// which an append holds until its transaction ends, its wait for a synchronous standby
+    /// included. An append whose COMMIT was sent but not confirmed is then in the log below this
+    /// head, or never will be. (Read without the lock, a head could miss an append still waiting
+    /// for its standby, which then committed behind it: the fault loop found writes refused so and
+    /// stored on every node.)
     public func head() async throws -> Int64 {
         try await self.database.withPrimary { client in
-            let rows = try await client.query("SELECT \(unescaped: Self.headSQL)", logger: self.logger)
-            for try await head in rows.decode(Int64.self) { return head }
-            return 0
+            try await client.transaction(logger: self.logger) { connection in
+                _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.orderLockKey))", logger: self.logger)
+                let rows = try await connection.query("SELECT \(unescaped: Self.headSQL)", logger: self.logger)
+                for try await head in rows.decode(Int64.self) { return head }
+                return 0
+            }
         }
     }
 

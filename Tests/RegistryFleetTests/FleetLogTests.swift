@@ -72,6 +72,35 @@ import Testing
         }
     }
 
+    /// The head a node reads to settle an append whose COMMIT was not confirmed: an append still
+    /// waiting for a synchronous standby is not visible yet, and must not commit behind that head.
+    @Test
+    func theHeadWaitsForAnAppendWaitingForItsStandby() async throws {
+        let server = try TestPostgres()
+        defer { server.remove() }
+        try await Self.withLog(server, node: "door-1") { door in
+            _ = try await door.append([("staff", 1, [1])])
+            // A synchronous standby that is not there: every COMMIT waits for it.
+            _ = server.psql("ALTER SYSTEM SET synchronous_standby_names = 'absent'")
+            _ = server.psql("SELECT pg_reload_conf()")
+            let progress = FleetAppendProgress()
+            await #expect(throws: FleetTimeout.self) {
+                _ = try await withinDeadline(.seconds(1)) { try await door.append([("staff", 1, [2])], progress: progress) }
+            }
+            #expect(!progress.giveUp(), "the COMMIT was sent")
+            let head = try? await withinDeadline(.seconds(2)) { try await door.head() }
+            // The standby requirement lifted: the waiting COMMIT completes.
+            server.allowAsynchronousCommits()
+            let settled = try await withinDeadline(.seconds(10)) { try await door.head() }
+            let entries = try await door.entries(after: 0)
+            #expect(entries.map(\.entry) == [[1], [2]])
+            #expect(
+                head == nil || head! >= entries.last!.position, "a head of \(head ?? -1) was read, then \(entries.last!.position) committed behind it"
+            )
+            #expect(settled == entries.last!.position)
+        }
+    }
+
     @Test
     func aReaderNeverFindsAnEntryBehindWhatItRead() async throws {
         let server = try TestPostgres()

@@ -117,7 +117,8 @@ extension FleetNode {
     /// Writes whose commit PostgreSQL did not confirm: committed or not, the log says. Once the
     /// database answers again, its head is read, and the follower reads up to it: a write that was
     /// committed is then found there and answered as applied; one that was not is refused. Positions
-    /// commit in their order (``FleetLog``), so nothing of this node's can commit behind that head.
+    /// commit in their order, and the head is read once every append in progress has ended (``FleetLog/head()``), so nothing of
+    /// this node's can commit behind that head.
     /// Should the database stay silent for `limit`, the answer says the outcome is unknown.
     func resolve(_ tokens: [UInt64], limit: Duration = .seconds(30)) async {
         let deadline = ContinuousClock.now + limit
