@@ -12,18 +12,26 @@ struct LoopError: Error, CustomStringConvertible {
 /// after a fault. Only the fault task starts and signals it.
 final class Node: @unchecked Sendable {
     let index: Int
+    /// Its network namespace and link to the PostgreSQL servers.
+    let network: NodeNetwork
     let name: String
     let directory: String
     let binary: String
     let arguments: [String]
     let environment: [String]
     var socketPath: String { self.directory + "/registryd.sock" }
-    var dataPath: String { self.directory + "/data" }
+    /// Its data directory: in its directory, or where the power-loss file system is mounted.
+    let dataPath: String
     var logPath: String { self.directory + "/registryd.log" }
     private(set) var pid: pid_t = 0
 
-    init(index: Int, name: String, directory: String, binary: String, arguments: [String], environment: [String]) {
+    init(
+        index: Int, network: NodeNetwork, name: String, directory: String, dataPath: String?, binary: String, arguments: [String],
+        environment: [String]
+    ) {
         self.index = index
+        self.dataPath = dataPath ?? directory + "/data"
+        self.network = network
         self.name = name
         self.directory = directory
         self.binary = binary
@@ -33,8 +41,12 @@ final class Node: @unchecked Sendable {
 
     /// Starts the process and waits until it answers (a fleet node answers once it joined the fleet).
     func start() async throws {
+        // In its namespace (`ip netns exec` enters it and executes registryd: the pid is the daemon's).
         let arguments =
-            [self.binary, "--socket", self.socketPath, "--data", self.dataPath, "--log-level", "warning", "--node", self.name] + self.arguments
+            [
+                "/usr/sbin/ip", "netns", "exec", self.network.namespace, self.binary, "--socket", self.socketPath, "--data", self.dataPath,
+                "--log-level", "warning", "--node", self.name,
+            ] + self.arguments
         self.pid = try spawn(arguments, environment: self.environment, log: self.logPath)
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
@@ -83,17 +95,32 @@ final class Cluster: @unchecked Sendable {
     let servers: [TestPostgres]
     private(set) var primary = 0
     let nodes: [Node]
-    /// Both servers, as the nodes are given them: they find the primary among them.
-    let url: String
 
-    init(directory: String, daemon: String, nodes count: Int, control: Bool) throws {
+    /// - Parameter powerData: node-1's data directory, on the power-loss file system (nil: in its own).
+    init(directory: String, daemon: String, nodes count: Int, control: Bool, powerData: String?) throws {
         self.directory = directory
-        let first = try TestPostgres()
+        NodeNetwork.removeStale()
+        var networks: [NodeNetwork] = []
+        do {
+            for index in 0..<count { networks.append(try NodeNetwork(node: index)) }
+        } catch {
+            for network in networks { network.remove() }
+            throw error
+        }
+        // Both servers listen on every node's link (the primary on 5432, the standby on 5433).
+        let tcp = (addresses: networks.map(\.hostAddress).joined(separator: ","), trusted: NodeNetwork.trustedNetwork)
+        let first: TestPostgres
         let second: TestPostgres
         do {
-            second = try TestPostgres(standbyOf: first)
+            first = try TestPostgres(tcp: tcp)
+            do {
+                second = try TestPostgres(standbyOf: first, port: 5433)
+            } catch {
+                first.remove()
+                throw error
+            }
         } catch {
-            first.remove()
+            for network in networks { network.remove() }
             throw error
         }
         self.servers = [first, second]
@@ -106,11 +133,13 @@ final class Cluster: @unchecked Sendable {
         // away for a few rounds loads the fleet's state rather than the entries.
         let configPath = directory + "/fleet.json"
         try writeFile(configPath, #"{"fleet": {"url": "x", "node": "x", "compactionSeconds": 2, "retentionSeconds": 20}}"# + "\n", mode: 0o644)
-        let url = "postgresql://postgres@/registry?host=\(first.socketDirectory),\(second.socketDirectory)&port=\(first.port)"
-        self.url = url
         self.nodes = (0..<count).map { index in
-            Node(
-                index: index, name: "node-\(index + 1)", directory: directory + "/node-\(index + 1)", binary: daemon,
+            // Both servers, through the node's own link: it finds the primary among them.
+            let host = networks[index].hostAddress
+            let url = "postgresql://postgres@\(host):\(first.port),\(host):\(second.port)/registry"
+            return Node(
+                index: index, network: networks[index], name: "node-\(index + 1)", directory: directory + "/node-\(index + 1)",
+                dataPath: index == 0 ? powerData : nil, binary: daemon,
                 arguments: ["--config", configPath, "--fleet", url, "--fleet-key", keyPath],
                 environment: control ? ["REGISTRYD_TEST_UNORDERED_FLEET_WRITES=1"] : [])
         }
@@ -156,6 +185,7 @@ final class Cluster: @unchecked Sendable {
             node.stop(SIGKILL)
         }
         for server in self.servers { server.remove() }
+        for node in self.nodes { node.network.remove() }
     }
 }
 
@@ -196,4 +226,79 @@ func spawn(_ arguments: [String], environment: [String], log: String) throws -> 
     let result = posix_spawn(&pid, arguments[0], &actions, nil, argv, envp)
     guard result == 0 else { throw LoopError("cannot start \(arguments[0]): \(String(cString: strerror(result)))") }
     return pid
+}
+
+/// A node's network namespace and its veth pair to the host, where the PostgreSQL servers listen on
+/// the host's end. Taking the host's end down cuts the node off: its packets are dropped, nothing
+/// resets its connections (a cable pulled, a switch gone), until the link is up again.
+struct NodeNetwork: Sendable {
+    let namespace: String
+    let hostInterface: String
+    let hostAddress: String
+
+    /// Names and addresses of this run (its pid): runs beside each other do not meet.
+    private static let run = Int(getpid())
+    private static let octet = 50 + Int(getpid()) % 150
+    static let trustedNetwork = "10.\(octet).0.0/16"
+
+    init(node index: Int) throws {
+        self.namespace = "rfl-\(Self.run)-\(index + 1)"
+        self.hostInterface = "rf\(Self.run)h\(index + 1)"
+        let peer = "rf\(Self.run)n\(index + 1)"
+        self.hostAddress = "10.\(Self.octet).\(index + 1).1"
+        let nodeAddress = "10.\(Self.octet).\(index + 1).2"
+        try shell(
+            "ip netns add \(self.namespace) && ip link add \(self.hostInterface) type veth peer name \(peer) "
+                + "&& ip link set \(peer) netns \(self.namespace) && ip addr add \(self.hostAddress)/24 dev \(self.hostInterface) "
+                + "&& ip link set \(self.hostInterface) up && ip -n \(self.namespace) addr add \(nodeAddress)/24 dev \(peer) "
+                + "&& ip -n \(self.namespace) link set \(peer) up && ip -n \(self.namespace) link set lo up")
+    }
+
+    func cut() throws { try shell("ip link set \(self.hostInterface) down") }
+
+    func restore() throws { try shell("ip link set \(self.hostInterface) up") }
+
+    func remove() {
+        _ = system("ip netns del \(self.namespace) 2>/dev/null; ip link del \(self.hostInterface) 2>/dev/null")
+    }
+
+    /// Namespaces a run that was killed left behind (its pid is gone).
+    static func removeStale() {
+        let listing = "/tmp/registry-fleet-loop-netns.\(Self.run)"
+        _ = system("ip netns list >'\(listing)' 2>/dev/null")
+        defer { unlink(listing) }
+        for line in readFileText(listing).split(separator: "\n") {
+            let name = line.split(separator: " ").first.map(String.init) ?? ""
+            let parts = name.split(separator: "-")
+            guard parts.count == 3, parts[0] == "rfl", let pid = Int32(parts[1]), kill(pid, 0) != 0 else { continue }
+            _ = system("ip netns del \(name) 2>/dev/null")
+        }
+    }
+}
+
+/// Runs `command` with the shell; throws with its output when it fails.
+func shell(_ command: String) throws {
+    let log = "/tmp/registry-fleet-loop-shell.\(getpid()).log"
+    defer { unlink(log) }
+    let status = system("(\(command)) >'\(log)' 2>&1")
+    guard status == 0 else { throw LoopError("\(command) failed (status \(status >> 8)): \(readFileText(log))") }
+}
+
+/// The power-loss harness's hook (tools/power-loss --fleet; docs/power-loss.md): `arm PHASE ROUND
+/// ATTEMPT` may set a trigger that cuts the power inside that phase (kills the daemon at its n-th
+/// write, sync or rename, the files frozen); `cut PID` cuts it now; `reset`, once the daemon ended,
+/// drops or tears what was not synced and remounts, and prints what the cut was (nothing: no cut).
+struct PowerHook: Sendable {
+    let program: String
+
+    @discardableResult
+    func run(_ words: [String]) throws -> String {
+        let output = "/tmp/registry-fleet-loop-hook.\(getpid()).out"
+        defer { unlink(output) }
+        let command = ([self.program] + words).map { "'\($0)'" }.joined(separator: " ")
+        let status = system("\(command) >'\(output)' 2>&1")
+        let text = readFileText(output).split(whereSeparator: \.isNewline).joined(separator: "; ")
+        guard status == 0 else { throw LoopError("the power hook (\(words.joined(separator: " "))) failed (status \(status >> 8)): \(text)") }
+        return text
+    }
 }

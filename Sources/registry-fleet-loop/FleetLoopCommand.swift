@@ -32,11 +32,16 @@ struct FleetLoopCommand: AsyncParsableCommand {
     )
     var control = false
     @Flag(help: "Keep the run's directory even when the run passed.") var keep = false
+    @Option(help: "The power-loss harness's hook (tools/power-loss --fleet sets it): node-1's power is cut in half the rounds.")
+    var powerHook: String?
+    @Option(help: "node-1's data directory, on the power-loss file system (with --power-hook).") var powerData: String?
 
     enum Fault: String, CaseIterable {
         case nodeKilled = "node SIGKILL"
         case nodeStopped = "node SIGTERM"
         case nodePaused = "node SIGSTOP"
+        case nodeCutOff = "node cut off"
+        case nodePowerCut = "node power cut"
         case databaseStopped = "PostgreSQL stopped"
         case databaseKilled = "PostgreSQL killed"
         case failover = "PostgreSQL failover"
@@ -48,13 +53,23 @@ struct FleetLoopCommand: AsyncParsableCommand {
         say(
             "fleet loop: seed \(seed) (replay: --seed \(seed)), \(self.rounds) rounds, \(self.nodes) nodes, \(self.nodes * self.workersPerNode) clients"
                 + (self.control ? ", NEGATIVE CONTROL (writes not ordered through the log)" : "") + "; in \(directory)")
-        let cluster = try Cluster(directory: directory, daemon: self.daemon, nodes: self.nodes, control: self.control)
+        if (self.powerHook == nil) != (self.powerData == nil) { throw ValidationError("--power-hook and --power-data go together") }
+        let hook = self.powerHook.map(PowerHook.init)
+        let cluster = try Cluster(directory: directory, daemon: self.daemon, nodes: self.nodes, control: self.control, powerData: self.powerData)
         var passed = false
         defer {
             cluster.remove()
             if passed && !self.keep { _ = system("rm -rf '\(directory)'") }
         }
-        for node in cluster.nodes { try await node.start() }
+        var cuts: [String] = []
+        for node in cluster.nodes {
+            // node-1's first start, of its empty store, may be cut too.
+            if let hook, node.index == 0 {
+                cuts += try await Self.start(node, hook, phase: "start", round: 1)
+            } else {
+                try await node.start()
+            }
+        }
         let history = History()
         let load = Workload(nodes: cluster.nodes, history: history, seed: seed)
         let running = Task { await load.run(workers: self.nodes * self.workersPerNode) }
@@ -63,9 +78,12 @@ struct FleetLoopCommand: AsyncParsableCommand {
         var unclean: [String] = []
         for round in 1...self.rounds {
             try await Task.sleep(for: .milliseconds(500 + Int(generator.next() % 1500)))
-            let fault = Fault.allCases[Int(generator.next() % UInt64(Fault.allCases.count))]
+            // On the power-loss file system, every other round cuts node-1's power.
+            let others = Fault.allCases.filter { $0 != .nodePowerCut }
+            let pick = Int(generator.next() % UInt64(hook == nil ? others.count : 2 * others.count))
+            let fault = pick < others.count ? others[pick] : .nodePowerCut
             let hold = Duration.milliseconds(500 + Int(generator.next() % 2000))
-            let node = cluster.nodes[Int(generator.next() % UInt64(cluster.nodes.count))]
+            let node = fault == .nodePowerCut ? cluster.nodes[0] : cluster.nodes[Int(generator.next() % UInt64(cluster.nodes.count))]
             injected[fault, default: 0] += 1
             let began = history.now
             switch fault {
@@ -80,6 +98,11 @@ struct FleetLoopCommand: AsyncParsableCommand {
                 node.pause()
                 try await Task.sleep(for: hold)
                 node.resume()
+            case .nodeCutOff:
+                // Longer than the node's 5 s deadlines, at times: its writes are then given up.
+                try node.network.cut()
+                try await Task.sleep(for: hold * 3)
+                try node.network.restore()
             case .databaseStopped, .databaseKilled:
                 let server = cluster.primaryServer
                 try await blocking { server.stop(immediately: fault == .databaseKilled) }
@@ -87,6 +110,17 @@ struct FleetLoopCommand: AsyncParsableCommand {
                 try await blocking { server.start() }
             case .failover:
                 try await blocking { try cluster.failOver() }
+            case .nodePowerCut:
+                guard let hook else { break }
+                // Maybe aimed at one of its commits under the load; else cut when the delay ends.
+                let pid = node.pid
+                try await blocking { try hook.run(["arm", "load", "\(round)", "1"]) }
+                try await Task.sleep(for: .milliseconds(200 + Int(generator.next() % 800)))
+                try await blocking { try hook.run(["cut", "\(pid)"]) }
+                try await blocking { node.stop(SIGKILL) }
+                cuts.append(try await blocking { try hook.run(["reset"]) })
+                try await Task.sleep(for: hold)
+                cuts += try await Self.start(node, hook, phase: "restart", round: round)
             }
             let target = fault == .failover || fault == .databaseStopped || fault == .databaseKilled ? "" : " of \(node.name)"
             say(String(format: "round %d: %@%@ at %.1f s, healed after %.1f s", round, fault.rawValue, target, began, history.now - began))
@@ -129,6 +163,10 @@ struct FleetLoopCommand: AsyncParsableCommand {
                 "node-\(event.node + 1): a \(event.kind.rawValue) sent at \(event.start) s had no answer within \(Workload.answerDeadline)")
         }
         Self.report(events: events, injected: injected, findings: findings, converged: converged, held: states.first)
+        if hook != nil {
+            say("power cuts of node-1: \(cuts.count)")
+            for cut in cuts { say("  \(cut)") }
+        }
         passed = self.control ? findings.count > 0 : findings.count == 0
         if self.control {
             say(
@@ -140,6 +178,27 @@ struct FleetLoopCommand: AsyncParsableCommand {
             say("fleet loop: FAILED; the run's history, node logs and data are in \(directory)")
             throw ExitCode(1)
         }
+    }
+
+    /// Starts `node` on the power-loss file system, its start perhaps cut (`phase` armed): a start
+    /// the cut ended is started again, up to 4 attempts (the last never cut). The cuts' descriptions.
+    static func start(_ node: Node, _ hook: PowerHook, phase: String, round: Int) async throws -> [String] {
+        var cuts: [String] = []
+        for attempt in 1...4 {
+            try await blocking { try hook.run(["arm", phase, "\(round)", "\(attempt)"]) }
+            do {
+                try await node.start()
+                // Nothing aimed at what follows the start: the next cut is armed by its round.
+                try await blocking { try hook.run(["arm", "idle", "\(round)", "\(attempt)"]) }
+                return cuts
+            } catch {
+                try await blocking { node.stop(SIGKILL) }
+                let cut = try await blocking { try hook.run(["reset"]) }
+                guard !cut.isEmpty else { throw error }
+                cuts.append(cut)
+            }
+        }
+        throw LoopError("node-1 did not start in 4 attempts on the power-loss file system")
     }
 
     static func report(events: [Event], injected: [Fault: Int], findings: Findings, converged: Double?, held: NodeState?) {

@@ -10,7 +10,9 @@ public final class TestPostgres: Sendable {
     public let directory: String
     /// Where the server's socket file is (`.s.PGSQL.5432`).
     public let socketDirectory: String
-    public let port = 5432
+    public let port: Int
+    /// The TCP addresses it listens on besides its socket ('' for none).
+    public let listenAddresses: String
     private let binaries: String
 
     /// Why the server could not be started.
@@ -23,7 +25,9 @@ public final class TestPostgres: Sendable {
     ///   installed: `tools/ensure-deps --test` installs it).
     /// A test that needs the server fails with this when it cannot have one: it never passes without
     /// having looked.
-    public init(database: String = "registry") throws(Refused) {
+    /// - Parameter tcp: addresses to listen on (`listen_addresses`) and the network whose clients
+    ///   it trusts there (a `pg_hba.conf` line): for clients in other network namespaces.
+    public init(database: String = "registry", port: Int = 5432, tcp: (addresses: String, trusted: String)? = nil) throws(Refused) {
         guard geteuid() == 0 else {
             throw Refused(description: "the test PostgreSQL runs as the postgres user, which only root can switch to: run the tests as root")
         }
@@ -31,6 +35,8 @@ public final class TestPostgres: Sendable {
             throw Refused(description: "PostgreSQL's server programs are not installed (Debian: apt-get install postgresql)")
         }
         self.binaries = binaries
+        self.port = port
+        self.listenAddresses = tcp?.addresses ?? ""
         let base = TemporaryDirectory("registry-pg").path
         self.base = base
         self.directory = base + "/data"
@@ -40,9 +46,10 @@ public final class TestPostgres: Sendable {
         try Self.run(
             "runuser -u postgres -- '\(binaries)/initdb' -D '\(self.directory)' -A trust -U postgres --no-sync -E UTF8 --locale=C.UTF-8",
             base)
-        try Self.run(
-            "runuser -u postgres -- '\(binaries)/pg_ctl' -D '\(self.directory)' -l '\(base)/server.log' -w -t 60 "
-                + "-o \"-c listen_addresses='' -p \(self.port) -k '\(self.socketDirectory)'\" start", base)
+        if let tcp {
+            try Self.run("echo 'host all all \(tcp.trusted) trust' >>'\(self.directory)/pg_hba.conf'", base)
+        }
+        try Self.run(self.startCommand, base)
         do {
             try Self.run(
                 "runuser -u postgres -- psql -h '\(self.socketDirectory)' -p \(self.port) -U postgres -v ON_ERROR_STOP=1 -q "
@@ -56,8 +63,11 @@ public final class TestPostgres: Sendable {
     /// A streaming standby of `primary`: a `pg_basebackup` of it (`-R`: it follows the primary over
     /// its socket), started on a data and socket directory of its own. ``promote()`` makes it the
     /// primary, as a failover does.
-    public init(standbyOf primary: TestPostgres) throws(Refused) {
+    /// Listening on `port` and on the primary's TCP addresses, when it has any.
+    public init(standbyOf primary: TestPostgres, port: Int? = nil) throws(Refused) {
         self.binaries = primary.binaries
+        self.port = port ?? primary.port
+        self.listenAddresses = primary.listenAddresses
         let base = TemporaryDirectory("registry-pg-standby").path
         self.base = base
         self.directory = base + "/data"
@@ -67,9 +77,7 @@ public final class TestPostgres: Sendable {
             try Self.run(
                 "runuser -u postgres -- '\(self.binaries)/pg_basebackup' -h '\(primary.socketDirectory)' -p \(primary.port) -U postgres "
                     + "-D '\(self.directory)' -R -X stream --checkpoint=fast --no-sync", base)
-            try Self.run(
-                "runuser -u postgres -- '\(self.binaries)/pg_ctl' -D '\(self.directory)' -l '\(base)/server.log' -w -t 60 "
-                    + "-o \"-c listen_addresses='' -p \(self.port) -k '\(self.socketDirectory)'\" start", base)
+            try Self.run(self.startCommand, base)
         } catch {
             self.remove()
             throw error
@@ -85,9 +93,7 @@ public final class TestPostgres: Sendable {
         try Self.run(
             "runuser -u postgres -- '\(self.binaries)/pg_basebackup' -h '\(primary.socketDirectory)' -p \(primary.port) -U postgres "
                 + "-D '\(self.directory)' -R -X stream --checkpoint=fast --no-sync", self.base)
-        try Self.run(
-            "runuser -u postgres -- '\(self.binaries)/pg_ctl' -D '\(self.directory)' -l '\(self.base)/server.log' -w -t 60 "
-                + "-o \"-c listen_addresses='' -p \(self.port) -k '\(self.socketDirectory)'\" start", self.base)
+        try Self.run(self.startCommand, self.base)
     }
 
     /// Lets commits go on without a standby (`synchronous_standby_names` emptied), as a failover
@@ -137,9 +143,13 @@ public final class TestPostgres: Sendable {
 
     /// Starts the server again after ``stop(immediately:)``, on the same directory and socket.
     public func start() {
-        _ = system(
-            "runuser -u postgres -- '\(self.binaries)/pg_ctl' -D '\(self.directory)' -l '\(self.base)/server.log' -w -t 60 "
-                + "-o \"-c listen_addresses='' -p \(self.port) -k '\(self.socketDirectory)'\" start >/dev/null 2>&1")
+        _ = system(self.startCommand + " >/dev/null 2>&1")
+    }
+
+    /// pg_ctl starting the server on its directory, socket, port and addresses, waiting until it answers.
+    private var startCommand: String {
+        "runuser -u postgres -- '\(self.binaries)/pg_ctl' -D '\(self.directory)' -l '\(self.base)/server.log' -w -t 60 "
+            + "-o \"-c listen_addresses='\(self.listenAddresses)' -p \(self.port) -k '\(self.socketDirectory)'\" start"
     }
 
     /// Stops the server: `fast` (sessions ended, a clean shutdown), or `immediate` (as a crash).

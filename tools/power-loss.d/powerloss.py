@@ -11,6 +11,9 @@ One file, three roles, chosen by the first argument:
                         $POWER_LOSS_STATE.
   run …                 the driver: mounts, runs registry-crash-loop on the mount (and the negative
                         control with syncs disabled), prints the summary, decides the exit status.
+  fleet …               the fleet's driver: mounts, runs registry-fleet-loop with node-1's data
+                        directory on the mount (its power cut under the fleet's load and in its
+                        starts), prints the cuts, decides the exit status.
 
 The model (why each rule is what it is):
 - Data written with write() is visible at once (reads and the daemon's read-only mmap see it) but
@@ -786,6 +789,54 @@ def drive(argv: list[str]) -> int:
     return 0
 
 
+def drive_fleet(argv: list[str]) -> int:
+    """The fleet fault loop with node-1's data directory on this file system: its power cut under
+    the fleet's load, inside its commits and its starts (the first, of its empty store, too)."""
+    parser = argparse.ArgumentParser(prog="tools/power-loss --fleet",
+                                     description="Power cuts under one node of a fleet (see docs/power-loss.md).")
+    parser.add_argument("--rounds", type=int, default=12)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--daemon", required=True)
+    parser.add_argument("--fleet-loop", required=True)
+    parser.add_argument("--work", default=None, help="a new directory for the state (default: under $TMPDIR)")
+    parser.add_argument("--keep", action="store_true", help="keep the state when everything passed")
+    args = parser.parse_args(argv)
+    seed = args.seed if args.seed is not None else random.getrandbits(63)
+    work = args.work or tempfile.mkdtemp(prefix="power-loss-fleet.", dir=os.environ.get("TMPDIR", "/tmp"))
+    state = os.path.join(work, "fleet")
+    os.makedirs(os.path.join(state, "backing", "data"))
+    os.makedirs(os.path.join(state, "mnt"))
+    with open(os.path.join(state, "config.json"), "w") as config:
+        json.dump({"seed": seed, "start_attempts": 4, "first_start_cut": True, "prefill": 0, "kinds": CUT_KINDS}, config)
+    print(f"power-loss --fleet: seed {seed}, state in {work}", file=sys.stderr, flush=True)
+    mount(state)
+    try:
+        command = [args.fleet_loop, "--daemon", os.path.abspath(args.daemon), "--rounds", str(args.rounds),
+                   "--seed", str(seed), "--power-hook", os.path.abspath(__file__),
+                   "--power-data", os.path.join(state, "mnt", "data")]
+        print(f"power-loss --fleet: {' '.join(command)}", file=sys.stderr, flush=True)
+        completed = subprocess.run(command, env={**os.environ, "POWER_LOSS_STATE": state}, check=False)
+    finally:
+        unmount(state)
+    log_path = os.path.join(state, "cuts.jsonl")
+    cuts = [json.loads(line) for line in open(log_path)] if os.path.exists(log_path) else []
+    kinds: dict[str, int] = {}
+    for cut in cuts:
+        kinds[cut["kind"]] = kinds.get(cut["kind"], 0) + 1
+    print(f"power-loss --fleet: seed {seed}: {len(cuts)} cuts of node-1's power "
+          f"({', '.join(f'{k} {v}' for k, v in sorted(kinds.items())) or 'none'})")
+    if completed.returncode != 0:
+        print(f"power-loss --fleet: FAILED (state left in {work})")
+        return 1
+    if not cuts:
+        print(f"power-loss --fleet: FAILED: no cut was made (state left in {work})")
+        return 1
+    print("power-loss --fleet: PASSED")
+    if not args.keep:
+        subprocess.run(["rm", "-rf", "--", work], check=False)
+    return 0
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         raise SystemExit(__doc__)
@@ -798,5 +849,7 @@ if __name__ == "__main__":
         hook(sys.argv[1:])
     elif sys.argv[1] == "run":
         sys.exit(drive(sys.argv[2:]))
+    elif sys.argv[1] == "fleet":
+        sys.exit(drive_fleet(sys.argv[2:]))
     else:
         raise SystemExit(__doc__)
