@@ -153,7 +153,7 @@ let package = Package(
             swiftSettings: strictSettings),
         // Fleet fault loop (tools/fleet-loop): faults under a fleet and its PostgreSQL, then a history check.
         .executableTarget(
-            name: "registry-fleet-loop", dependencies: ["RegistryClient", "RegistryModel", "TestSupport", argumentParser],
+            name: "registry-fleet-loop", dependencies: ["RegistryClient", "RegistryModel", "SyntheticFaces", "TestSupport", argumentParser],
             swiftSettings: strictSettings),
         // What the test targets share: temporary directories, the products' executables.
         .target(

@@ -47,7 +47,11 @@ final class Node: @unchecked Sendable {
                 "/usr/sbin/ip", "netns", "exec", self.network.namespace, self.binary, "--socket", self.socketPath, "--data", self.dataPath,
                 "--log-level", "warning", "--node", self.name,
             ] + self.arguments
-        self.pid = try spawn(arguments, environment: self.environment, log: self.logPath)
+        do {
+            self.pid = try spawnProcess(arguments, environment: self.environment, log: self.logPath)
+        } catch {
+            throw LoopError(error.description)
+        }
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             var status: Int32 = 0
@@ -201,31 +205,6 @@ func writeFile(_ path: String, _ text: String, mode: mode_t) throws {
     defer { close(fd) }
     let bytes = Array(text.utf8)
     guard write(fd, bytes, bytes.count) == bytes.count else { throw LoopError("cannot write \(path)") }
-}
-
-/// Starts `arguments[0]` with the loop's environment plus `environment` (`NAME=value`), input from
-/// /dev/null and output appended to `log`.
-func spawn(_ arguments: [String], environment: [String], log: String) throws -> pid_t {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-    posix_spawn_file_actions_adddup2(&actions, 1, 2)
-    let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-    defer { for pointer in argv { free(pointer) } }
-    var inherited: [String] = []
-    var entry = environ
-    while let pointer = entry.pointee {
-        inherited.append(String(cString: pointer))
-        entry += 1
-    }
-    let envp: [UnsafeMutablePointer<CChar>?] = (inherited + environment).map { strdup($0) } + [nil]
-    defer { for pointer in envp { free(pointer) } }
-    var pid: pid_t = 0
-    let result = posix_spawn(&pid, arguments[0], &actions, nil, argv, envp)
-    guard result == 0 else { throw LoopError("cannot start \(arguments[0]): \(String(cString: strerror(result)))") }
-    return pid
 }
 
 /// A node's network namespace and its veth pair to the host, where the PostgreSQL servers listen on

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Glibc
 import Synchronization
+import SyntheticFaces
 import TestSupport
 
 /// The fleet fault loop (docs/fleet.md, "Faults"): a fleet of registryd nodes on a PostgreSQL
@@ -73,7 +74,7 @@ struct FleetLoopCommand: AsyncParsableCommand {
         let history = History()
         let load = Workload(nodes: cluster.nodes, history: history, seed: seed)
         let running = Task { await load.run(workers: self.nodes * self.workersPerNode) }
-        var generator = SplitMix(seed: seed)
+        var generator = SeededRandom(seed: seed)
         var injected: [Fault: Int] = [:]
         var unclean: [String] = []
         for round in 1...self.rounds {
@@ -231,6 +232,7 @@ struct FleetLoopCommand: AsyncParsableCommand {
 
 /// Runs `body` (which blocks: pg_ctl, waitpid) on a thread of its own, off the cooperative pool
 /// the load's clients run on.
+@discardableResult
 func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     let result: Result<T, any Error> = await withCheckedContinuation { continuation in
         Thread.detachNewThread {

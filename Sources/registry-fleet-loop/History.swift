@@ -1,6 +1,7 @@
 import Foundation
 import RegistryModel
 import Synchronization
+import SyntheticFaces
 
 /// One request of the loop's load, as sent and as answered: what the checker reads.
 struct Event: Codable, Sendable {
@@ -82,7 +83,7 @@ enum LoopFace {
     static let algorithm: UInt32 = 24
 
     static func values(_ seed: UInt64) -> [Float] {
-        var generator = SplitMix(seed: seed)
+        var generator = SeededRandom(seed: seed)
         var values = [Float](repeating: 0, count: 128)
         var places = Array(0..<128)
         for index in 0..<16 {
@@ -100,20 +101,5 @@ enum LoopFace {
     /// The payload as stored: the 128 values, little-endian float32.
     static func payload(_ seed: UInt64) -> [UInt8] {
         Self.values(seed).withUnsafeBytes { Array($0) }
-    }
-}
-
-/// A small seeded generator (SplitMix64): the same seed, the same faults and choices.
-struct SplitMix: RandomNumberGenerator, Sendable {
-    var state: UInt64
-
-    init(seed: UInt64) { self.state = seed }
-
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -2,6 +2,7 @@ import Glibc
 import RegistryClient
 import RegistryModel
 import Synchronization
+import SyntheticFaces
 
 /// The mixed load on every node: new people registered; one face registered on several nodes at
 /// once under different identifiers; deletions of people registered before; identifications (of a
@@ -49,7 +50,7 @@ final class Workload: Sendable {
             defer { model.nextFace += 1 }
             return model.nextFace
         }
-        var generator = SplitMix(seed: self.seed ^ (index &* 0x2545_F491_4F6C_DD1D))
+        var generator = SeededRandom(seed: self.seed ^ (index &* 0x2545_F491_4F6C_DD1D))
         return generator.next()
     }
 }
@@ -58,13 +59,13 @@ final class Workload: Sendable {
 private final class Worker: @unchecked Sendable {
     let load: Workload
     let index: Int
-    var generator: SplitMix
+    var generator: SeededRandom
     var connections: [RegistryConnection?]
 
     init(load: Workload, index: Int) {
         self.load = load
         self.index = index
-        self.generator = SplitMix(seed: load.seed &+ UInt64(index) &* 0x9E37_79B9)
+        self.generator = SeededRandom(seed: load.seed &+ UInt64(index) &* 0x9E37_79B9)
         self.connections = Array(repeating: nil, count: load.nodes.count)
     }
 
