@@ -69,26 +69,30 @@ struct Checker {
     func check(states: [NodeState], nodes: [Node]) -> Findings {
         var findings = Findings()
         let registrations = self.events.filter { $0.kind == .register }
-        let deletions = self.events.filter { ($0.kind == .deleteIdentifier || $0.kind == .deleteGallery) && $0.mayHaveHappened }
-        /// Deletions that remove what `registration` stored.
-        func deleting(_ registration: Event) -> [Event] {
-            deletions.filter { deletion in
-                deletion.gallery == registration.gallery && (deletion.kind == .deleteGallery || deletion.identifier == registration.identifier)
-            }
+        // Deletions that may have happened, by what they remove; each registration's, looked up once.
+        let deletions = self.events.filter { $0.mayHaveHappened }
+        let identifierDeletions = Dictionary(grouping: deletions.filter { $0.kind == .deleteIdentifier }) { "\($0.gallery)/\($0.identifier)" }
+        let galleryDeletions = Dictionary(grouping: deletions.filter { $0.kind == .deleteGallery }, by: \.gallery)
+        let removers = registrations.map { registration in
+            (identifierDeletions["\(registration.gallery)/\(registration.identifier)"] ?? []) + (galleryDeletions[registration.gallery] ?? [])
+        }
+        // Acknowledged registrations by the node that acknowledged them, their face and gallery.
+        var acknowledged: [String: [Int]] = [:]
+        for (index, registration) in registrations.enumerated() where registration.acknowledged {
+            acknowledged["\(registration.node)/\(registration.face)/\(registration.gallery)", default: []].append(index)
         }
         for (index, state) in states.enumerated() {
             let name = nodes[index].name
-            for registration in registrations {
+            for (number, registration) in registrations.enumerated() {
                 let held = state.holds(registration.gallery, registration.identifier)
-                let removers = deleting(registration)
-                if registration.acknowledged && !held && !removers.contains(where: { $0.end > registration.start }) {
+                if registration.acknowledged && !held && !removers[number].contains(where: { $0.end > registration.start }) {
                     findings.add(
                         "lost", "\(name): \(registration.identifier) in '\(registration.gallery)' (acknowledged by node-\(registration.node + 1))")
                 }
                 if case .refused(let code) = registration.outcome, held {
                     findings.add("refused but stored", "\(name): \(registration.identifier) in '\(registration.gallery)' (refused with \(code))")
                 }
-                if held, let undone = removers.first(where: { $0.acknowledged && $0.start > registration.end }) {
+                if held, let undone = removers[number].first(where: { $0.acknowledged && $0.start > registration.end }) {
                     findings.add(
                         "resurrected",
                         "\(name): \(registration.identifier) in '\(registration.gallery)', deleted (\(undone.kind.rawValue)) at \(undone.end) s")
@@ -106,11 +110,11 @@ struct Checker {
             }
             for identify in self.events where identify.kind == .identify && identify.node == index && identify.acknowledged {
                 let matches = identify.matches ?? []
-                for registration in registrations
-                where registration.face == identify.face && registration.node == index && registration.gallery == identify.gallery
-                    && registration.acknowledged && registration.end < identify.start && !matches.contains(registration.identifier)
-                    && !deleting(registration).contains(where: { $0.start < identify.end })
-                {
+                for number in acknowledged["\(index)/\(identify.face)/\(identify.gallery)"] ?? [] {
+                    let registration = registrations[number]
+                    guard registration.end < identify.start, !matches.contains(registration.identifier),
+                        !removers[number].contains(where: { $0.start < identify.end })
+                    else { continue }
                     findings.add(
                         "stale read",
                         "\(name): identify at \(identify.start) s missed \(registration.identifier), acknowledged at \(registration.end) s")

@@ -188,7 +188,11 @@ final class Cluster: @unchecked Sendable {
             node.resume()
             node.stop(SIGKILL)
         }
-        for server in self.servers { server.remove() }
+        // The servers' logs stay with the run's (for a run that failed).
+        for (index, server) in self.servers.enumerated() {
+            _ = system("cp '\(server.base)/server.log' '\(self.directory)/postgresql-\(index + 1).log' 2>/dev/null")
+            server.remove()
+        }
         for node in self.nodes { node.network.remove() }
     }
 }

@@ -33,6 +33,12 @@ struct FleetLoopCommand: AsyncParsableCommand {
     )
     var control = false
     @Flag(help: "Keep the run's directory even when the run passed.") var keep = false
+    @Option(help: "Seconds of load without a fault after each round (to see how soon writes work again).") var quietSeconds = 0.0
+    @Option(
+        help:
+            "Only these faults, comma-separated (nodeKilled, nodeStopped, nodePaused, nodeCutOff, databaseStopped, databaseKilled, failover; default: all)"
+    )
+    var faults: String?
     @Option(help: "The power-loss harness's hook (tools/power-loss --fleet sets it): node-1's power is cut in half the rounds.")
     var powerHook: String?
     @Option(help: "node-1's data directory, on the power-loss file system (with --power-hook).") var powerData: String?
@@ -56,6 +62,16 @@ struct FleetLoopCommand: AsyncParsableCommand {
                 + (self.control ? ", NEGATIVE CONTROL (writes not ordered through the log)" : "") + "; in \(directory)")
         if (self.powerHook == nil) != (self.powerData == nil) { throw ValidationError("--power-hook and --power-data go together") }
         let hook = self.powerHook.map(PowerHook.init)
+        let chosen =
+            try self.faults.map { list in
+                try Set(
+                    list.split(separator: ",").map { name in
+                        guard let fault = Fault.allCases.first(where: { "\($0)" == name }) else {
+                            throw ValidationError("no fault is called \(name)")
+                        }
+                        return fault
+                    })
+            } ?? Set(Fault.allCases)
         let cluster = try Cluster(directory: directory, daemon: self.daemon, nodes: self.nodes, control: self.control, powerData: self.powerData)
         var passed = false
         defer {
@@ -77,10 +93,11 @@ struct FleetLoopCommand: AsyncParsableCommand {
         var generator = SeededRandom(seed: seed)
         var injected: [Fault: Int] = [:]
         var unclean: [String] = []
+        var healed: [(fault: Fault, at: Double)] = []
         for round in 1...self.rounds {
             try await Task.sleep(for: .milliseconds(500 + Int(generator.next() % 1500)))
             // On the power-loss file system, every other round cuts node-1's power.
-            let others = Fault.allCases.filter { $0 != .nodePowerCut }
+            let others = Fault.allCases.filter { $0 != .nodePowerCut && chosen.contains($0) }
             let pick = Int(generator.next() % UInt64(hook == nil ? others.count : 2 * others.count))
             let fault = pick < others.count ? others[pick] : .nodePowerCut
             let hold = Duration.milliseconds(500 + Int(generator.next() % 2000))
@@ -125,6 +142,8 @@ struct FleetLoopCommand: AsyncParsableCommand {
             }
             let target = fault == .failover || fault == .databaseStopped || fault == .databaseKilled ? "" : " of \(node.name)"
             say(String(format: "round %d: %@%@ at %.1f s, healed after %.1f s", round, fault.rawValue, target, began, history.now - began))
+            healed.append((fault, history.now))
+            if self.quietSeconds > 0 { try await Task.sleep(for: .milliseconds(Int(self.quietSeconds * 1000))) }
         }
         try await Task.sleep(for: .seconds(1))
         load.stop.store(true, ordering: .relaxed)
@@ -164,6 +183,7 @@ struct FleetLoopCommand: AsyncParsableCommand {
                 "node-\(event.node + 1): a \(event.kind.rawValue) sent at \(event.start) s had no answer within \(Workload.answerDeadline)")
         }
         Self.report(events: events, injected: injected, findings: findings, converged: converged, held: states.first)
+        Self.reportRecovery(events: events, healed: healed, nodes: cluster.nodes.count)
         if hook != nil {
             say("power cuts of node-1: \(cuts.count)")
             for cut in cuts { say("  \(cut)") }
@@ -200,6 +220,34 @@ struct FleetLoopCommand: AsyncParsableCommand {
             }
         }
         throw LoopError("node-1 did not start in 4 attempts on the power-loss file system")
+    }
+
+    /// After each fault is healed: how long until every node acknowledged a write sent after it
+    /// (before the next fault), per kind of fault: the median and the longest, and how many rounds
+    /// ended (the next fault began) before some node wrote again.
+    static func reportRecovery(events: [Event], healed: [(fault: Fault, at: Double)], nodes: Int) {
+        let writes = events.filter { $0.kind != .identify && $0.acknowledged }.sorted { $0.end < $1.end }
+        var times: [Fault: [Double]] = [:]
+        var unrecovered: [Fault: Int] = [:]
+        for (index, round) in healed.enumerated() {
+            let next = index + 1 < healed.count ? healed[index + 1].at : Double.infinity
+            let again = (0..<nodes).map { node in
+                writes.first { $0.node == node && $0.start >= round.at && $0.end < next }.map { $0.end - round.at }
+            }
+            if again.allSatisfy({ $0 != nil }) {
+                times[round.fault, default: []].append(again.map { $0! }.max()!)
+            } else {
+                unrecovered[round.fault, default: 0] += 1
+            }
+        }
+        for fault in Fault.allCases where times[fault] != nil || unrecovered[fault] != nil {
+            let sorted = (times[fault] ?? []).sorted()
+            let median = sorted.isEmpty ? "-" : String(format: "%.2f s", sorted[sorted.count / 2])
+            let longest = sorted.last.map { String(format: "%.2f s", $0) } ?? "-"
+            say(
+                "writes on every node again after \(fault.rawValue): median \(median), longest \(longest) (\(sorted.count) rounds); "
+                    + "\(unrecovered[fault] ?? 0) rounds ended before every node wrote again")
+        }
     }
 
     static func report(events: [Event], injected: [Fault: Int], findings: Findings, converged: Double?, held: NodeState?) {

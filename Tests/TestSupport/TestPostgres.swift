@@ -61,7 +61,7 @@ public final class TestPostgres: Sendable {
     }
 
     /// A streaming standby of `primary`: a `pg_basebackup` of it (`-R`: it follows the primary over
-    /// its socket), started on a data and socket directory of its own. ``promote()`` makes it the
+    /// its socket, through a replication slot of its own: ``slotName()``), started on a data and socket directory of its own. ``promote()`` makes it the
     /// primary, as a failover does.
     /// Listening on `port` and on the primary's TCP addresses, when it has any.
     public init(standbyOf primary: TestPostgres, port: Int? = nil) throws(Refused) {
@@ -76,13 +76,20 @@ public final class TestPostgres: Sendable {
         do {
             try Self.run(
                 "runuser -u postgres -- '\(self.binaries)/pg_basebackup' -h '\(primary.socketDirectory)' -p \(primary.port) -U postgres "
-                    + "-D '\(self.directory)' -R -X stream --checkpoint=fast --no-sync", base)
+                    + "-D '\(self.directory)' -R -X stream -C -S \(Self.slotName()) --checkpoint=fast --no-sync", base)
             try Self.run(self.startCommand, base)
         } catch {
             self.remove()
             throw error
         }
     }
+
+    /// A new replication slot's name. A standby streams through a slot of its own on its primary
+    /// (`pg_basebackup -C -S`, written into its settings by `-R`): without one the primary removes WAL
+    /// a standby that fell behind (the primary restarted under load, again and again) still needs,
+    /// the standby never streams again, and with `synchronous_standby_names` every commit waits
+    /// for it for good (the fleet fault loop's fleets stopped writing so for minutes).
+    static func slotName() -> String { "standby_\(UInt32.random(in: 0...UInt32.max))" }
 
     /// Makes this server, a primary that failed (or was failed over from), a streaming standby of
     /// `primary`, the server promoted in its place, on the same directories (its socket stays where
@@ -92,7 +99,7 @@ public final class TestPostgres: Sendable {
         self.remove(keepingBase: true)
         try Self.run(
             "runuser -u postgres -- '\(self.binaries)/pg_basebackup' -h '\(primary.socketDirectory)' -p \(primary.port) -U postgres "
-                + "-D '\(self.directory)' -R -X stream --checkpoint=fast --no-sync", self.base)
+                + "-D '\(self.directory)' -R -X stream -C -S \(Self.slotName()) --checkpoint=fast --no-sync", self.base)
         try Self.run(self.startCommand, self.base)
     }
 
