@@ -59,7 +59,8 @@ struct Findings {
 /// - **doubled**: an identifier with other than the one template its registration stored, or one
 ///   face held by two identifiers of a gallery (the loop never forces a registration);
 /// - **resurrected**: an identifier whose deletion was acknowledged after its registration's,
-///   held again; or an erased face's bytes in a node's data directory;
+///   held again (and, found by the loop with ``ErasedBytes``, an erased face's bytes in a node's
+///   data directory);
 /// - **disagree**: nodes whose contents differ after convergence;
 /// - **stale read**: an identify on the node that acknowledged a registration, sent after the
 ///   acknowledgement, that did not find it (no deletion of it begun before the identify ended).
@@ -125,15 +126,13 @@ struct Checker {
             let differing = Set(state.rows).symmetricDifference(states[0].rows).count
             findings.add("disagree", "\(nodes[index].name) and \(nodes[0].name) differ in \(differing) templates")
         }
-        // Erased faces: sent, and held by no identifier on any node: no node's files may keep them.
-        let held = Set(states.flatMap { $0.galleries.values.flatMap { $0.values.flatMap { $0 } } })
-        let erased = Set(registrations.map(\.face)).subtracting(held)
-        for node in nodes {
-            for (file, count) in ErasedBytes.find(faces: erased, in: node.dataPath) where count > 0 {
-                findings.add("resurrected", "\(node.name): \(count) erased faces' bytes in \(file)")
-            }
-        }
         return findings
+    }
+
+    /// The faces sent and held by no identifier on any node: no node's files may keep them.
+    func erased(states: [NodeState]) -> Set<UInt64> {
+        let held = Set(states.flatMap { $0.galleries.values.flatMap { $0.values.flatMap { $0 } } })
+        return Set(self.events.filter { $0.kind == .register }.map(\.face)).subtracting(held)
     }
 }
 

@@ -174,7 +174,28 @@ struct FleetLoopCommand: AsyncParsableCommand {
             try writeFile(node.directory + "/held.txt", state.rows.joined(separator: "\n") + "\n", mode: 0o644)
         }
 
-        var findings = Checker(events: events).check(states: states, nodes: cluster.nodes)
+        let checker = Checker(events: events)
+        var findings = checker.check(states: states, nodes: cluster.nodes)
+        // Erasure wipes a removed template's pages once a later commit exists and no older reader
+        // holds them (a node's snapshot of its state for the fleet is one, for a moment): the files
+        // are searched again, each second, for up to 10 s, before what is left counts.
+        let erased = checker.erased(states: states)
+        var leftovers: [(node: String, file: String, count: Int)] = []
+        let searched = history.now
+        for attempt in 0..<10 {
+            leftovers = cluster.nodes.flatMap { node in
+                ErasedBytes.find(faces: erased, in: node.dataPath).filter { $0.count > 0 }.map { (node.name, $0.file, $0.count) }
+            }
+            if leftovers.isEmpty { break }
+            if attempt < 9 { try await Task.sleep(for: .seconds(1)) }
+        }
+        say(
+            String(
+                format: "erased faces (sent, held by no node): %d, searched for in every node's data directory (%.1f s)", erased.count,
+                history.now - searched))
+        for leftover in leftovers {
+            findings.add("resurrected", "\(leftover.node): \(leftover.count) erased faces' bytes in \(leftover.file) 10 s after convergence")
+        }
         if converged == nil { findings.add("not converged", "the nodes had not converged \(self.convergenceSeconds) s after the load stopped") }
         for line in unclean { findings.add("unclean stop", line) }
         for event in events where event.outcome == .unknown("no answer") {
