@@ -44,7 +44,7 @@ final class Node: @unchecked Sendable {
         // In its namespace (`ip netns exec` enters it and executes registryd: the pid is the daemon's).
         let arguments =
             [
-                "/usr/sbin/ip", "netns", "exec", self.network.namespace, self.binary, "--socket", self.socketPath, "--data", self.dataPath,
+                "ip", "netns", "exec", self.network.namespace, self.binary, "--socket", self.socketPath, "--data", self.dataPath,
                 "--log-level", "warning", "--node", self.name,
             ] + self.arguments
         do {
