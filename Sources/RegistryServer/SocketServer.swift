@@ -138,6 +138,8 @@ public final class SocketServer: Service, Sendable {
         for connection in self.connections.withLock({ Array($0.values) }) {
             connection.drain()
         }
+        // A fleet node's writes whose outcome is not known yet are answered before the deadline.
+        self.dispatcher.fleet?.drainBegins(deadline: .now + .seconds(deadline))
         // Not a child of the server's task: it must not delay the return once every connection is
         // done; when it fires after that, there is nothing left to close.
         Task { [self] in

@@ -301,6 +301,46 @@ import Testing
         for client in clients { await client.close() }
     }
 
+    /// SIGTERM while a write's commit is unconfirmed (the synchronous standby it waits for is not
+    /// there): the write cannot be settled before the drain deadline, so it is answered then, as of
+    /// unknown outcome, and the daemon exits 0 within the deadline instead of leaving the request
+    /// unanswered and failing its stop (found by the fleet fault loop: a node that exited 1).
+    @Test
+    func aWriteUnsettledAtShutdownIsAnsweredWithinTheDrainDeadline() async throws {
+        let fleet = try Fleet()
+        let node = try Daemon(arguments: fleet.arguments("door-1") + ["--drain-deadline", "8"])
+        let client = try await node.client()
+        var generator = SystemRandomNumberGenerator()
+        _ = try await client.register(identifier: "alice", face: Self.face(&generator))
+        // Every commit now waits for a standby that never comes.
+        _ = fleet.server.psql("ALTER SYSTEM SET synchronous_standby_names = 'absent'")
+        _ = fleet.server.psql("SELECT pg_reload_conf()")
+        let started = ContinuousClock.now
+        let bob = Self.face(&generator)
+        let answer = Task { () -> Result<Registration, any Error> in
+            do {
+                return .success(try await client.register(identifier: "bob", face: bob))
+            } catch {
+                return .failure(error)
+            }
+        }
+        // The append's 5 s pass, the write is being settled from the log; then SIGTERM.
+        try await Task.sleep(for: .seconds(6))
+        let stopping = ContinuousClock.now
+        let status = node.stop(signal: SIGTERM)
+        let stopped = ContinuousClock.now - stopping
+        let answered = await answer.value
+        #expect(status == 0, "registryd exited with wait status \(status): \(node.log.suffix(1500))")
+        #expect(stopped < .seconds(8), "the stop took \(stopped), past the 8 s drain deadline")
+        switch answered {
+        case .success: Issue.record("the write was acknowledged with its commit unconfirmed")
+        case .failure(let error as RegistryError): #expect(error.code == .internal, "answered \(error.code): \(error.message)")
+        case .failure(let error): Issue.record("no answer: \(error) after \(ContinuousClock.now - started)")
+        }
+        fleet.server.allowAsynchronousCommits()
+        await client.close()
+    }
+
     /// Compaction with a short retention time: a node stopped for longer than it finds the log
     /// trimmed past its position, loads the fleet's state instead (the templates deleted meanwhile
     /// erased from its store), and goes on with the same template ids as the others; a new node

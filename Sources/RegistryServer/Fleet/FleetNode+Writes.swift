@@ -171,6 +171,28 @@ extension FleetNode {
         }
     }
 
+    /// The daemon stops, its connections closed at `deadline`: a write of this node still waiting
+    /// then (its commit unconfirmed and being settled from the log, or appended and not applied here
+    /// yet) is answered a second before it, as of unknown outcome, rather than left unanswered (and
+    /// the stop failed) because PostgreSQL cannot settle it in time. Writes settled before are
+    /// answered as usual.
+    func drainBegins(deadline: ContinuousClock.Instant) {
+        Task {
+            try? await Task.sleep(until: deadline - .seconds(1))
+            let waiting = self.state.withLock { state in
+                defer { state.waiting = [:] }
+                return Array(state.waiting.values)
+            }
+            for write in waiting {
+                write.refuse(
+                    RegistryError(
+                        .internal,
+                        "registryd is stopping and the fleet's database has not confirmed this write: it may have been carried out "
+                            + "(then on every node); look (identify, list) before writing again"))
+            }
+        }
+    }
+
     /// Takes the write this node made under `token`, if it still waits (whoever takes it answers it).
     func claim(token: UInt64) -> FleetWrite? {
         self.state.withLock { $0.waiting.removeValue(forKey: token) }
