@@ -45,13 +45,16 @@ final class Workload: Sendable {
         }
     }
 
-    func newFace() -> UInt64 {
+    /// A new face: its number in the run (which names its identifiers: unique, unlike a part of the
+    /// seed, whose collisions among tens of thousands of faces made two registrations of one name)
+    /// and its seed.
+    func newFace() -> (number: UInt64, seed: UInt64) {
         let index = self.model.withLock { model in
             defer { model.nextFace += 1 }
             return model.nextFace
         }
         var generator = SeededRandom(seed: self.seed ^ (index &* 0x2545_F491_4F6C_DD1D))
-        return generator.next()
+        return (index, generator.next())
     }
 }
 
@@ -94,16 +97,16 @@ private final class Worker: @unchecked Sendable {
     }
 
     private func registerNew() async {
-        let face = self.load.newFace()
+        let (number, face) = self.load.newFace()
         let node = self.randomNode()
         let gallery = self.randomGallery()
-        await self.register(node: node, gallery: gallery, identifier: "p\(face % 1_000_000_007)", face: face, group: nil)
+        await self.register(node: node, gallery: gallery, identifier: "p\(number)", face: face, group: nil)
     }
 
     /// One new face registered on two or three nodes at once under different identifiers: at most
     /// one may hold it (the others are similar faces).
     private func registerOnSeveralNodes() async {
-        let face = self.load.newFace()
+        let face = self.load.newFace().seed
         let group = self.load.model.withLock { model in
             defer { model.nextGroup += 1 }
             return model.nextGroup

@@ -60,7 +60,12 @@ import Testing
             // Another session holds the appends' order lock for 3 s: the next append waits inside
             // its transaction, where a cancellation does not stop it.
             let holder = Task.detached { server.psql("SELECT pg_advisory_lock(8243108395577799290); SELECT pg_sleep(3)") }
-            try await Task.sleep(for: .milliseconds(500))
+            // Held once pg_locks shows it (psql starts slowly on a busy machine).
+            var waited = 0
+            while server.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted") != "1" && waited < 200 {
+                try await Task.sleep(for: .milliseconds(25))
+                waited += 1
+            }
             let progress = FleetAppendProgress()
             await #expect(throws: FleetTimeout.self) {
                 _ = try await withinDeadline(.seconds(1)) { try await door.append([("staff", 1, [2])], progress: progress) }
