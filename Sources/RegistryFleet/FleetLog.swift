@@ -77,7 +77,7 @@ public struct FleetLog: Sendable {
     let logger: Logger
 
     /// The lock that orders positions (`registry` + 1 in ASCII, apart from the schema's).
-    static let orderLockKey: Int64 = 0x7265_6769_7374_7279 + 1
+    public static let orderLockKey: Int64 = 0x7265_6769_7374_7279 + 1
 
     public init(database: FleetDatabase, node: String, logger: Logger) {
         self.database = database

@@ -138,13 +138,24 @@ struct Checker {
 
 /// Searches files for the payloads of faces, in one pass a file: a rolling hash of every 512-byte
 /// window, looked up among the payloads' hashes, compared byte for byte on a hit.
-enum ErasedBytes {
-    static func find(faces: Set<UInt64>, in directory: String) -> [(file: String, count: Int)] {
+struct ErasedBytes {
+    /// The payloads by their hash, their length, and base^length: what the byte leaving the window
+    /// weighs once the hash is multiplied again. Built once for every directory and search.
+    private let byHash: [UInt64: [[UInt8]]]
+    private let width: Int
+    private let weight: UInt64
+
+    init(faces: Set<UInt64>) {
         let needles = faces.map(LoopFace.payload)
-        guard let width = needles.first?.count else { return [] }
-        var byHash: [UInt64: [[UInt8]]] = [:]
-        for needle in needles { byHash[Self.hash(needle[...]), default: []].append(needle) }
-        let weight = (0..<width).reduce(UInt64(1)) { power, _ in power &* Self.base }
+        self.width = needles.first?.count ?? 0
+        self.byHash = Dictionary(grouping: needles) { Self.hash($0[...]) }
+        self.weight = (0..<self.width).reduce(UInt64(1)) { power, _ in power &* Self.base }
+    }
+
+    /// How many of the faces each file of `directory` holds.
+    func find(in directory: String) -> [(file: String, count: Int)] {
+        let (byHash, width, weight) = (self.byHash, self.width, self.weight)
+        guard width > 0 else { return [] }
         var found: [(String, Int)] = []
         for entry in (directoryEntries(directory) ?? []).sorted() {
             let path = directory + "/" + entry

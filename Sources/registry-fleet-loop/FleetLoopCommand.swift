@@ -180,11 +180,12 @@ struct FleetLoopCommand: AsyncParsableCommand {
         // holds them (a node's snapshot of its state for the fleet is one, for a moment): the files
         // are searched again, each second, for up to 10 s, before what is left counts.
         let erased = checker.erased(states: states)
+        let search = ErasedBytes(faces: erased)
         var leftovers: [(node: String, file: String, count: Int)] = []
         let searched = history.now
         for attempt in 0..<10 {
             leftovers = cluster.nodes.flatMap { node in
-                ErasedBytes.find(faces: erased, in: node.dataPath).filter { $0.count > 0 }.map { (node.name, $0.file, $0.count) }
+                search.find(in: node.dataPath).filter { $0.count > 0 }.map { (node.name, $0.file, $0.count) }
             }
             if leftovers.isEmpty { break }
             if attempt < 9 { try await Task.sleep(for: .seconds(1)) }

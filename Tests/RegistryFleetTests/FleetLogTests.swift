@@ -19,6 +19,16 @@ import Testing
         }
     }
 
+    /// Appends an entry (`[2]`) that cannot end within 1 s, and gives it up then (as a node's
+    /// deadline does); its progress, to tell whether its COMMIT was sent.
+    static func appendGivenUp(_ door: FleetLog) async -> FleetAppendProgress {
+        let progress = FleetAppendProgress()
+        await #expect(throws: FleetTimeout.self) {
+            _ = try await withinDeadline(.seconds(1)) { try await door.append([("staff", 1, [2])], progress: progress) }
+        }
+        return progress
+    }
+
     /// Appending tasks still running.
     final class Writers: Sendable {
         let count = Atomic<Int>(8)
@@ -59,17 +69,14 @@ import Testing
             _ = try await door.append([("staff", 1, [1])])
             // Another session holds the appends' order lock for 3 s: the next append waits inside
             // its transaction, where a cancellation does not stop it.
-            let holder = Task.detached { server.psql("SELECT pg_advisory_lock(8243108395577799290); SELECT pg_sleep(3)") }
+            let holder = Task.detached { server.psql("SELECT pg_advisory_lock(\(FleetLog.orderLockKey)); SELECT pg_sleep(3)") }
             // Held once pg_locks shows it (psql starts slowly on a busy machine).
             var waited = 0
             while server.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted") != "1" && waited < 200 {
                 try await Task.sleep(for: .milliseconds(25))
                 waited += 1
             }
-            let progress = FleetAppendProgress()
-            await #expect(throws: FleetTimeout.self) {
-                _ = try await withinDeadline(.seconds(1)) { try await door.append([("staff", 1, [2])], progress: progress) }
-            }
+            let progress = await Self.appendGivenUp(door)
             #expect(progress.giveUp(), "the append was given up before its COMMIT")
             _ = await holder.value
             try await Task.sleep(for: .seconds(2))
@@ -88,10 +95,7 @@ import Testing
             // A synchronous standby that is not there: every COMMIT waits for it.
             _ = server.psql("ALTER SYSTEM SET synchronous_standby_names = 'absent'")
             _ = server.psql("SELECT pg_reload_conf()")
-            let progress = FleetAppendProgress()
-            await #expect(throws: FleetTimeout.self) {
-                _ = try await withinDeadline(.seconds(1)) { try await door.append([("staff", 1, [2])], progress: progress) }
-            }
+            let progress = await Self.appendGivenUp(door)
             #expect(!progress.giveUp(), "the COMMIT was sent")
             let head = try? await withinDeadline(.seconds(2)) { try await door.head() }
             // The standby requirement lifted: the waiting COMMIT completes.
