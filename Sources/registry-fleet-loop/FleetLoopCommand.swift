@@ -111,7 +111,11 @@ struct FleetLoopCommand: AsyncParsableCommand {
                 // SIGTERM: the daemon drains and exits 0; anything else is a failure of its own.
                 if signal == SIGTERM && status != 0 { unclean.append("\(node.name) ended with wait status \(status) after SIGTERM (round \(round))") }
                 try await Task.sleep(for: hold)
-                try await node.start()
+                if let hook, node.index == 0 {
+                    cuts += try await Self.start(node, hook, phase: "restart", round: round)
+                } else {
+                    try await node.start()
+                }
             case .nodePaused:
                 node.pause()
                 try await Task.sleep(for: hold)
@@ -231,9 +235,12 @@ struct FleetLoopCommand: AsyncParsableCommand {
             try await blocking { try hook.run(["arm", phase, "\(round)", "\(attempt)"]) }
             do {
                 try await node.start()
-                // Nothing aimed at what follows the start: the next cut is armed by its round.
-                try await blocking { try hook.run(["arm", "idle", "\(round)", "\(attempt)"]) }
-                return cuts
+                // Nothing aimed at what follows the start: the next cut is armed by its round. The
+                // start's aim may have been reached in between (the node writes as it catches up,
+                // after it answers): then the power is off, the node dead, and this start was cut.
+                let idle = try await blocking { try hook.run(["arm", "idle", "\(round)", "\(attempt)"]) }
+                if !idle.hasPrefix("the power is off") { return cuts }
+                throw LoopError(idle)
             } catch {
                 try await blocking { node.stop(SIGKILL) }
                 let cut = try await blocking { try hook.run(["reset"]) }

@@ -411,7 +411,9 @@ class CutFileSystem:
                 self.trigger = request.get("trigger")
                 if request.get("writeback") and not self.frozen:
                     self.writeback()
-                return {"ok": True}
+                # A trigger armed before may have fired after the caller's last look (a fleet node
+                # writes as it catches up, right after it answers): the caller must know.
+                return {"ok": True, "off": self.cut["aim"] if self.frozen and self.cut else None}
             if op == "cut":
                 if not self.frozen:
                     self.power_off(int(request["pid"]), request.get("aim", "timed"))
@@ -594,7 +596,9 @@ def hook(words: list[str]) -> None:
     if words[0] == "arm":
         phase, round_number, attempt = words[1], int(words[2]), int(words[3])
         trigger = choose_trigger(config, phase, round_number, attempt)
-        control(state, {"op": "arm", "trigger": trigger, "writeback": phase == "load"})
+        reply = control(state, {"op": "arm", "trigger": trigger, "writeback": phase == "load"})
+        if reply.get("off"):
+            print(f"the power is off: {reply['off']}")
     elif words[0] == "cut":
         control(state, {"op": "cut", "pid": int(words[1]), "aim": "timed (at the crash loop's random delay)"})
     elif words[0] == "reset":
