@@ -35,6 +35,7 @@ enum Driver {
             }.connect(unixDomainSocketPath: socket).get()
             channels.append(channel)
         }
+        let cpu = ProcessCPU(serverSocket: socket)
         let start = clock.now
         state.start = start
         for channel in channels {
@@ -42,8 +43,12 @@ enum Driver {
         }
         try await done.futureResult.get()
         let elapsed = start.duration(to: clock.now)
+        let spent = cpu.end()
         for channel in channels { try? await channel.close() }
-        return (state.tally, elapsed)
+        var tally = state.tally
+        tally.serverCPUSeconds = spent.server
+        tally.clientCPUSeconds = spent.own
+        return (tally, elapsed)
     }
 }
 

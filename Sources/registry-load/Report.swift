@@ -47,7 +47,7 @@ enum Report {
             "p99=\(ms(Self.percentile(latencies, 99)))ms",
             "max=\(ms(latencies.last ?? 0))ms",
             "errors=\(tally.errors)",
-        ].joined(separator: " ")
+        ].joined(separator: " ") + Self.cpu(tally, requests: latencies.count).map { " \($0.0)=\($0.1)" }.joined()
     }
 
     /// The same figures as one JSON object (for tools/bench).
@@ -55,13 +55,24 @@ enum Report {
         let latencies = tally.latencies.sorted()
         let seconds = Self.seconds(elapsed)
         let rate = seconds > 0 ? Double(latencies.count) / seconds : 0
-        let fields: [(String, String)] = [
-            ("requests", "\(latencies.count)"), ("seconds", Self.fixed(seconds, 6)), ("requests_per_second", Self.fixed(rate, 1)),
-            ("p50_ms", Self.fixed(Self.percentile(latencies, 50), 4)), ("p90_ms", Self.fixed(Self.percentile(latencies, 90), 4)),
-            ("p99_ms", Self.fixed(Self.percentile(latencies, 99), 4)), ("max_ms", Self.fixed(latencies.last ?? 0, 4)),
-            ("errors", "\(tally.errors)"), ("connections_lost", "\(tally.connectionsLost)"),
-        ]
+        let fields: [(String, String)] =
+            [
+                ("requests", "\(latencies.count)"), ("seconds", Self.fixed(seconds, 6)), ("requests_per_second", Self.fixed(rate, 1)),
+                ("p50_ms", Self.fixed(Self.percentile(latencies, 50), 4)), ("p90_ms", Self.fixed(Self.percentile(latencies, 90), 4)),
+                ("p99_ms", Self.fixed(Self.percentile(latencies, 99), 4)), ("max_ms", Self.fixed(latencies.last ?? 0, 4)),
+                ("errors", "\(tally.errors)"), ("connections_lost", "\(tally.connectionsLost)"),
+            ] + Self.cpu(tally, requests: latencies.count)
         return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+    }
+
+    /// CPU microseconds per measured request: the daemon's (absent when its /proc entry could not
+    /// be read) and the load generator's.
+    static func cpu(_ tally: Tally, requests: Int) -> [(String, String)] {
+        guard requests > 0 else { return [] }
+        var fields: [(String, String)] = []
+        if let server = tally.serverCPUSeconds { fields.append(("server_cpu_us_per_request", Self.fixed(server * 1e6 / Double(requests), 2))) }
+        if let client = tally.clientCPUSeconds { fields.append(("client_cpu_us_per_request", Self.fixed(client * 1e6 / Double(requests), 2))) }
+        return fields
     }
 
     /// What --seed-only prints: the gallery and how long its import took (`seconds` nil: reused as it was).

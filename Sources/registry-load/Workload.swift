@@ -17,6 +17,9 @@ struct Tally: Sendable {
     var firstError: String?
     /// Connections that stopped early because they were closed.
     var connectionsLost = 0
+    /// CPU seconds over the measured window: the daemon's (nil when unreadable) and this process's.
+    var serverCPUSeconds: Double?
+    var clientCPUSeconds: Double?
 
     mutating func merge(_ other: Tally) {
         self.latencies += other.latencies
