@@ -13,6 +13,10 @@ enum OwnErrorCode: String, CaseIterable {
     case outputFailed = "OUTPUT_FAILED"
     case templateNotFound = "TEMPLATE_NOT_FOUND"
     case profileNotFound = "PROFILE_NOT_FOUND"
+    /// An erasure of many people (`delete gallery`) without `--yes` and without a terminal to ask on.
+    case confirmationRequired = "CONFIRMATION_REQUIRED"
+    /// An erasure asked on the terminal and not confirmed.
+    case notConfirmed = "NOT_CONFIRMED"
 }
 
 /// An error as `registryctl` reports it: a stable code, a message and the daemon's details.
@@ -48,6 +52,8 @@ struct ErrorReport: Encodable {
 
     init(_ error: any Error) {
         let status = ExitStatus(for: error)
+        // Reported as the daemon's refusal, with the wrapper's exit status.
+        let error = (error as? NothingToDelete)?.error ?? error
         switch error {
         case let error as RegistryError:
             self.error = Body(code: error.code.rawValue, message: error.message, exitStatus: status.rawValue)

@@ -32,13 +32,14 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
         switch self {
         case .success: nil
         case .noMatch: "identify found nobody, authenticate did not authenticate"
-        case .notRegistered: "IDENTIFIER_NOT_REGISTERED, a delete found nothing to delete, or the identifier has no liveness profile"
+        case .notRegistered:
+            "IDENTIFIER_NOT_REGISTERED, a delete found nothing to delete (no such identifier, template or gallery), or the identifier has no liveness profile"
         case .refused:
             "any other error the daemon returned (SIMILAR_FACE_REGISTERED, FACE_MISMATCH, INVALID_TEMPLATE, UNKNOWN_GALLERY, "
                 + "QUALITY_TOO_LOW, LIVENESS_FAILED, ...), verify found problems, backup --keep could not remove an older backup, "
-                + "or an output file could not be written"
+                + "an output file could not be written, or an erasure asked on the terminal was not confirmed"
         case .unreachable: "nothing answers on the socket, or the connection was lost"
-        case .usage: "bad arguments or options"
+        case .usage: "bad arguments or options, or delete gallery without --yes and without a terminal"
         case .badInput: "an input file is unreadable or malformed (template or face JSON, a protobuf stream, a depth frame without 100 samples)"
         }
     }
@@ -79,6 +80,8 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
         switch error {
         case let error as RegistryError:
             self = error.code == .identifierNotRegistered ? .notRegistered : .refused
+        case is NothingToDelete:
+            self = .notRegistered
         case let error as CommandFailure:
             self = error.status
         case is RegistryClientError:

@@ -71,7 +71,9 @@ struct RegistryCtl: AsyncParsableCommand {
                 try command.run()
             }
         } catch {
-            if self.exitCode(for: error) == .validationFailure, CommandLine.arguments.dropFirst().contains("--json") {
+            // (An ExitCode a command threw was reported by the command: delete gallery's refusal
+            // without --yes exits 64 too.)
+            if !(error is ExitCode), self.exitCode(for: error) == .validationFailure, CommandLine.arguments.dropFirst().contains("--json") {
                 print(JSONOutput.document(UsageErrorDocument(message: self.message(for: error))))
             }
             self.exit(withError: error)
