@@ -17,6 +17,8 @@ enum OwnErrorCode: String, CaseIterable {
     case confirmationRequired = "CONFIRMATION_REQUIRED"
     /// An erasure asked on the terminal and not confirmed.
     case notConfirmed = "NOT_CONFIRMED"
+    /// A command line registryctl cannot run (exit 64).
+    case usage = "USAGE"
 }
 
 /// An error as `registryctl` reports it: a stable code, a message and the daemon's details.
@@ -54,6 +56,12 @@ struct ErrorReport: Encodable {
         let status = ExitStatus(for: error)
         // Reported as the daemon's refusal, with the wrapper's exit status.
         let error = (error as? NothingToDelete)?.error ?? error
+        if let unreachable = error as? SocketUnreachable {
+            self.error = Body(code: OwnErrorCode.unreachable.rawValue, message: unreachable.error.description, exitStatus: status.rawValue)
+            let hint = unreachable.hint
+            self.detailLines = { _ in hint.map { "  " + $0 } }
+            return
+        }
         switch error {
         case let error as RegistryError:
             self.error = Body(code: error.code.rawValue, message: error.message, exitStatus: status.rawValue)
@@ -85,11 +93,6 @@ struct ErrorReport: Encodable {
                 case .unexpectedResponse: OwnErrorCode.unexpectedResponse
                 }
             self.error = Body(code: code.rawValue, message: error.description, exitStatus: status.rawValue)
-            if case .unreachable(let path, let reason) = error, reason == String(cString: strerror(EACCES)) {
-                // The installed socket is mode 0660, group registryd (systemd/registryd.socket).
-                let hint = Self.permissionHint(socketPath: path)
-                self.detailLines = { _ in hint.map { "  " + $0 } }
-            }
         case let error as InputFileError:
             self.error = Body(code: OwnErrorCode.badInput.rawValue, message: error.description, file: error.file, exitStatus: status.rawValue)
         case let error as OutputFileError:
@@ -100,17 +103,6 @@ struct ErrorReport: Encodable {
             self.error = Body(
                 code: OwnErrorCode.connectionLost.rawValue, message: "the connection to registryd failed: \(error)", exitStatus: status.rawValue)
         }
-    }
-
-    /// What to do when the socket refused this user: the group that may use it, and how to join.
-    static func permissionHint(socketPath: String) -> [String] {
-        var info = stat()
-        let group = stat(socketPath, &info) == 0 ? getgrgid(info.st_gid).map { String(cString: $0.pointee.gr_name) } : nil
-        let name = group ?? "registryd"
-        return [
-            "the socket is for the members of group '\(name)'; add this user (usermod -aG \(name) USER)",
-            "and log in again, or run registryctl as a member (sudo -g \(name) registryctl ...)",
-        ]
     }
 
     var needsAlgorithmNames: Bool { self.error.findings != nil || self.error.quality != nil }

@@ -84,7 +84,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
             self = .notRegistered
         case let error as CommandFailure:
             self = error.status
-        case is RegistryClientError:
+        case is RegistryClientError, is SocketUnreachable:
             self = .unreachable
         case is InputFileError:
             self = .badInput

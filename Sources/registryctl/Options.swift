@@ -25,6 +25,12 @@ struct GlobalOptions: ParsableArguments {
         Self.socketPath(option: self.socket, environment: getenv("REGISTRYD_SOCKET").map { String(cString: $0) })
     }
 
+    /// Whether the socket was chosen by registryctl (neither `--socket` nor `REGISTRYD_SOCKET`):
+    /// an error then says which paths it looked at.
+    var socketIsImplicit: Bool {
+        self.socket == nil && (getenv("REGISTRYD_SOCKET").map { String(cString: $0).isEmpty } ?? true)
+    }
+
     static func socketPath(option: String?, environment: String?) -> String {
         if let option { return option }
         if let environment, !environment.isEmpty { return environment }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Glibc
 import RegistryModel
 
 /// `registryctl`: the operator and scripting CLI of `registryd`.
@@ -64,7 +65,19 @@ struct RegistryCtl: AsyncParsableCommand {
     /// as a JSON error document on standard output.
     static func main() async {
         do {
-            var command = try await self.asyncParseAsRoot(Self.placingGlobalOptions(Array(CommandLine.arguments.dropFirst())))
+            let arguments = Array(CommandLine.arguments.dropFirst())
+            var command = try await self.asyncParseAsRoot(Self.placingGlobalOptions(arguments))
+            // A group without its command (`registryctl`, `registryctl delete`) is a usage error,
+            // not a request for help: a script that lost its arguments must not exit 0.
+            let group = type(of: command).configuration.subcommands
+            if !group.isEmpty {
+                let names = group.map { $0._commandName }.joined(separator: ", ")
+                // (A group's own usage string lacks the program's name.)
+                let usage = (type(of: command) == RegistryCtl.self ? "" : "registryctl ") + type(of: command).usageString()
+                Self.usageError(
+                    "a command is required (\(names))\nUsage: \(usage)\n  See '\(Self.commandPath(type(of: command))) --help' for more information.",
+                    json: arguments.contains("--json"), message: "a command is required (\(names))")
+            }
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -73,11 +86,28 @@ struct RegistryCtl: AsyncParsableCommand {
         } catch {
             // (An ExitCode a command threw was reported by the command: delete gallery's refusal
             // without --yes exits 64 too.)
-            if !(error is ExitCode), self.exitCode(for: error) == .validationFailure, CommandLine.arguments.dropFirst().contains("--json") {
-                print(JSONOutput.document(UsageErrorDocument(message: self.message(for: error))))
+            if !(error is ExitCode), self.exitCode(for: error) == .validationFailure {
+                // `registryctl: USAGE: message`, as every other error, then ArgumentParser's help
+                // and usage lines.
+                let full = self.fullMessage(for: error)
+                let detail = full.hasPrefix("Error: ") ? String(full.dropFirst("Error: ".count)) : full
+                Self.usageError(detail, json: CommandLine.arguments.dropFirst().contains("--json"), message: self.message(for: error))
             }
             self.exit(withError: error)
         }
+    }
+
+    /// Reports a command line registryctl cannot run: `registryctl: USAGE: message` and the usage on
+    /// standard error (and the JSON error document with --json), exit 64.
+    /// - Parameters:
+    ///   - text: what follows `registryctl: USAGE: ` (the message, then usage lines).
+    ///   - message: the message alone, for the JSON document.
+    static func usageError(_ text: String, json: Bool, message: String? = nil) -> Never {
+        if json { print(JSONOutput.document(UsageErrorDocument(message: message ?? text))) }
+        var trimmed = Substring(text)
+        while trimmed.last?.isNewline == true { trimmed = trimmed.dropLast() }
+        printError("registryctl: USAGE: \(trimmed)")
+        Glibc.exit(ExitStatus.usage.rawValue)
     }
 }
 
@@ -111,7 +141,7 @@ extension RegistryCtl {
 /// `{"error": {"code": "USAGE", "message": ..., "exitStatus": 64}}`.
 struct UsageErrorDocument: Encodable {
     struct Body: Encodable {
-        var code = "USAGE"
+        var code = OwnErrorCode.usage.rawValue
         var message: String
         var exitStatus = ExitStatus.usage.rawValue
     }
@@ -120,5 +150,12 @@ struct UsageErrorDocument: Encodable {
 
     init(message: String) {
         self.error = Body(message: message)
+    }
+}
+
+extension RegistryCtl {
+    /// `registryctl`, or `registryctl delete` for a command group below it.
+    static func commandPath(_ command: any ParsableCommand.Type) -> String {
+        command == RegistryCtl.self ? "registryctl" : "registryctl \(command._commandName)"
     }
 }

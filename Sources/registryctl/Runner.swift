@@ -31,6 +31,8 @@ struct Runner {
         let client: RegistryConnection
         do {
             client = try await RegistryConnection.connect(socketPath: self.options.socketPath)
+        } catch let error as RegistryClientError {
+            throw self.fail(SocketUnreachable(error, implicit: self.options.socketIsImplicit), names: .builtIn)
         } catch {
             throw self.fail(error, names: .builtIn)
         }

@@ -14,12 +14,14 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
         commandName: "registryd",
         abstract: "Serve the face template registry on a Unix domain socket.",
         discussion: """
-            Reads the JSON configuration file given by --config (every field optional; see
-            config/registryd.json), then applies the flags on top. SIGTERM and SIGINT stop accepting
-            connections and reading requests, answer every request already read (those not yet
-            started with SHUTTING_DOWN) within the drain deadline, and close the store. SIGHUP re-reads the
-            configuration file and applies its access policy and gallery definitions (registry order,
-            thresholds, capture gates), all of it or, when any part is refused, none.
+            Reads the JSON configuration file given by --config (every field optional; the \
+            installed service's is /etc/registryd/registryd.json, the source tree's example \
+            config/registryd.json), then applies the flags on top. SIGTERM and SIGINT stop \
+            accepting connections and reading requests, answer every request already read (those \
+            not yet started with SHUTTING_DOWN) within the drain deadline, and close the store. \
+            SIGHUP re-reads the configuration file and applies its access policy and gallery \
+            definitions (registry order, thresholds, capture gates), all of it or, when any part \
+            is refused, none.
 
             EXIT STATUS
               0   a clean stop (SIGTERM, SIGINT); the configuration, store or backup

@@ -966,25 +966,6 @@ struct TextOutputTests {
     }
 }
 
-@Suite struct SocketPermissionTests {
-    /// A socket the user may not open: the error says which group may, and how to join it (the tests
-    /// run as root, which no permission stops, so the report is built from the error itself).
-    @Test func aRefusedSocketNamesItsGroup() throws {
-        let directory = TemporaryDirectory()
-        defer { directory.remove() }
-        let path = directory.path + "/registryd.sock"
-        #expect(creat(path, 0o660) >= 0)
-        #expect(chown(path, 0, 1) == 0)  // group 1: "daemon" on Debian
-        let group = String(cString: try #require(getgrgid(1)).pointee.gr_name)
-        let report = ErrorReport(RegistryClientError.unreachable(socketPath: path, reason: String(cString: strerror(EACCES))))
-        let lines = report.text(.builtIn)
-        #expect(lines.count == 3, "\(lines)")
-        #expect(lines.dropFirst().allSatisfy { $0.contains(group) }, "\(lines)")
-        // Any other reason gets no such advice.
-        #expect(ErrorReport(RegistryClientError.unreachable(socketPath: path, reason: String(cString: strerror(ENOENT)))).text(.builtIn).count == 1)
-    }
-}
-
 /// Writes `text` to a new file (0600).
 private func writeText(_ text: String, to path: String) -> Bool {
     let file = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
