@@ -108,6 +108,43 @@ enum ConfigurationCheck {
         return problems
     }
 
+    /// Every value of the wrong type in `data` (whose keys ``unknownKeys(in:file:)`` found known),
+    /// as messages: the decoder stops at the first, so each one found is replaced by a value of the
+    /// expected kind and the document decoded again (up to 100 times), and a file with three wrong
+    /// values is fixed in one run, not three. A problem at a value put in by this search ends it
+    /// (the placeholder does not fit: say nothing about it).
+    static func typeProblems<T: Decodable>(in data: Data, as type: T.Type, file: String) -> [String] {
+        guard var document = try? JSONDecoder().decode(JSONValue.self, from: data) else { return [] }
+        var problems: [String] = []
+        var replaced: [String] = []
+        var current = data
+        for _ in 0..<100 {
+            do {
+                _ = try JSONDecoder().decode(T.self, from: current)
+                break
+            } catch let error as DecodingError {
+                let (expected, context): (Any.Type?, DecodingError.Context?) =
+                    switch error {
+                    case .typeMismatch(let type, let context), .valueNotFound(let type, let context): (type, context)
+                    case .keyNotFound(_, let context), .dataCorrupted(let context): (nil, context)
+                    @unknown default: (nil, nil)
+                    }
+                let place = context.map { Self.path($0.codingPath) } ?? ""
+                if replaced.contains(where: { place == $0 || place.hasPrefix($0 + ".") || place.hasPrefix($0 + "[") }) { break }
+                problems.append(Self.describe(error, file: file))
+                guard let expected, let context, document.replace(at: context.codingPath[...], with: .placeholder(for: expected)),
+                    let encoded = try? JSONEncoder().encode(document)
+                else { break }
+                replaced.append(place)
+                current = encoded
+            } catch {
+                problems.append(Self.describe(error, file: file))
+                break
+            }
+        }
+        return problems
+    }
+
     /// A decoding error as a sentence: where (a path such as `galleries[0].registries[1].identification`)
     /// and what was expected. No type names of the implementation, no values.
     static func describe(_ error: any Error, file: String) -> String {
@@ -182,12 +219,15 @@ enum ConfigurationCheck {
     }
 }
 
-/// Any JSON value (what matters here: which keys each object has, and the numbers).
-enum JSONValue: Decodable {
+/// Any JSON value: read to check which keys each object has and the numbers, and written back with
+/// a wrong value replaced (``ConfigurationCheck/typeProblems(in:file:)``).
+enum JSONValue: Codable {
     case object([String: JSONValue])
     case array([JSONValue])
     case number(Double)
-    case scalar
+    case string(String)
+    case bool(Bool)
+    case null
 
     init(from decoder: any Decoder) throws {
         if let object = try? decoder.container(keyedBy: AnyKey.self) {
@@ -198,10 +238,74 @@ enum JSONValue: Decodable {
             var values: [JSONValue] = []
             while !array.isAtEnd { values.append(try array.decode(JSONValue.self)) }
             self = .array(values)
-        } else if let number = try? decoder.singleValueContainer().decode(Double.self) {
-            self = .number(number)
         } else {
-            self = .scalar
+            let single = try decoder.singleValueContainer()
+            if single.decodeNil() {
+                self = .null
+            } else if let bool = try? single.decode(Bool.self) {
+                self = .bool(bool)
+            } else if let number = try? single.decode(Double.self) {
+                self = .number(number)
+            } else {
+                self = .string(try single.decode(String.self))
+            }
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .object(let values):
+            var container = encoder.container(keyedBy: AnyKey.self)
+            for (key, value) in values { try container.encode(value, forKey: AnyKey(stringValue: key)) }
+        case .array(let values):
+            var container = encoder.unkeyedContainer()
+            for value in values { try container.encode(value) }
+        case .number(let value):
+            var container = encoder.singleValueContainer()
+            try container.encode(value)
+        case .string(let value):
+            var container = encoder.singleValueContainer()
+            try container.encode(value)
+        case .bool(let value):
+            var container = encoder.singleValueContainer()
+            try container.encode(value)
+        case .null:
+            var container = encoder.singleValueContainer()
+            try container.encodeNil()
+        }
+    }
+
+    /// The value at `path` (a decoder's coding path) replaced by `value`; false when there is none.
+    mutating func replace(at path: ArraySlice<any CodingKey>, with value: JSONValue) -> Bool {
+        guard let key = path.first else {
+            self = value
+            return true
+        }
+        switch self {
+        case .object(var values):
+            guard var child = values[key.stringValue], child.replace(at: path.dropFirst(), with: value) else { return false }
+            values[key.stringValue] = child
+            self = .object(values)
+            return true
+        case .array(var values):
+            guard let index = key.intValue, values.indices.contains(index), values[index].replace(at: path.dropFirst(), with: value) else {
+                return false
+            }
+            self = .array(values)
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// A value of the kind `type` decodes from (``ConfigurationCheck/kind(of:)``'s kinds).
+    static func placeholder(for type: Any.Type) -> JSONValue {
+        switch ConfigurationCheck.kind(of: type) {
+        case "a string": .string("")
+        case "true or false": .bool(false)
+        case "a whole number", "a number": .number(0)
+        case "a list": .array([])
+        default: .object([:])
         }
     }
 

@@ -314,7 +314,9 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
             // A gallery listed twice decodes: `validated()` reports it with every other problem.
             return try JSONDecoder().decode(ServerConfiguration.self, from: data)
         } catch {
-            throw ConfigurationError(ConfigurationCheck.describe(error, file: path))
+            // Every wrong value, not only the one the decoder stopped at.
+            let problems = ConfigurationCheck.typeProblems(in: data, as: ServerConfiguration.self, file: path)
+            throw ConfigurationError(problems.isEmpty ? ConfigurationCheck.describe(error, file: path) : problems.joined(separator: "\n"))
         }
     }
 
@@ -402,8 +404,16 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         engine.residentRowBytes = limits.residentRowBytes
         let credential = getenv("CREDENTIALS_DIRECTORY").map { String(cString: $0) + "/store-key" }
         if let path = self.keyFile ?? credential.flatMap({ Glibc.access($0, R_OK) == 0 ? $0 : nil }) {
-            do {
-                engine.encryptionKey = try Self.readKey(path: path)
+            do throws(RegistryError) {
+                // Parsed here, not first when the store opens: --check-config must refuse every key
+                // a start would, and a start must refuse it before it creates anything.
+                var material = try Self.readKey(path: path)
+                defer { KeyMaterial.wipe(&material) }
+                do {
+                    engine.encryptionKey = try KeyMaterial.keyBytes(material)
+                } catch {
+                    throw RegistryError.malformedRequest("the key file \(path) holds \(material.count) bytes that are not a key: \(error.message)")
+                }
             } catch {
                 problems.append("\(self.keyFile == nil ? "the store-key credential" : "keyFile"): \(error.message)")
             }

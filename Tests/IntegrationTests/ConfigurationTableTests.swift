@@ -47,6 +47,8 @@ import Testing
             json: #"{"algorithms": [{"version": 9000, "name": "mine", "dimension": 64, "scoreFunction": "cosinus", "threshold": 0.5}]}"#,
             expected: "algorithms[0].scoreFunction: algorithm mine: scoreFunction must be one of"),
         Case(json: #"{"audit": {"maximumEntries": 0}}"#, expected: "audit.maximumEntries must be at least 1"),
+        // The second of two wrong values: both are reported in one run.
+        Case(json: #"{"logLevel": 3, "limits": {"idleTimeoutSeconds": true}}"#, expected: "limits.idleTimeoutSeconds must be a whole number"),
         Case(
             json:
                 #"{"galleries": [{"name": "staff", "registries": [{"algorithm": "arcface"}]}, {"name": "staff", "registries": [{"algorithm": "r300"}]}]}"#,
@@ -78,6 +80,25 @@ import Testing
         #expect(started.status == 1 && started.output.contains(broken.expected), "start: \(started.output)")
         // Refused before anything was bound or opened.
         #expect(access(directory + "/s.sock", F_OK) != 0 && access(directory + "/data", F_OK) != 0)
+    }
+
+    /// Key files that are not keys: refused by both before anything is created (a start used to make
+    /// an empty store first, and --check-config called them usable).
+    @Test(arguments: [[UInt8](repeating: 7, count: 31), Array(String(repeating: "z", count: 64).utf8)])
+    func aKeyFileThatIsNoKeyIsRefusedByBoth(_ material: [UInt8]) throws {
+        let directory = TemporaryDirectory("registryd-config-table").path
+        defer { _ = system("rm -rf '\(directory)'") }
+        let key = directory + "/store.key"
+        let file = open(key, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        #expect(file >= 0 && material.withUnsafeBytes { write(file, $0.baseAddress, $0.count) } == material.count)
+        close(file)
+        for arguments in [["--check-config", "FILE"], ["--config", "FILE"]] {
+            let result = try Self.registryd("{}", arguments + ["--key-file", key], fileLimit: nil, in: directory)
+            #expect(result.status == 1, "\(arguments[0]): \(result.output)")
+            #expect(
+                result.output.contains("the key file \(key) holds \(material.count) bytes that are not a key"), "\(arguments[0]): \(result.output)")
+            #expect(access(directory + "/s.sock", F_OK) != 0 && access(directory + "/data", F_OK) != 0, "\(arguments[0]) created something")
+        }
     }
 
     @Test func everyProblemOfAFileIsReportedAtOnceByBoth() throws {

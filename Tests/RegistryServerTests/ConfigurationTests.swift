@@ -235,6 +235,47 @@ import Testing
         }
     }
 
+    @Test("every value of the wrong type is reported in one run, nothing made up about the rest")
+    func everyTypeErrorAtOnce() throws {
+        let json = #"""
+            {"logLevel": 3, "limits": {"maximumConnections": "many", "idleTimeoutSeconds": true},
+             "galleries": [{"name": 7, "registries": [{"algorithm": "arcface", "identification": "high"}]}],
+             "socketPath": "/run/x.sock"}
+            """#
+        #expect(
+            self.refusal(json)?.split(separator: "\n") == [
+                "test.json: logLevel must be a string",
+                "test.json: limits.maximumConnections must be a whole number",
+                "test.json: limits.idleTimeoutSeconds must be a whole number",
+                "test.json: galleries[0].name must be a string",
+                "test.json: galleries[0].registries[0].identification must be a number",
+            ])
+        // A missing required key ends the search (what follows would be guessed from a made-up value).
+        #expect(
+            self.refusal(#"{"logLevel": 3, "galleries": [{"registries": []}]}"#)?.split(separator: "\n").first
+                == "test.json: logLevel must be a string")
+    }
+
+    /// A key file a start would refuse is refused by the configuration's check (--check-config runs
+    /// it; a start runs it before it binds or creates anything).
+    @Test(arguments: [
+        ("31 bytes", [UInt8](repeating: 7, count: 31)), ("64 characters, not hexadecimal", Array(String(repeating: "z", count: 64).utf8)),
+        ("63 hexadecimal digits", Array(String(repeating: "a", count: 63).utf8)), ("33 bytes", [UInt8](repeating: 7, count: 33)),
+    ])
+    func malformedKeyFilesAreRefused(_ what: String, _ bytes: [UInt8]) throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/store.key"
+        #expect(writeBytes(bytes, to: path), "\(what)")
+        let message = try #require(self.refusal(#"{"keyFile": "\#(path)"}"#), "\(what) passed")
+        #expect(message.hasPrefix("keyFile: the key file \(path) holds \(bytes.count) bytes that are not a key"), "\(what): \(message)")
+        // Good keys pass: 32 bytes, and 64 hexadecimal digits with a newline.
+        #expect(writeBytes([UInt8](repeating: 9, count: 32), to: path, replacing: true))
+        #expect(self.refusal(#"{"keyFile": "\#(path)"}"#) == nil)
+        #expect(writeBytes(Array((String(repeating: "0f", count: 32) + "\n").utf8), to: path, replacing: true))
+        #expect(self.refusal(#"{"keyFile": "\#(path)"}"#) == nil)
+    }
+
     @Test("a gallery listed twice is refused, and each listing checked")
     func aGalleryListedTwice() {
         #expect(
@@ -438,4 +479,12 @@ final class KeySpy: Sendable {
         #expect(UsableCPUs.count >= 1 && UsableCPUs.count <= sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         #expect(ServerConfiguration.Limits().resolvedEventLoops == max(1, UsableCPUs.count - 1))
     }
+}
+
+/// Writes `bytes` to a file (0600); `replacing` an existing one.
+private func writeBytes(_ bytes: [UInt8], to path: String, replacing: Bool = false) -> Bool {
+    let file = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (replacing ? O_TRUNC : O_EXCL), 0o600)
+    guard file >= 0 else { return false }
+    defer { close(file) }
+    return bytes.withUnsafeBytes { write(file, $0.baseAddress, $0.count) } == bytes.count
 }
