@@ -63,9 +63,25 @@ public enum JSONSyntaxChecker {
             case UInt8(ascii: "t"): try self.literal("true")
             case UInt8(ascii: "f"): try self.literal("false")
             case UInt8(ascii: "n"): try self.literal("null")
-            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try self.number()
-            default: throw self.fail("unexpected character where a value should be")
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                if self.startsWith("-Infinity") { throw self.fail(Self.notANumber("-Infinity")) }
+                try self.number()
+            default:
+                for word in ["NaN", "Infinity"] where self.startsWith(word) { throw self.fail(Self.notANumber(word)) }
+                throw self.fail("unexpected character where a value should be")
             }
+        }
+
+        /// Python's `json.dumps` writes these for float('nan') and float('inf') unless told
+        /// `allow_nan=False`; JSON has no such numbers, and a template's values must be finite.
+        static func notANumber(_ word: String) -> String {
+            "\(word) is not a JSON number (Python's json.dumps writes it for a value that is not finite unless allow_nan=False); "
+                + "every value must be a finite number"
+        }
+
+        func startsWith(_ word: String) -> Bool {
+            let utf8 = Array(word.utf8)
+            return self.bytes.count - self.index >= utf8.count && self.bytes[self.index..<self.index + utf8.count].elementsEqual(utf8)
         }
 
         mutating func object(depth: Int) throws(Problem) {

@@ -341,7 +341,7 @@ public struct ConfigurationReport: Sendable {
         lines.append(
             "  limits       \(limits.maximumConnections) connections (\(limits.resolvedMaximumConnectionsPerUser) per user), "
                 + "\(limits.maximumRequestsInFlight) requests in flight each, "
-                + "frames up to \(limits.maximumFrameBytes) bytes, \(limits.resolvedEventLoops) event loop(s), "
+                + "frames up to \(limits.maximumFrameBytes) bytes, \(limits.resolvedEventLoops) event loop\(limits.resolvedEventLoops == 1 ? "" : "s"), "
                 + "drain \(limits.drainDeadlineSeconds) s")
         lines.append("  algorithms   \(catalog.all.map { "\($0.name) (\($0.version))" }.joined(separator: ", "))")
         if galleries.isEmpty {

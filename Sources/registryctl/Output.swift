@@ -104,18 +104,58 @@ struct Table {
         let columns = self.rows.map(\.count).max() ?? 0
         var widths = [Int](repeating: 0, count: columns)
         for row in self.rows {
-            for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.count) }
+            for (index, cell) in row.enumerated() { widths[index] = max(widths[index], DisplayWidth.of(cell)) }
         }
         return self.rows.map { row in
             var line = indent
             for (index, cell) in row.enumerated() {
                 if index > 0 { line += "  " }
                 line += cell
-                if index < row.count - 1 { line += String(repeating: " ", count: widths[index] - cell.count) }
+                if index < row.count - 1 { line += String(repeating: " ", count: widths[index] - DisplayWidth.of(cell)) }
             }
             return line
         }
     }
+}
+
+/// How many terminal columns text takes: what aligns a table of CJK or emoji identifiers (a
+/// character count does not). Markus Kuhn's wcwidth rules, per user-perceived character: combining
+/// and zero-width scalars take none, East Asian wide and fullwidth characters and emoji shown as
+/// pictures take two, the rest one; a character of several scalars (an emoji sequence joined with
+/// U+200D, a flag, a base with an emoji selector) takes the widest of them, at least two if it is
+/// shown as a picture.
+enum DisplayWidth {
+    static func of(_ text: String) -> Int {
+        text.reduce(0) { $0 + Self.of($1) }
+    }
+
+    static func of(_ character: Character) -> Int {
+        let scalars = character.unicodeScalars
+        if scalars.count > 1, scalars.contains(where: { $0.value == 0xFE0F || $0.value == 0x200D || (0x1F1E6...0x1F1FF).contains($0.value) }) {
+            return 2
+        }
+        return scalars.reduce(0) { $0 + Self.of($1) }
+    }
+
+    static func of(_ scalar: Unicode.Scalar) -> Int {
+        let value = scalar.value
+        if value == 0 { return 0 }
+        switch scalar.properties.generalCategory {
+        case .nonspacingMark, .enclosingMark, .format: return 0
+        case .control: return 0
+        default: break
+        }
+        if (0x1160...0x11FF).contains(value) { return 0 }  // Hangul medial vowels and final consonants
+        if scalar.properties.isEmojiPresentation { return 2 }
+        return Self.wide.contains { $0.contains(value) } ? 2 : 1
+    }
+
+    /// East Asian Wide and Fullwidth ranges (as wcwidth takes them).
+    static let wide: [ClosedRange<UInt32>] = [
+        0x1100...0x115F, 0x2329...0x232A, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xA000...0xA4CF,
+        0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE10...0xFE19, 0xFE30...0xFE6F, 0xFF00...0xFF60, 0xFFE0...0xFFE6, 0x1F300...0x1F64F,
+        0x1F900...0x1F9FF, 0x20000...0x2FFFD, 0x30000...0x3FFFD,
+    ]
 }
 
 enum Format {

@@ -231,6 +231,9 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
         }
     }
 
+    /// "1 template", "2 templates".
+    static func count(_ number: Int, _ noun: String) -> String { "\(number) \(noun)\(number == 1 ? "" : "s")" }
+
     /// --verify-store and --restore: work on a store no daemon serves, then exit.
     func runOffline(_ configuration: ServerConfiguration) async throws {
         do {
@@ -239,10 +242,11 @@ struct RegistryDaemonCommand: AsyncParsableCommand {
                 let result = try await OfflineStore.verify(path: directory, configuration: engine)
                 if result.problems.isEmpty {
                     print(
-                        "\(directory): \(result.checked) templates checked, no problems" + (result.manifestChecked ? ", matching its manifest" : ""))
+                        "\(directory): \(Self.count(result.checked, "template")) checked, no problems"
+                            + (result.manifestChecked ? ", matching its manifest" : ""))
                     return
                 }
-                print("\(directory): \(result.checked) templates checked, \(result.problems.count) problems:")
+                print("\(directory): \(Self.count(result.checked, "template")) checked, \(Self.count(result.problems.count, "problem")):")
                 for problem in result.problems { print("  \(problem)") }
                 throw ExitCode.failure
             }

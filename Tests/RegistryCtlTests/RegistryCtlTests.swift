@@ -305,6 +305,12 @@ struct TemplateJSONTests {
         #expect(JSONSyntaxChecker.firstProblem(in: bytes("[\"a\tb\"]")) == .init(offset: 3, what: "control character in a string"))
         #expect(JSONSyntaxChecker.firstProblem(in: bytes("[1,]")) == .init(offset: 3, what: "unexpected character where a value should be"))
         #expect(JSONSyntaxChecker.firstProblem(in: bytes(String(repeating: "[", count: 600)))?.what == "nested too deeply")
+        // What Python's json.dumps writes for values that are not finite: said so, where they are.
+        for (json, offset) in [("[0.5, NaN]", 6), ("[Infinity]", 1), ("[1, -Infinity]", 4)] {
+            let problem = JSONSyntaxChecker.firstProblem(in: bytes(json))
+            #expect(problem?.offset == offset && problem?.what.contains("is not a JSON number (Python's json.dumps") == true, "\(json)")
+        }
+        #expect(JSONSyntaxChecker.firstProblem(in: bytes("[-1, Nope]"))?.what == "unexpected character where a value should be")
         #expect(JSONSyntaxChecker.position(of: 5, in: bytes("ab\ncdef")) == (2, 3))
     }
 

@@ -23,11 +23,25 @@ import Testing
         var format: Int
         var registrydVersion: String
         var schemaVersion: UInt32
-        var createdAt: Int64
+        var createdAt: String
         var file: String
         var bytes: Int
         var sha256: String
         var galleries: [Gallery]
+    }
+
+    /// Manifests written before the time was ISO 8601 held Unix seconds: both read as the same time.
+    @Test func manifestTimesReadInEitherForm() throws {
+        let decoder = JSONDecoder()
+        let old = try decoder.decode(BackupManifest.Time.self, from: Data("1796000000".utf8))
+        let new = try decoder.decode(BackupManifest.Time.self, from: Data(#""2026-11-30T00:53:20Z""#.utf8))
+        #expect(old.seconds == 1_796_000_000 && new.seconds == 1_796_000_000)
+        #expect(String(decoding: try JSONEncoder().encode(old), as: UTF8.self) == #""2026-11-30T00:53:20Z""#)
+        #expect(throws: DecodingError.self) { try decoder.decode(BackupManifest.Time.self, from: Data(#""yesterday""#.utf8)) }
+        // Written and read back: the epoch, a leap day, the end of a year, the far future.
+        for seconds: Int64 in [0, 951_782_400, 1_709_164_800, 1_798_761_599, 4_102_444_800] {
+            #expect(BackupManifest.Time.parse(BackupManifest.Time(seconds: seconds).text) == seconds, "\(BackupManifest.Time(seconds: seconds).text)")
+        }
     }
 
     @Test func aBackupCarriesAManifestOfItsOwnFile() async throws {
@@ -62,7 +76,10 @@ import Testing
             let manifest = try JSONDecoder().decode(Manifest.self, from: Data(text.utf8))
             #expect(manifest.format == 1 && manifest.file == "data.mdb")
             #expect(manifest.registrydVersion == RegistryVersion.current && manifest.schemaVersion == Store.schemaVersion)
-            #expect(manifest.createdAt >= before && manifest.createdAt <= Int64(time(nil)))
+            // ISO 8601 in UTC, as the backup's name gives its time.
+            let created = try #require(BackupManifest.Time.parse(manifest.createdAt), "\(manifest.createdAt)")
+            #expect(created >= before && created <= Int64(time(nil)))
+            #expect(manifest.createdAt.count == 20 && manifest.createdAt.hasSuffix("Z") && manifest.createdAt.contains("T"))
             var info = stat()
             #expect(stat(copy + "/data.mdb", &info) == 0 && Int(info.st_size) == manifest.bytes && manifest.bytes == bytes)
             let file = try #require(readFileBytes(copy + "/data.mdb"))

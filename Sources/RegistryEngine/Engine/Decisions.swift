@@ -74,7 +74,7 @@ enum IdentifyRoute: Equatable, Sendable {
     static func incompatibleError(gallery: String) -> RegistryError {
         RegistryError(
             .incompatibleTemplates,
-            "no registry of gallery '\(gallery)' that the face has a template for holds every identifier; identify with safe=false or complete the migration"
+            "no registry of gallery '\(gallery)' that the face has a template for holds every identifier; identify with safe set to false (registryctl identify --unsafe) or complete the migration"
         )
     }
 }

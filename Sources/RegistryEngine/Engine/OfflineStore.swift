@@ -104,7 +104,9 @@ public enum OfflineStore {
         let (templates, problems) = verified
         guard problems.isEmpty else {
             throw RegistryError(
-                .malformedRequest, "the backup does not verify (\(problems.count) problems, first: \(problems[0])); nothing was changed")
+                .malformedRequest,
+                "the backup does not verify (\(problems.count == 1 ? "1 problem" : "\(problems.count) problems"), first: \(problems[0])); nothing was changed"
+            )
         }
         if let manifest {
             let restored = try BackupManifest.describe(directory: staging, catalog: catalog)

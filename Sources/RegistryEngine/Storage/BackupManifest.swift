@@ -25,12 +25,76 @@ struct BackupManifest: Sendable, Equatable, Codable {
     var file = "data.mdb"
     var registrydVersion = RegistryVersion.current
     var schemaVersion: UInt32
-    var createdAt: Int64
+    var createdAt: Time
     var bytes: Int
     var sha256: String
     var galleries: [Gallery]
 
     static let fileName = "manifest.json"
+
+    /// When the backup was made, in whole seconds: written in ISO 8601 (UTC, as the backup's
+    /// directory is named), read in that form or as the Unix seconds manifests held before.
+    struct Time: Sendable, Equatable, Codable {
+        var seconds: Int64
+
+        init(seconds: Int64) { self.seconds = seconds }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let seconds = try? container.decode(Int64.self) {
+                self.seconds = seconds
+                return
+            }
+            let text = try container.decode(String.self)
+            guard let seconds = Self.parse(text) else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "createdAt is not an ISO 8601 UTC time")
+            }
+            self.seconds = seconds
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(self.text)
+        }
+
+        /// `2026-11-29T01:40:12Z`.
+        var text: String {
+            var time = time_t(self.seconds)
+            var parts = tm()
+            gmtime_r(&time, &parts)
+            var buffer = [CChar](repeating: 0, count: 32)
+            let count = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%SZ", &parts)
+            return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+
+        /// The seconds of `YYYY-MM-DDTHH:MM:SSZ`, nil for anything else (days from the civil date
+        /// by Howard Hinnant's algorithm: Glibc's module hides strptime and timegm).
+        static func parse(_ text: String) -> Int64? {
+            let bytes = Array(text.utf8)
+            guard bytes.count == 20, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"),
+                bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"), bytes[19] == UInt8(ascii: "Z")
+            else { return nil }
+            func number(_ range: Range<Int>) -> Int64? {
+                var value: Int64 = 0
+                for byte in bytes[range] {
+                    guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+                    value = value * 10 + Int64(byte - UInt8(ascii: "0"))
+                }
+                return value
+            }
+            guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), let hour = number(11..<13),
+                let minute = number(14..<16), let second = number(17..<19), (1...12).contains(month), (1...31).contains(day), hour < 24,
+                minute < 60, second < 61
+            else { return nil }
+            let shifted = month <= 2 ? year - 1 : year
+            let era = (shifted >= 0 ? shifted : shifted - 399) / 400
+            let yearOfEra = shifted - era * 400
+            let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+            let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+            let days = era * 146_097 + dayOfEra - 719_468
+            return days * 86_400 + hour * 3_600 + minute * 60 + second
+        }
+    }
 
     /// Reads the copy in `directory` (its `data.mdb`), read-only, and describes it. `keepsPath`: open
     /// `directory` as given (a `/proc/self/fd/N` name of a directory held open, see ``Store``).
@@ -63,7 +127,7 @@ struct BackupManifest: Sendable, Equatable, Codable {
             return (schema, galleries)
         }
         let (bytes, digest) = try Self.digest(of: directory + "/data.mdb")
-        return BackupManifest(schemaVersion: schema, createdAt: now, bytes: bytes, sha256: digest, galleries: galleries)
+        return BackupManifest(schemaVersion: schema, createdAt: Time(seconds: now), bytes: bytes, sha256: digest, galleries: galleries)
     }
 
     /// The size and SHA-256 (hex) of a file, read in 1 MiB pieces.
