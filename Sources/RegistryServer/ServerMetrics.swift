@@ -90,7 +90,12 @@ public final class ServerMetrics: Sendable {
         let authentications = OperationMetrics(
             name: Authenticate.name, decidesMatches: Authenticate.decidesMatches, factory: factory)
         self.authentications = authentications
-        self.operations.withLock { $0[authentications.name] = authentications }
+        // Frames that are not requests are counted under "unknown": its series exist from the start.
+        let undecoded = OperationMetrics(name: RequestDispatcher.undecodedOperation, decidesMatches: false, factory: factory)
+        self.operations.withLock {
+            $0[authentications.name] = authentications
+            $0[undecoded.name] = undecoded
+        }
     }
 
     /// The metrics of one operation kind; `decidesMatches`: its outcomes are match and no-match
@@ -213,6 +218,11 @@ final class OperationMetrics: Sendable {
         self.noMatch = decidesMatches ? outcome(.noMatch) : nil
         self.refused = outcome(.refused)
         self.duration = factory.readableHistogram(label: "registryd_request_duration_seconds", dimensions: [("operation", name)])
+        // Present at 0 before the first refusal: a query or an alert on the daemon's own failures
+        // (INTERNAL, which every operation may give) then reads 0, not "no data".
+        let internalErrors = factory.reportedCounter(
+            label: "registryd_request_errors_total", dimensions: [("operation", name), ("code", RegistryError.Code.internal.rawValue)])
+        self.errors.withLock { $0[.internal] = internalErrors }
     }
 
     /// Counts an answered request.
