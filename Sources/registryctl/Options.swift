@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import RegistryModel
+import Synchronization
 
 /// Options every command takes: where the daemon is and how to print.
 struct GlobalOptions: ParsableArguments {
@@ -19,6 +20,18 @@ struct GlobalOptions: ParsableArguments {
 
     @Flag(name: .long, help: "Print one JSON document (results and errors) on standard output.")
     var json = false
+
+    @Flag(name: .long, help: "With --json: the document on one line (for a line-oriented tool).")
+    var compact = false
+
+    @Flag(name: .customLong("no-legend"), help: "Print tables without their header line (for cut, awk, ...).")
+    var noLegend = false
+
+    /// Takes --compact and --no-legend for the whole run (they only change how results are printed).
+    mutating func validate() throws {
+        if self.compact { OutputStyle.compactJSON.store(true, ordering: .relaxed) }
+        if self.noLegend { OutputStyle.noLegend.store(true, ordering: .relaxed) }
+    }
 
     /// The socket to connect to: `--socket`, else `REGISTRYD_SOCKET`, else ``defaultSocketPath``.
     var socketPath: String {

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import RegistryClient
 import RegistryModel
+import Synchronization
 
 /// What a command prints: a JSON document with `--json`, text otherwise, and its exit status.
 protocol CommandResult: Encodable {
@@ -48,8 +49,14 @@ struct AlgorithmNames: Sendable {
 }
 
 /// Writes a JSON document on standard output.
+/// How results are printed, set once from the command line (--compact, --no-legend).
+enum OutputStyle {
+    static let compactJSON = Atomic<Bool>(false)
+    static let noLegend = Atomic<Bool>(false)
+}
+
 enum JSONOutput {
-    static func encode(_ value: some Encodable, pretty: Bool = true) throws -> String {
+    static func encode(_ value: some Encodable, pretty: Bool = !OutputStyle.compactJSON.load(ordering: .relaxed)) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
         return String(decoding: try encoder.encode(value), as: UTF8.self)
@@ -93,7 +100,7 @@ struct Table {
     var rows: [[String]] = []
 
     init(header: [String]? = nil) {
-        if let header { self.rows.append(header) }
+        if let header, !OutputStyle.noLegend.load(ordering: .relaxed) { self.rows.append(header) }
     }
 
     mutating func append(_ row: [String]) {

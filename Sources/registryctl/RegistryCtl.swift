@@ -120,7 +120,7 @@ extension RegistryCtl {
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
-            if argument == "--json" || argument.hasPrefix("--socket=") {
+            if argument == "--json" || argument == "--compact" || argument == "--no-legend" || argument.hasPrefix("--socket=") {
                 leading.append(argument)
                 index += 1
             } else if argument == "--socket", index + 1 < arguments.count {
