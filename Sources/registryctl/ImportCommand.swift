@@ -11,8 +11,11 @@ struct ImportCommand: AsyncParsableCommand {
         discussion: """
             The whole file is read and checked first: a malformed file (exit 65) imports nothing. A \
             dump (registryctl export's protobuf format) recreates each gallery in it (--gallery: only \
-            that one): a gallery the daemon lacks, or has without templates, is defined as the dump \
-            says; one that holds templates keeps its own definition (the summary says when it differs). \
+            that one): a gallery the daemon lacks is defined as the dump says, and so is the default \
+            gallery while it holds no template and still has the built-in definition (a fresh \
+            daemon's); any other gallery the daemon has keeps its own definition, and the summary says \
+            when it differs from the dump's (--redefine: define those that hold no template as the dump \
+            says; one that holds templates always keeps its definition, which they were checked under). \
             Its templates keep their registration time, source and quality; its liveness profiles follow \
             them. A dump ends with a trailer, whose record count and CRC-32C must match what precedes \
             it: one cut short, damaged or with records after its trailer is malformed. A REGDUMP1 dump \
@@ -43,6 +46,12 @@ struct ImportCommand: AsyncParsableCommand {
 
     @Flag(help: .hidden)
     var skipExisting = false
+
+    @Flag(
+        help:
+            "Define existing galleries that hold no template as the dump does (by default only galleries the daemon lacks, and its untouched default gallery)."
+    )
+    var redefine = false
 
     func validate() throws {
         if self.duplicates && self.skipExisting { throw ValidationError("--duplicates and --skip-existing contradict each other") }
@@ -105,6 +114,8 @@ struct ImportCommand: AsyncParsableCommand {
         var defined: [String] = []
         /// Galleries that hold templates and were kept although the dump defines them differently.
         var keptDefinitions: [String] = []
+        /// Galleries without templates whose own definition was kept (no --redefine).
+        var keptEmptyDefinitions: [String] = []
 
         func text(_ names: AlgorithmNames) -> String {
             let which = self.galleries.count == 1 ? "gallery \(self.galleries[0])" : "galleries \(self.galleries.joined(separator: ", "))"
@@ -118,6 +129,9 @@ struct ImportCommand: AsyncParsableCommand {
             if !self.defined.isEmpty { text += "\ndefined \(self.defined.joined(separator: ", ")) as the file does" }
             for name in self.keptDefinitions {
                 text += "\ngallery \(name) holds templates and is defined differently from the file: its definition is kept"
+            }
+            for name in self.keptEmptyDefinitions {
+                text += "\ngallery \(name) is defined differently from the file: its definition is kept (--redefine to define it as the file does)"
             }
             return text
         }
@@ -138,7 +152,7 @@ struct ImportCommand: AsyncParsableCommand {
             for section in sections {
                 let gallery = section?.gallery.name ?? self.gallery.name
                 result.galleries.append(gallery)
-                if let section { try await Self.prepareGallery(section.gallery, client: client, result: &result) }
+                if let section { try await Self.prepareGallery(section.gallery, client: client, redefine: self.redefine, result: &result) }
                 let items = section?.items ?? plainItems
                 var ids: [UInt64] = []
                 for chunk in Self.chunks(items) {
@@ -208,17 +222,40 @@ struct ImportCommand: AsyncParsableCommand {
             + "for being complete (one cut short at a record boundary imports as a smaller dump)"
     }
 
-    /// A dump's gallery in the daemon: defined as the dump says when the daemon lacks it or it holds
-    /// no template (a fresh daemon's default gallery); one that holds templates keeps its definition,
-    /// which the thresholds its templates were checked under depend on.
-    static func prepareGallery(_ definition: GalleryConfiguration, client: RegistryConnection, result: inout Result) async throws {
+    /// A dump's gallery in the daemon: defined as the dump says when the daemon lacks it, or when it
+    /// is the default gallery as a fresh daemon has it (no template, the built-in definition). Any
+    /// other existing gallery keeps its definition, which an operator made (and which the thresholds
+    /// its templates were checked under depend on): import does not quietly change it. `redefine`
+    /// replaces the definitions of galleries that hold no template.
+    static func prepareGallery(
+        _ definition: GalleryConfiguration, client: RegistryConnection, redefine: Bool, result: inout Result
+    ) async throws {
         let existing = try await client.galleries().first { $0.name.sameIdentifier(as: definition.name) }
-        if let existing, GalleryConfiguration(existing) == definition { return }
-        if let existing, existing.registries.contains(where: { $0.templateCount > 0 }) {
-            result.keptDefinitions.append(definition.name)
-            return
+        if let existing {
+            let current = GalleryConfiguration(existing)
+            if current == definition { return }
+            if existing.registries.contains(where: { $0.templateCount > 0 }) {
+                result.keptDefinitions.append(definition.name)
+                return
+            }
+            if !redefine && !Self.isUntouchedDefault(existing) {
+                result.keptEmptyDefinitions.append(definition.name)
+                return
+            }
         }
         try await client.defineGallery(definition)
         result.defined.append(definition.name)
+    }
+
+    /// Whether `gallery` is the default gallery as a daemon without a configured one has it: the
+    /// built-in registries, each at its algorithm's default thresholds, no gates, no liveness.
+    static func isUntouchedDefault(_ gallery: GalleryInfo) -> Bool {
+        let builtIn = GalleryConfiguration.defaultGallery
+        return gallery.name == builtIn.name && gallery.registries.map(\.algorithm.version) == builtIn.registries.map(\.algorithm)
+            && gallery.registries.allSatisfy { registry in
+                let standard = registry.algorithm.defaultThreshold
+                return registry.thresholds == Thresholds(authentication: standard, identification: standard, autoEnrolment: standard)
+                    && registry.minimumQuality == nil && registry.minimumAutoEnrolmentQuality == nil
+            } && gallery.liveness == builtIn.liveness && gallery.livenessK == builtIn.livenessK
     }
 }

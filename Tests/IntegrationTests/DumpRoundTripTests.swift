@@ -117,6 +117,47 @@ import Testing
         await copy.close()
     }
 
+    /// An operator's definition on the target is not quietly replaced: a gallery the target defined
+    /// itself keeps its definition even without templates (said so; --redefine replaces it), while a
+    /// fresh daemon's default gallery (no template, the built-in definition) takes the dump's.
+    @Test func importKeepsAnOperatorsDefinitionUnlessToldToRedefine() async throws {
+        let source = try Daemon()
+        var client = try await source.client()
+        let lobby = GalleryConfiguration(name: "lobby", registries: [RegistryConfiguration(algorithm: 24, minimumQuality: 0.4)])
+        let custom = GalleryConfiguration(
+            name: GalleryConfiguration.defaultName,
+            registries: [RegistryConfiguration(algorithm: 24, thresholds: Thresholds(authentication: 0.62, identification: 0.64, autoEnrolment: 0.7))]
+        )
+        try await client.defineGallery(lobby)
+        try await client.defineGallery(custom)
+        // As the daemon gives them back (defaults filled in).
+        let sourceDefinitions = Dictionary(uniqueKeysWithValues: try await client.galleries().map { ($0.name, GalleryConfiguration($0)) })
+        await client.close()
+        let dump = source.directory + "/all.dump"
+        #expect(try Self.registryctl(source, ["export", "--all", "--output", dump]).status == 0)
+
+        let target = try Daemon()
+        var copy = try await target.client()
+        let own = GalleryConfiguration(name: "lobby", registries: [RegistryConfiguration(algorithm: 300)])
+        try await copy.defineGallery(own)
+        func definition(_ name: String) async throws -> GalleryConfiguration? {
+            try await copy.galleries().first { $0.name == name }.map(GalleryConfiguration.init)
+        }
+        let ownDefinition = try await definition("lobby")
+        var result = try Self.registryctl(target, ["import", dump])
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("gallery lobby is defined differently from the file: its definition is kept (--redefine"), "\(result.output)")
+        #expect(try await definition("lobby") == ownDefinition && ownDefinition != sourceDefinitions["lobby"])
+        #expect(
+            try await definition(GalleryConfiguration.defaultName) == sourceDefinitions[GalleryConfiguration.defaultName],
+            "the untouched default gallery takes the dump's")
+
+        result = try Self.registryctl(target, ["import", dump, "--redefine"])
+        #expect(result.status == 0 && result.output.contains("\ndefined lobby as the file does"), "\(result.output)")
+        #expect(try await definition("lobby") == sourceDefinitions["lobby"])
+        await copy.close()
+    }
+
     static func write(_ bytes: [UInt8], to path: String) throws {
         guard let file = fopen(path, "wb") else { throw HarnessError("cannot create \(path)") }
         defer { fclose(file) }
