@@ -59,6 +59,7 @@ from .errors import (
     UnsupportedVersion,
 )
 from .faces import Face, Landmark, Template, normalised
+from .pool import DEFAULT_POOL_SIZE, AsyncClientPool, ClientPool
 from .retry import Backoff, ExponentialBackoff, Retry
 from .operations import PROTOCOL_MAJOR, PROTOCOL_MINOR
 
@@ -67,6 +68,9 @@ __all__ = [
     "operations",
     "registry_pb2",
     "Client",
+    "ClientPool",
+    "AsyncClientPool",
+    "DEFAULT_POOL_SIZE",
     "RequestFuture",
     "resolve_socket_path",
     "Retry",
