@@ -46,18 +46,26 @@ public struct WireAuthentication: Sendable, Equatable {
 public enum AuthenticateDecoding {
     /// The request id and the authentication, or nil: decode the frame the general way.
     public static func decode(_ frame: ByteBuffer) -> (id: UInt64, request: WireAuthentication)? {
+        Self.request(frame, operation: 12, Self.authenticate)
+    }
+
+    /// A `Request` of a request id and one operation, field `operation`, read by `read`; nil for any
+    /// other shape. (Registrations are read the same way: ``RegisterDecoding``.)
+    static func request<Operation>(
+        _ frame: ByteBuffer, operation: UInt64, _ read: (UnsafeRawBufferPointer, Range<Int>) -> Operation?
+    ) -> (id: UInt64, request: Operation)? {
         frame.withUnsafeReadableBytes { bytes in
             var reader = WireReader(bytes: bytes, range: 0..<bytes.count)
             var id: UInt64?
-            var request: WireAuthentication?
+            var request: Operation?
             while !reader.atEnd {
                 guard let (field, wireType) = reader.tag() else { return nil }
                 switch (field, wireType) {
                 case (1, .varint) where id == nil:
                     guard let value = reader.varint() else { return nil }
                     id = value
-                case (12, .lengthDelimited) where request == nil:
-                    guard let range = reader.lengthDelimited(), let decoded = Self.authenticate(bytes, range) else { return nil }
+                case (operation, .lengthDelimited) where request == nil:
+                    guard let range = reader.lengthDelimited(), let decoded = read(bytes, range) else { return nil }
                     request = decoded
                 default:
                     return nil
@@ -96,7 +104,7 @@ public enum AuthenticateDecoding {
         return WireAuthentication(gallery: gallery ?? "", identifier: identifier ?? "", face: face, autoEnrol: autoEnrol)
     }
 
-    private static func face(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> Face? {
+    static func face(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> Face? {
         var reader = WireReader(bytes: bytes, range: range)
         var templates: [FaceTemplate] = []
         while !reader.atEnd {

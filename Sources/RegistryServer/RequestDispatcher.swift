@@ -44,9 +44,10 @@ public final class RequestDispatcher: Sendable {
     /// Requests counted by operation, outcome, error code and gallery, and timed.
     let metrics: ServerMetrics
 
-    /// Whether authentications of the usual shape are read by ``AuthenticateDecoding`` rather than by
-    /// SwiftProtobuf (false only in the test that compares the two).
-    let readsAuthenticationsByHand: Bool
+    /// Whether authentications and registrations of the usual shape are read by
+    /// ``AuthenticateDecoding`` and ``RegisterDecoding`` rather than by SwiftProtobuf (false only in
+    /// the test that compares the two).
+    let readsRequestsByHand: Bool
 
     /// Fleet mode: the node every write of the registry's contents goes through (nil: standalone).
     let fleet: FleetNode?
@@ -54,14 +55,14 @@ public final class RequestDispatcher: Sendable {
     public convenience init(
         engine: Engine, logger: Logger, policy: AccessPolicy, metrics: ServerMetrics = ServerMetrics(), fleet: FleetNode? = nil
     ) {
-        self.init(engine: engine, logger: logger, policy: policy, metrics: metrics, readsAuthenticationsByHand: true, fleet: fleet)
+        self.init(engine: engine, logger: logger, policy: policy, metrics: metrics, readsRequestsByHand: true, fleet: fleet)
     }
 
     init(
-        engine: Engine, logger: Logger, policy: AccessPolicy, metrics: ServerMetrics = ServerMetrics(), readsAuthenticationsByHand: Bool,
+        engine: Engine, logger: Logger, policy: AccessPolicy, metrics: ServerMetrics = ServerMetrics(), readsRequestsByHand: Bool,
         fleet: FleetNode? = nil
     ) {
-        self.readsAuthenticationsByHand = readsAuthenticationsByHand
+        self.readsRequestsByHand = readsRequestsByHand
         self.fleet = fleet
         self.engine = engine
         self.logger = logger
@@ -154,10 +155,17 @@ public final class RequestDispatcher: Sendable {
             call.rightChecked = true
         }
         // Most traffic: read without the generic decoder when it has the usual shape.
-        if self.readsAuthenticationsByHand, let (id, authenticate) = AuthenticateDecoding.decode(frame) {
-            self.counters.requestsServed.add(1, ordering: .relaxed)
-            call.id = id
-            return call.visit(Authenticate(authenticate))
+        if self.readsRequestsByHand {
+            if let (id, authenticate) = AuthenticateDecoding.decode(frame) {
+                self.counters.requestsServed.add(1, ordering: .relaxed)
+                call.id = id
+                return call.visit(Authenticate(authenticate))
+            }
+            if let (id, register) = RegisterDecoding.decode(frame) {
+                self.counters.requestsServed.add(1, ordering: .relaxed)
+                call.id = id
+                return call.visit(Register(register))
+            }
         }
         let request: Registry_V1_Request
         do {

@@ -67,15 +67,20 @@ import Testing
         defer { server.remove() }
         try await Self.withLog(server, node: "door-1") { door in
             _ = try await door.append([("staff", 1, [1])])
-            // Another session holds the appends' order lock for 3 s: the next append waits inside
+            // Another session holds the appends' order lock for 8 s: the next append waits inside
             // its transaction, where a cancellation does not stop it.
-            let holder = Task.detached { server.psql("SELECT pg_advisory_lock(\(FleetLog.orderLockKey)); SELECT pg_sleep(3)") }
-            // Held once pg_locks shows it (psql starts slowly on a busy machine).
-            var waited = 0
-            while server.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted") != "1" && waited < 200 {
-                try await Task.sleep(for: .milliseconds(25))
-                waited += 1
+            let holder = Task.detached { server.psql("SELECT pg_advisory_lock(\(FleetLog.orderLockKey)); SELECT pg_sleep(8)") }
+            // Held once pg_locks shows it. psql starts slowly on a busy machine (more than the 5 s this
+            // once waited, under tools/test's load): wait for as long as it takes, up to a minute, and
+            // say so if it never came, rather than go on without the lock and fail on something else.
+            let clock = ContinuousClock()
+            let deadline = clock.now + .seconds(60)
+            var held = false
+            while !held && clock.now < deadline {
+                held = server.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted") == "1"
+                if !held { try await Task.sleep(for: .milliseconds(25)) }
             }
+            try #require(held, "the order lock was never seen held")
             let progress = await Self.appendGivenUp(door)
             #expect(progress.giveUp(), "the append was given up before its COMMIT")
             _ = await holder.value

@@ -43,7 +43,7 @@ import Testing
 
     @Test func theHandReadAndTheGeneralPathGiveTheSameRepliesAuditAndMetrics() async throws {
         let hand = try ServerFixture("registryd-auth-paths")
-        let general = try ServerFixture("registryd-auth-paths", handReadsAuthentications: false)
+        let general = try ServerFixture("registryd-auth-paths", handReadsRequests: false)
         defer {
             hand.close()
             general.close()
@@ -67,11 +67,44 @@ import Testing
                     $0.force = true
                 }
             }
+            // Registrations are read by hand too (RegisterDecoding) on one side: the same replies but
+            // for the registration times, which are each store's clock.
+            #expect(RegisterDecoding.decode(try Self.frame(request)) != nil)
+            var replies: [Registry_V1_Response] = []
             for world in [hand, general] {
                 let reply = await world.dispatcher.respond(to: try Self.frame(request), from: Self.root)
-                let response = try Registry_V1_Response(serializedBytes: Array(reply.frame.readableBytesView))
+                var response = try Registry_V1_Response(serializedBytes: Array(reply.frame.readableBytesView))
                 guard case .register = response.result else { throw RegistryError(.internal, "registration failed: \(response)") }
+                for index in response.register.stored.indices { response.register.stored[index].registeredAtMicros = 0 }
+                replies.append(response)
             }
+            #expect(replies[0] == replies[1], "registration \(index): the two paths replied differently")
+        }
+        // Registrations refused: the same face under another name, a bad gallery, no face, a
+        // template of another length. The same refusal both ways.
+        let changes: [(inout Registry_V1_RegisterRequest) -> Void] = [
+            { $0.identifier = "someone-else" }, { $0.gallery = "Bad Name!" }, { $0.face = .init() },
+            { $0.face.templates[0].vector = [1, 0] },
+        ]
+        for (index, change) in changes.enumerated() {
+            var register = Registry_V1_RegisterRequest.with {
+                $0.identifier = "person-0"
+                $0.face.templates = [
+                    .with {
+                        $0.algorithm = 24
+                        $0.vector = people[0]
+                    }
+                ]
+            }
+            change(&register)
+            let frame = try Self.frame(
+                .with {
+                    $0.id = UInt64(50 + index)
+                    $0.register = register
+                })
+            let expected = await general.dispatcher.respond(to: frame, from: Self.root)
+            let actual = await hand.dispatcher.respond(to: frame, from: Self.root)
+            #expect(actual == expected, "refused registration \(index): the two paths replied differently")
         }
         var sent = 0
         var enrolling = 0

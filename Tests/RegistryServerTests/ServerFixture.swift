@@ -18,13 +18,13 @@ struct ServerFixture {
     /// A peer with every right under the default policy.
     let root = Peer(uid: 0, gid: 0, pid: 1, groups: [0])
 
-    /// - Parameter handReadsAuthentications: false reads every request with SwiftProtobuf.
-    init(_ name: String, handReadsAuthentications: Bool = true) throws {
+    /// - Parameter handReadsRequests: false reads every request with SwiftProtobuf.
+    init(_ name: String, handReadsRequests: Bool = true) throws {
         self.directory = TemporaryDirectory(name).path
         self.engine = try Engine(path: self.directory + "/data", metrics: self.metrics.factory)
         self.dispatcher = RequestDispatcher(
             engine: self.engine, logger: Logger(label: "test"), policy: try AccessPolicy(nil), metrics: self.metrics,
-            readsAuthenticationsByHand: handReadsAuthentications)
+            readsRequestsByHand: handReadsRequests)
     }
 
     /// Closes the store and removes its directory.

@@ -172,7 +172,7 @@ extension Registry_V1_Request.OneOf_Operation {
     func accept<Visitor: OperationVisitor>(_ visitor: Visitor) -> Visitor.Output {
         switch self {
         case .hello(let request): visitor.visit(request)
-        case .register(let request): visitor.visit(request)
+        case .register(let request): visitor.visit(Register(request))
         case .identify(let request): visitor.visit(request)
         case .authenticate(let request): visitor.visit(Authenticate(request))
         case .listGalleries(let request): visitor.visit(request)
