@@ -77,11 +77,21 @@ public enum AuthenticateDecoding {
     }
 
     private static func authenticate(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> WireAuthentication? {
+        Self.personRequest(bytes, range).map { gallery, identifier, face, flag in
+            WireAuthentication(gallery: gallery, identifier: identifier, face: face, autoEnrol: flag)
+        }
+    }
+
+    /// The shape authenticate and register requests share: gallery (1), identifier (2), face (3)
+    /// and a bool (4: auto_enrol, force), each at most once; nil for anything else.
+    static func personRequest(
+        _ bytes: UnsafeRawBufferPointer, _ range: Range<Int>
+    ) -> (gallery: String, identifier: String, face: Face?, flag: Bool?)? {
         var reader = WireReader(bytes: bytes, range: range)
         var gallery: String?
         var identifier: String?
         var face: Face?
-        var autoEnrol: Bool?
+        var flag: Bool?
         while !reader.atEnd {
             guard let (field, wireType) = reader.tag() else { return nil }
             switch (field, wireType) {
@@ -94,14 +104,14 @@ public enum AuthenticateDecoding {
             case (3, .lengthDelimited) where face == nil:
                 guard let range = reader.lengthDelimited(), let decoded = Self.face(bytes, range) else { return nil }
                 face = decoded
-            case (4, .varint) where autoEnrol == nil:
+            case (4, .varint) where flag == nil:
                 guard let value = reader.varint() else { return nil }
-                autoEnrol = value != 0
+                flag = value != 0
             default:
                 return nil
             }
         }
-        return WireAuthentication(gallery: gallery ?? "", identifier: identifier ?? "", face: face, autoEnrol: autoEnrol)
+        return (gallery ?? "", identifier ?? "", face, flag)
     }
 
     static func face(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> Face? {

@@ -41,31 +41,9 @@ public enum RegisterDecoding {
     }
 
     private static func register(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> WireRegistration? {
-        var reader = WireReader(bytes: bytes, range: range)
-        var gallery: String?
-        var identifier: String?
-        var face: Face?
-        var force: Bool?
-        while !reader.atEnd {
-            guard let (field, wireType) = reader.tag() else { return nil }
-            switch (field, wireType) {
-            case (1, .lengthDelimited) where gallery == nil:
-                guard let text = reader.string() else { return nil }
-                gallery = text
-            case (2, .lengthDelimited) where identifier == nil:
-                guard let text = reader.string() else { return nil }
-                identifier = text
-            case (3, .lengthDelimited) where face == nil:
-                guard let range = reader.lengthDelimited(), let decoded = AuthenticateDecoding.face(bytes, range) else { return nil }
-                face = decoded
-            case (4, .varint) where force == nil:
-                guard let value = reader.varint() else { return nil }
-                force = value != 0
-            default:
-                return nil
-            }
+        AuthenticateDecoding.personRequest(bytes, range).map { gallery, identifier, face, flag in
+            WireRegistration(gallery: gallery, identifier: identifier, face: face, force: flag ?? false)
         }
-        return WireRegistration(gallery: gallery ?? "", identifier: identifier ?? "", face: face, force: force ?? false)
     }
 }
 
