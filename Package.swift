@@ -149,7 +149,7 @@ let package = Package(
         .executableTarget(name: "registry-crash-probe", dependencies: ["RegistryEngine", "RegistryModel"], swiftSettings: strictSettings),
         // Crash loop (tools/crash-loop): SIGKILL/SIGTERM registryd under pipelined registrations, restart, check.
         .executableTarget(
-            name: "registry-crash-loop", dependencies: ["RegistryProtocol", "RegistryModel", "SyntheticFaces", protobuf, argumentParser],
+            name: "registry-crash-loop", dependencies: ["RegistryProtocol", "RegistryModel", "SyntheticFaces", "TestSupport", protobuf, argumentParser],
             swiftSettings: strictSettings),
         // Fleet fault loop (tools/fleet-loop): faults under a fleet and its PostgreSQL, then a history check.
         .executableTarget(

@@ -55,8 +55,7 @@ public enum RegisterEncoding {
     /// The framed reply, or nil when the result has more than the common fields (then encode the
     /// message).
     public static func framedReply(id: UInt64, _ result: Registration) -> ByteBuffer? {
-        guard result.findings.isEmpty, result.quality == nil, result.liveness == nil,
-            result.stored.allSatisfy({ $0.template == nil && $0.identifier.utf8.count <= Self.longestIdentifier })
+        guard result.findings.isEmpty, result.quality == nil, result.liveness == nil, result.stored.allSatisfy({ $0.template == nil })
         else { return nil }
         let templates = result.stored.map(Self.storedSize)
         let body = zip(templates, result.stored).reduce(0) { $0 + 1 + Self.varintSize(UInt64($1.0)) + $1.0 }
@@ -111,7 +110,7 @@ public enum RegisterEncoding {
                     put(4 << 3)
                     putVarint(UInt64(bitPattern: stored.registeredAt))  // int64: two's complement, 10 bytes when negative
                 }
-                let source = UInt64(Registry_V1_TemplateSource(stored.source).rawValue)
+                let source = Self.source(stored)
                 if source != 0 {
                     put(5 << 3)
                     putVarint(source)
@@ -125,9 +124,6 @@ public enum RegisterEncoding {
         return buffer
     }
 
-    /// Identifiers are at most 256 bytes on the wire; a longer one (never stored) goes the general way.
-    static let longestIdentifier = 1024
-
     static func varintSize(_ value: UInt64) -> Int {
         var value = value
         var size = 1
@@ -138,6 +134,9 @@ public enum RegisterEncoding {
         return size
     }
 
+    /// The wire value of a template's source.
+    static func source(_ stored: StoredTemplate) -> UInt64 { UInt64(Registry_V1_TemplateSource(stored.source).rawValue) }
+
     /// The encoded size of one StoredTemplate without template data.
     static func storedSize(_ stored: StoredTemplate) -> Int {
         var size = 0
@@ -146,9 +145,7 @@ public enum RegisterEncoding {
         if identifier > 0 { size += 1 + Self.varintSize(UInt64(identifier)) + identifier }
         if stored.algorithm != 0 { size += 1 + Self.varintSize(UInt64(stored.algorithm)) }
         if stored.registeredAt != 0 { size += 1 + Self.varintSize(UInt64(bitPattern: stored.registeredAt)) }
-        if Registry_V1_TemplateSource(stored.source).rawValue != 0 {
-            size += 1 + Self.varintSize(UInt64(Registry_V1_TemplateSource(stored.source).rawValue))
-        }
+        if Self.source(stored) != 0 { size += 1 + Self.varintSize(Self.source(stored)) }
         if stored.quality != nil { size += 5 }
         if stored.landmarkQuality != nil { size += 5 }
         return size

@@ -1,6 +1,7 @@
 import Glibc
 import RegistryProtocol
 import SwiftProtobuf
+import TestSupport
 
 /// The daemon's pid while one runs, for the tool's own SIGINT/SIGTERM handler: a daemon is never
 /// left behind when the tool is interrupted. Only the main thread writes it.
@@ -38,27 +39,12 @@ final class Daemon {
     /// (NAME=VALUE) added to the loop's own.
     init(binary: String, socketPath: String, dataDirectory: String, logPath: String, extraArguments: [String], environment: [String] = []) throws {
         let arguments = [binary, "--socket", socketPath, "--data", dataDirectory, "--log-level", "warning"] + extraArguments
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var inherited: [String] = []
-        var entry = environ
-        while let pointer = entry.pointee {
-            inherited.append(String(cString: pointer))
-            entry += 1
+        let pid: pid_t
+        do {
+            pid = try spawnProcess(arguments, environment: environment, log: logPath)
+        } catch {
+            throw CrashLoopError(error.description)
         }
-        let added = Set(environment.map { $0.prefix { $0 != "=" } })
-        let entries = inherited.filter { !added.contains($0.prefix { $0 != "=" }) } + environment
-        let envp: [UnsafeMutablePointer<CChar>?] = entries.map { strdup($0) } + [nil]
-        defer { for pointer in envp { free(pointer) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, binary, &actions, nil, argv, envp)
-        guard result == 0 else { throw CrashLoopError("cannot start \(binary): \(String(cString: strerror(result)))") }
         self.pid = pid
         self.socketPath = socketPath
         runningDaemonPID = pid

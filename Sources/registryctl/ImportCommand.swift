@@ -253,9 +253,8 @@ struct ImportCommand: AsyncParsableCommand {
         let builtIn = GalleryConfiguration.defaultGallery
         return gallery.name == builtIn.name && gallery.registries.map(\.algorithm.version) == builtIn.registries.map(\.algorithm)
             && gallery.registries.allSatisfy { registry in
-                let standard = registry.algorithm.defaultThreshold
-                return registry.thresholds == Thresholds(authentication: standard, identification: standard, autoEnrolment: standard)
-                    && registry.minimumQuality == nil && registry.minimumAutoEnrolmentQuality == nil
+                registry.thresholds == Thresholds(defaultsFor: registry.algorithm) && registry.minimumQuality == nil
+                    && registry.minimumAutoEnrolmentQuality == nil
             } && gallery.liveness == builtIn.liveness && gallery.livenessK == builtIn.livenessK
     }
 }

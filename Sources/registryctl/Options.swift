@@ -34,15 +34,13 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// The socket to connect to: `--socket`, else `REGISTRYD_SOCKET`, else ``defaultSocketPath``.
-    var socketPath: String {
-        Self.socketPath(option: self.socket, environment: getenv("REGISTRYD_SOCKET").map { String(cString: $0) })
-    }
+    var socketPath: String { Self.socketPath(option: self.socket, environment: Self.environmentSocket) }
 
     /// Whether the socket was chosen by registryctl (neither `--socket` nor `REGISTRYD_SOCKET`):
     /// an error then says which paths it looked at.
-    var socketIsImplicit: Bool {
-        self.socket == nil && (getenv("REGISTRYD_SOCKET").map { String(cString: $0).isEmpty } ?? true)
-    }
+    var socketIsImplicit: Bool { self.socket == nil && (Self.environmentSocket ?? "").isEmpty }
+
+    static var environmentSocket: String? { getenv("REGISTRYD_SOCKET").map { String(cString: $0) } }
 
     static func socketPath(option: String?, environment: String?) -> String {
         if let option { return option }

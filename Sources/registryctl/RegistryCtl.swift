@@ -69,14 +69,13 @@ struct RegistryCtl: AsyncParsableCommand {
             var command = try await self.asyncParseAsRoot(Self.placingGlobalOptions(arguments))
             // A group without its command (`registryctl`, `registryctl delete`) is a usage error,
             // not a request for help: a script that lost its arguments must not exit 0.
-            let group = type(of: command).configuration.subcommands
-            if !group.isEmpty {
-                let names = group.map { $0._commandName }.joined(separator: ", ")
-                // (A group's own usage string lacks the program's name.)
-                let usage = (type(of: command) == RegistryCtl.self ? "" : "registryctl ") + type(of: command).usageString()
+            let group = type(of: command)
+            if !group.configuration.subcommands.isEmpty {
+                let path = group == RegistryCtl.self ? "registryctl" : "registryctl \(group._commandName)"
+                let message = "a command is required (\(group.configuration.subcommands.map { $0._commandName }.joined(separator: ", ")))"
                 Self.usageError(
-                    "a command is required (\(names))\nUsage: \(usage)\n  See '\(Self.commandPath(type(of: command))) --help' for more information.",
-                    json: arguments.contains("--json"), message: "a command is required (\(names))")
+                    "\(message)\nUsage: \(path) <subcommand>\n  See '\(path) --help' for more information.", json: arguments.contains("--json"),
+                    message: message)
             }
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
@@ -150,12 +149,5 @@ struct UsageErrorDocument: Encodable {
 
     init(message: String) {
         self.error = Body(message: message)
-    }
-}
-
-extension RegistryCtl {
-    /// `registryctl`, or `registryctl delete` for a command group below it.
-    static func commandPath(_ command: any ParsableCommand.Type) -> String {
-        command == RegistryCtl.self ? "registryctl" : "registryctl \(command._commandName)"
     }
 }

@@ -14,18 +14,7 @@ import Testing
         var register = Registry_V1_RegisterRequest()
         if Bool.random(using: &random) { register.gallery = AuthenticateDecodingTests.text(&random) }
         if Bool.random(using: &random) { register.identifier = AuthenticateDecodingTests.text(&random) }
-        if Int.random(in: 0..<4, using: &random) > 0 {
-            register.face = .with { face in
-                face.templates = (0..<Int.random(in: 0...3, using: &random)).map { _ in
-                    .with {
-                        $0.algorithm = [0, 16, 24, 300, 1000, UInt32.max].randomElement(using: &random)!
-                        $0.vector = (0..<[0, 1, 128, 512].randomElement(using: &random)!).map { _ in
-                            Float.random(in: -1...1, using: &random)
-                        }
-                    }
-                }
-            }
-        }
+        if Int.random(in: 0..<4, using: &random) > 0 { register.face = AuthenticateDecodingTests.face(&random) }
         if Bool.random(using: &random) { register.force = Bool.random(using: &random) }
         var request = Registry_V1_Request()
         request.id = [0, 1, 300, UInt64.max].randomElement(using: &random)!
@@ -78,18 +67,9 @@ import Testing
         var random = SeededGenerator(seed: 37)
         var read = 0
         for _ in 0..<20_000 {
-            var bytes: [UInt8] = try Self.request(&random).serializedBytes()
-            guard !bytes.isEmpty else { continue }
-            for _ in 0..<Int.random(in: 1...3, using: &random) {
-                let at = Int.random(in: 0..<bytes.count, using: &random)
-                switch Int.random(in: 0..<4, using: &random) {
-                case 0: bytes[at] = UInt8.random(in: 0...255, using: &random)
-                case 1: bytes.removeSubrange(at...)
-                case 2: bytes.insert(UInt8.random(in: 0...255, using: &random), at: at)
-                default: bytes[at] ^= 0x80
-                }
-                if bytes.isEmpty { break }
-            }
+            let request: [UInt8] = try Self.request(&random).serializedBytes()
+            guard !request.isEmpty else { continue }
+            let bytes = AuthenticateDecodingTests.damaged(request, &random)
             guard let fast = Self.fast(bytes) else { continue }
             read += 1
             let reference = try? Registry_V1_Request(serializedBytes: bytes)

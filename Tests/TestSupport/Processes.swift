@@ -5,8 +5,8 @@ public struct SpawnRefused: Error, CustomStringConvertible {
     public let description: String
 }
 
-/// Starts `arguments[0]` with the rest as arguments, this process's environment plus `environment`
-/// (`NAME=value`), and standard error appended to `log`.
+/// Starts `arguments[0]` with the rest as arguments, this process's environment with `environment`
+/// (`NAME=value`) added or replacing the same names, and standard output and error appended to `log`.
 public func spawnProcess(_ arguments: [String], environment: [String] = [], log: String) throws(SpawnRefused) -> pid_t {
     let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
     defer { for pointer in argv { free(pointer) } }
@@ -16,7 +16,10 @@ public func spawnProcess(_ arguments: [String], environment: [String] = [], log:
         inherited.append(String(cString: pointer))
         entry += 1
     }
-    let envp: [UnsafeMutablePointer<CChar>?] = (inherited + environment).map { strdup($0) } + [nil]
+    // Replaced, not added after: getenv takes the first entry of a name, so an inherited one would win.
+    let added = Set(environment.map { $0.prefix { $0 != "=" } })
+    let entries = inherited.filter { !added.contains($0.prefix { $0 != "=" }) } + environment
+    let envp: [UnsafeMutablePointer<CChar>?] = entries.map { strdup($0) } + [nil]
     defer { for pointer in envp { free(pointer) } }
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)

@@ -67,32 +67,25 @@ struct BackupManifest: Sendable, Equatable, Codable {
             return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
 
-        /// The seconds of `YYYY-MM-DDTHH:MM:SSZ`, nil for anything else (days from the civil date
-        /// by Howard Hinnant's algorithm: Glibc's module hides strptime and timegm).
+        /// The seconds of `YYYY-MM-DDTHH:MM:SSZ`, nil for anything else, an impossible date (a 30
+        /// February, an hour 24) included: read back the way ``BackupName/parse(_:)`` reads a backup's
+        /// name, by `timegm` and a comparison with the time written again.
         static func parse(_ text: String) -> Int64? {
             let bytes = Array(text.utf8)
-            guard bytes.count == 20, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"),
-                bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"), bytes[19] == UInt8(ascii: "Z")
-            else { return nil }
-            func number(_ range: Range<Int>) -> Int64? {
-                var value: Int64 = 0
-                for byte in bytes[range] {
-                    guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
-                    value = value * 10 + Int64(byte - UInt8(ascii: "0"))
-                }
-                return value
+            guard bytes.count == 20 else { return nil }
+            func number(_ range: Range<Int>) -> Int32? {
+                guard bytes[range].allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+                return bytes[range].reduce(0) { $0 * 10 + Int32($1 - UInt8(ascii: "0")) }
             }
             guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), let hour = number(11..<13),
-                let minute = number(14..<16), let second = number(17..<19), (1...12).contains(month), (1...31).contains(day), hour < 24,
-                minute < 60, second < 61
+                let minute = number(14..<16), let second = number(17..<19)
             else { return nil }
-            let shifted = month <= 2 ? year - 1 : year
-            let era = (shifted >= 0 ? shifted : shifted - 399) / 400
-            let yearOfEra = shifted - era * 400
-            let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-            let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-            let days = era * 146_097 + dayOfEra - 719_468
-            return days * 86_400 + hour * 3_600 + minute * 60 + second
+            var parts = tm()
+            (parts.tm_year, parts.tm_mon, parts.tm_mday) = (year - 1900, month - 1, day)
+            (parts.tm_hour, parts.tm_min, parts.tm_sec) = (hour, minute, second)
+            let seconds = Int64(timegm(&parts))
+            // timegm normalises what is out of range (31 April becomes 1 May): not a time we write.
+            return Time(seconds: seconds).text == text ? seconds : nil
         }
     }
 

@@ -77,18 +77,8 @@ class ClientPool(Operations):
     ) -> None:
         self._turns = _Turns(size)
         self._lock = threading.Lock()
-        self._clients: List[Client] = [
-            Client(
-                socket_path,
-                client_name=client_name,
-                timeout=timeout,
-                hello=hello,
-                connect=False,
-                max_response_bytes=max_response_bytes,
-                retry=retry,
-            )
-            for _ in range(size)
-        ]
+        options = dict(client_name=client_name, timeout=timeout, hello=hello, max_response_bytes=max_response_bytes, retry=retry)
+        self._clients: List[Client] = [Client(socket_path, connect=False, **options) for _ in range(size)]
         if connect:
             self.connect()
 
@@ -189,17 +179,8 @@ class AsyncClientPool(Operations):
     ) -> None:
         # One event loop runs the pool: the counts need no lock.
         self._turns = _Turns(size)
-        self._clients: List[aio.Client] = [
-            aio.Client(
-                socket_path,
-                client_name=client_name,
-                timeout=timeout,
-                hello=hello,
-                max_response_bytes=max_response_bytes,
-                retry=retry,
-            )
-            for _ in range(size)
-        ]
+        options = dict(client_name=client_name, timeout=timeout, hello=hello, max_response_bytes=max_response_bytes, retry=retry)
+        self._clients: List[aio.Client] = [aio.Client(socket_path, **options) for _ in range(size)]
 
     @property
     def clients(self) -> Sequence[aio.Client]:

@@ -8,7 +8,7 @@ import asyncio
 import random
 import threading
 import unittest
-from typing import List, Optional
+from typing import List
 
 import harness
 from harness import arcface, nearby_values, random_values
@@ -22,24 +22,19 @@ from registryd_client import (
     operations as ops,
 )
 
-daemon: Optional[harness.Daemon] = None
+daemon = harness.ModuleDaemon()
 
 
 def setUpModule() -> None:
-    global daemon
-    daemon = harness.Daemon().start()
+    daemon.start()
 
 
 def tearDownModule() -> None:
-    assert daemon is not None
-    status = daemon.stop()
-    if status != 0:
-        raise AssertionError(f"registryd exited with {status} after SIGTERM:\n{daemon.log()}")
+    daemon.stop()
 
 
 class BlockingPoolTests(unittest.TestCase):
     def test_calls_in_turn_open_one_connection_per_member(self) -> None:
-        assert daemon is not None
         with ClientPool(daemon.socket_path, size=3, connect=False, timeout=20) as pool:
             for _ in range(6):
                 pool.list_galleries()
@@ -47,7 +42,6 @@ class BlockingPoolTests(unittest.TestCase):
             self.assertEqual(pool.in_flight(), [0, 0, 0])
 
     def test_threads_at_once_are_answered_right(self) -> None:
-        assert daemon is not None
         rng = random.Random(7)
         people = {harness.unique("pool-person"): random_values(rng) for _ in range(24)}
         failures: List[BaseException] = []
@@ -98,7 +92,6 @@ class BlockingPoolTests(unittest.TestCase):
 
 class AsyncPoolTests(unittest.IsolatedAsyncioTestCase):
     async def test_coroutines_at_once_are_answered_right(self) -> None:
-        assert daemon is not None
         rng = random.Random(11)
         people = {harness.unique("aio-pool-person"): random_values(rng) for _ in range(12)}
         async with AsyncClientPool(daemon.socket_path, size=3, timeout=30) as pool:
