@@ -110,7 +110,8 @@ enum ConfigurationCheck {
 
     /// Every value of the wrong type in `data` (whose keys ``unknownKeys(in:file:)`` found known),
     /// as messages: the decoder stops at the first, so each one found is replaced by a value of the
-    /// expected kind and the document decoded again (up to 100 times), and a file with three wrong
+    /// expected kind and the document decoded again (up to ``reportedTypeProblems`` of them, then a
+    /// line saying more follow), and a file with three wrong
     /// values is fixed in one run, not three. A problem at a value put in by this search ends it
     /// (the placeholder does not fit: say nothing about it).
     static func typeProblems<T: Decodable>(in data: Data, as type: T.Type, file: String) -> [String] {
@@ -118,10 +119,11 @@ enum ConfigurationCheck {
         var problems: [String] = []
         var replaced: [String] = []
         var current = data
-        for _ in 0..<100 {
+        // Each pass either ends the search or adds a problem, and problems are bounded: it ends.
+        while true {
             do {
                 _ = try JSONDecoder().decode(T.self, from: current)
-                break
+                return problems
             } catch let error as DecodingError {
                 let (expected, context): (Any.Type?, DecodingError.Context?) =
                     switch error {
@@ -130,20 +132,24 @@ enum ConfigurationCheck {
                     @unknown default: (nil, nil)
                     }
                 let place = context.map { Self.path($0.codingPath) } ?? ""
-                if replaced.contains(where: { place == $0 || place.hasPrefix($0 + ".") || place.hasPrefix($0 + "[") }) { break }
+                if replaced.contains(where: { place == $0 || place.hasPrefix($0 + ".") || place.hasPrefix($0 + "[") }) { return problems }
+                guard problems.count < Self.reportedTypeProblems else {
+                    return problems + ["\(file): more values of the wrong type follow; fix these \(problems.count) and check again"]
+                }
                 problems.append(Self.describe(error, file: file))
                 guard let expected, let context, document.replace(at: context.codingPath[...], with: .placeholder(for: expected)),
                     let encoded = try? JSONEncoder().encode(document)
-                else { break }
+                else { return problems }
                 replaced.append(place)
                 current = encoded
             } catch {
-                problems.append(Self.describe(error, file: file))
-                break
+                return problems + [Self.describe(error, file: file)]
             }
         }
-        return problems
     }
+
+    /// The most values of the wrong type one check reports (each found costs a decoding of the file).
+    static let reportedTypeProblems = 100
 
     /// A decoding error as a sentence: where (a path such as `galleries[0].registries[1].identification`)
     /// and what was expected. No type names of the implementation, no values.

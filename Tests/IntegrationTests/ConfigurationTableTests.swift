@@ -101,6 +101,19 @@ import Testing
         }
     }
 
+    /// A file with more wrong values than one check lists: both list the first 100 and say more follow.
+    @Test func moreWrongValuesThanListedAreSaidToFollowByBoth() throws {
+        let directory = TemporaryDirectory("registryd-config-table").path
+        defer { _ = system("rm -rf '\(directory)'") }
+        let galleries = (0..<101).map { _ in #"{"name": 7, "registries": [{"algorithm": "arcface"}]}"# }.joined(separator: ", ")
+        for arguments in [["--check-config", "FILE"], ["--config", "FILE"]] {
+            let result = try Self.registryd(#"{"galleries": [\#(galleries)]}"#, arguments, fileLimit: nil, in: directory)
+            #expect(result.status == 1, "\(arguments[0]): \(result.output)")
+            #expect(result.output.contains("galleries[99].name must be a string") && !result.output.contains("galleries[100].name"))
+            #expect(result.output.contains("more values of the wrong type follow; fix these 100 and check again"), "\(result.output)")
+        }
+    }
+
     @Test func everyProblemOfAFileIsReportedAtOnceByBoth() throws {
         let directory = TemporaryDirectory("registryd-config-table").path
         defer { _ = system("rm -rf '\(directory)'") }

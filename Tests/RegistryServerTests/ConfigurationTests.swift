@@ -256,6 +256,19 @@ import Testing
                 == "test.json: logLevel must be a string")
     }
 
+    /// At most ``ConfigurationCheck/reportedTypeProblems`` wrong values are listed; one more is said
+    /// to follow, not silently left out.
+    @Test(arguments: [ConfigurationCheck.reportedTypeProblems, ConfigurationCheck.reportedTypeProblems + 1])
+    func theListOfWrongValuesIsBoundedAndSaysSo(_ wrong: Int) throws {
+        let galleries = (0..<wrong).map { _ in #"{"name": 7, "registries": [{"algorithm": "arcface"}]}"# }.joined(separator: ", ")
+        let lines = try #require(self.refusal(#"{"galleries": [\#(galleries)]}"#)).split(separator: "\n")
+        let cap = ConfigurationCheck.reportedTypeProblems
+        #expect(lines.prefix(cap) == (0..<cap).map { "test.json: galleries[\($0)].name must be a string" }[...])
+        #expect(
+            Array(lines.dropFirst(cap))
+                == (wrong > cap ? ["test.json: more values of the wrong type follow; fix these \(cap) and check again"] : []))
+    }
+
     /// A key file a start would refuse is refused by the configuration's check (--check-config runs
     /// it; a start runs it before it binds or creates anything).
     @Test(arguments: [

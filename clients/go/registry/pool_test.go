@@ -104,3 +104,24 @@ func TestPoolMembersReconnectAfterARestart(t *testing.T) {
 		}
 	}
 }
+
+// A pool has at least one connection: -1 is refused, 0 means DefaultPoolSize, 1 is one connection.
+func TestPoolSizes(t *testing.T) {
+	d := startDaemon(t)
+	if _, err := registry.DialPool(testContext(t), d.socket, -1); err == nil {
+		t.Error("a pool of -1 connections was dialed")
+	}
+	if got := len(dialPool(t, d, 0).Clients()); got != registry.DefaultPoolSize {
+		t.Errorf("size 0 dialed %d connections, want %d", got, registry.DefaultPoolSize)
+	}
+	one := dialPool(t, d, 1)
+	ctx := testContext(t)
+	for i := 0; i < 3; i++ {
+		if _, err := one.Send(ctx, &pb.Request{Operation: &pb.Request_ListGalleries{ListGalleries: &pb.ListGalleriesRequest{}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if opened := one.Clients()[0].ConnectionsOpened(); opened != 1 {
+		t.Errorf("a pool of one opened %d connections, want 1", opened)
+	}
+}

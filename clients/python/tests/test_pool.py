@@ -34,6 +34,16 @@ def tearDownModule() -> None:
 
 
 class BlockingPoolTests(unittest.TestCase):
+    def test_a_pool_has_at_least_one_connection(self) -> None:
+        with self.assertRaises(ValueError):
+            ClientPool(daemon.socket_path, size=0, connect=False)
+        with self.assertRaises(ValueError):
+            AsyncClientPool(daemon.socket_path, size=0)
+        with ClientPool(daemon.socket_path, size=1, timeout=20) as pool:
+            for _ in range(3):
+                self.assertTrue(pool.list_galleries().galleries)
+            self.assertEqual([client.connections_opened for client in pool.clients], [1])
+
     def test_calls_in_turn_open_one_connection_per_member(self) -> None:
         with ClientPool(daemon.socket_path, size=3, connect=False, timeout=20) as pool:
             for _ in range(6):
