@@ -80,7 +80,8 @@ let package = Package(
         // pthread readers-writer lock and condition variable, shared by the wrapper and the engine.
         .target(name: "Locks", swiftSettings: strictSettings),
         // A thin, safe Swift wrapper over the LMDB C API: environment, transactions, errors.
-        .target(name: "LMDB", dependencies: ["CLMDB", "Locks"], swiftSettings: strictSettings),
+        .target(name: "CPrefetch"),
+        .target(name: "LMDB", dependencies: ["CLMDB", "CPrefetch", "Locks"], swiftSettings: strictSettings),
         // The value types every layer shares: faces, templates, landmarks, algorithms and their
         // catalogue, results, errors, configuration, the capture and liveness gates' computations, and
         // CRC-32C (the engine's records, registryctl's dumps). The protocol, the client and registryctl
@@ -95,7 +96,7 @@ let package = Package(
         // No networking here.
         .target(
             name: "RegistryEngine",
-            dependencies: ["RegistryModel", "CScanKernels", "LMDB", "Locks", coreMetrics, .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["RegistryModel", "CScanKernels", "CPrefetch", "LMDB", "Locks", coreMetrics, .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSettings),
         // The fleet's record of truth in PostgreSQL: where it is (a postgresql:// URL), its schema and
         // its migrations. No LMDB here: the engine applies what the fleet's log says.
@@ -215,7 +216,7 @@ let package = Package(
 if Context.environment["REGISTRYD_FUZZ_COVERAGE"] == "1" {
     let fuzzNames = Set(fuzzTargets.map(\.name))
     for target in package.targets where target.type == .regular || target.type == .executable {
-        if ["CLMDB", "CScanKernels", "CChecksum"].contains(target.name) {
+        if ["CLMDB", "CScanKernels", "CChecksum", "CPrefetch"].contains(target.name) {
             target.cSettings = (target.cSettings ?? []) + [.unsafeFlags(["-fsanitize=fuzzer-no-link"])]
         } else {
             target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-sanitize=fuzzer"])]

@@ -298,8 +298,6 @@ void rk_coarse_dots(int level, const rk_query *queries, size_t query_count, cons
     }
 }
 
-void rk_prefetch(const void *address) { __builtin_prefetch(address); }
-
 // ---------------------------------------------------------------------------------------------
 // Landmark moments (the aligned landmark algorithm, version 1001): the scalar reference. One
 // accumulator per (moment, axis), products added slot by slot: the AVX2 kernel's lanes do exactly

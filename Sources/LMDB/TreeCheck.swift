@@ -1,4 +1,5 @@
 import CLMDB
+import CPrefetch
 import Glibc
 import Locks
 
@@ -156,7 +157,8 @@ enum TreeCheck {
 
         func run() {
             do throws(LMDBError) {
-                for child in self.children {
+                for (index, child) in self.children.enumerated() {
+                    self.walker.prefetch(self.children, index + 2, leaves: self.level == self.tree.record.depth)
                     try self.walker.visit(
                         child.pgno, level: self.level, lower: child.lower, upper: child.upper, self.tree, &self.counts, parent: self.parent)
                 }
@@ -420,7 +422,8 @@ enum TreeCheck {
             // read-around on faults does better.)
             children.sort { $0.pgno < $1.pgno }
             guard split && children.count >= 2 else {
-                for child in children {
+                for (index, child) in children.enumerated() {
+                    self.prefetch(children, index + 2, leaves: level + 1 == tree.record.depth)
                     try self.visit(child.pgno, level: level + 1, lower: child.lower, upper: child.upper, tree, &counts, parent: Int(pgno))
                 }
                 return
@@ -430,7 +433,8 @@ enum TreeCheck {
             let before = self.seen
             let second = SecondHalf(walker: self, children: children[(children.count / 2)...], level: level + 1, tree: tree, parent: Int(pgno))
             try runAlongside({ second.run() }) { () throws(LMDBError) in
-                for child in children[..<(children.count / 2)] {
+                for (index, child) in children[..<(children.count / 2)].enumerated() {
+                    self.prefetch(children, index + 2, leaves: level + 1 == tree.record.depth)
                     try self.visit(child.pgno, level: level + 1, lower: child.lower, upper: child.upper, tree, &counts, parent: Int(pgno))
                 }
             }
@@ -448,6 +452,18 @@ enum TreeCheck {
             self.freeLists += second.walker.freeLists
             self.named += second.walker.named
             counts += second.counts
+        }
+
+        /// Starts loading leaf page `children[index]` (when it is one, and in the file) while the pages
+        /// before it are checked. A leaf of the payload database holds a dozen nodes spread over the
+        /// whole page, each on its own cache line; taken one miss at a time they were most of the
+        /// check. Two pages ahead cut the check of 1M × 512 templates (540,000 leaf pages) from
+        /// 414–418 to 348–358 ms on two threads.
+        func prefetch(_ children: [(pgno: UInt64, lower: Key?, upper: Key?)], _ index: Int, leaves: Bool) {
+            guard leaves, index < children.count, children[index].pgno <= UInt64(self.lastPage) else { return }
+            let offset = Int(children[index].pgno) * self.pageSize
+            guard offset + self.pageSize <= self.size else { return }
+            rk_prefetch_bytes(self.base + offset, self.pageSize)
         }
 
         /// Checks the entries of a leaf page (or a sub-page) at `offset`, `room` bytes long.

@@ -60,16 +60,20 @@ import Testing
     }
 
     /// The error of reopening a store of five templates after `damage` (given their ids) was done to it.
-    static func reopenAfter(_ damage: (Engine, [UInt64]) throws -> Void) async throws -> (RegistryError?, [UInt64]) {
+    /// - Parameter snapshot: whether the close before the reopen writes an index snapshot (which the
+    ///   reopen's load then takes in, decoding the records on its second thread).
+    static func reopenAfter(snapshot: Bool = false, _ damage: (Engine, [UInt64]) throws -> Void) async throws -> (RegistryError?, [UInt64]) {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let ids: [UInt64]
         do {
-            let engine = try Engine(path: directory.path)
+            let engine = try Engine(
+                path: directory.path, configuration: IndexSnapshotTests.configuration(minimum: snapshot ? 0 : Int.max, resident: true))
             ids = try await Self.registerSome(engine)
             try damage(engine, ids)
             engine.close()
         }
+        #expect(IndexSnapshotTests.snapshotExists(directory) == snapshot)
         return (await expectRegistryError(.internal) { _ = try Engine(path: directory.path) }, ids)
     }
 
@@ -128,8 +132,11 @@ import Testing
         #expect(repaired.problems == [] && repaired.checked == 5)
     }
 
-    @Test func aDamagedTemplateRecordRefusesTheStoreNamingTheTemplateAndTheRecovery() async throws {
-        let (error, ids) = try await Self.reopenAfter { engine, _ in try Self.flipBit(engine, in: \.templates, entry: 2, byte: 9) }
+    @Test(arguments: [false, true])
+    func aDamagedTemplateRecordRefusesTheStoreNamingTheTemplateAndTheRecovery(snapshot: Bool) async throws {
+        let (error, ids) = try await Self.reopenAfter(snapshot: snapshot) { engine, _ in
+            try Self.flipBit(engine, in: \.templates, entry: 2, byte: 9)
+        }
         #expect(error?.message.contains("template \(ids[2])") == true, "\(String(describing: error))")
         #expect(error?.message.contains("damaged") == true && error?.message.contains("registryctl backup") == true)
     }

@@ -161,8 +161,6 @@ void rk_rank_survivors(int level, const rk_query *query, const int8_t *codes, co
 /// f64 products in the same order (slot 0 to 31, no fused multiply-add): the same bits.
 void rk_landmark_moments(int level, const double *lanes, const float *rows, size_t row_stride, size_t count, double *moments);
 
-/// Asks the CPU to start fetching the cache line at `address` (a hint: never faults).
-void rk_prefetch(const void *address);
 
 /// Resizes the mapping at `old` from `old_size` to `new_size` bytes, moving it when it must (Linux
 /// mremap, MREMAP_MAYMOVE): the pages move with their contents, nothing is copied, and the old range

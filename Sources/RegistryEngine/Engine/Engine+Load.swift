@@ -49,19 +49,23 @@ extension Engine {
                 throw StoreCorruption("the template database claims \(total) records, more than data.mdb can hold")
             }
             let list = Array(registries.values.map(\.1))
-            let position = Dictionary(uniqueKeysWithValues: list.enumerated().map { ($1.id, $0) })
             for registry in list {
                 registry.keepRows(registry.keepsRows(for: total))
                 registry.reserve(total)
             }
             for gallery in self.state.values { gallery.reserveIdentifiers(total) }
 
-            // Two passes in lockstep on two threads: this one walks the template records in id order,
-            // interning identifiers and placing each template's row; the other follows it through the
-            // payloads (same id order), copying them from LMDB's memory map into the placed rows.
+            // Two passes in lockstep on two threads. Without a snapshot: this one walks the template
+            // records in id order, interning identifiers and placing each template's row; the other
+            // follows it through the payloads (same id order), copying them from LMDB's memory map into
+            // the placed rows. With a snapshot there are no payloads to copy: the other thread decodes
+            // the records ahead of this one (about two fifths of the pass), then checks the snapshot
+            // against the placements; this one only places.
             let placements = UnsafeMutableBufferPointer<Placement>.allocate(capacity: total)
             defer { placements.deallocate() }
             let progress = LoadProgress()
+            let reader = RecordReader(store: self.store, registries: list, galleries: list.map { registries[$0.id]!.0 }, total: total)
+            let placer = RecordPlacer(registries: list, galleries: reader.galleries, placements: placements, progress: progress)
             let loader = PayloadLoader(store: self.store, registries: list, placements: placements, progress: progress)
             let mapped: SnapshotLoad? = snapshot.flatMap { snapshot in
                 do throws(IndexSnapshot.Unusable) {
@@ -71,49 +75,26 @@ extension Engine {
                     return nil
                 }
             }
-            try runAlongside({
-                if let mapped { mapped.check(placements: loader.placements, progress: loader.progress) } else { loader.run() }
-            }) {
-                var placed = 0
-                // Records are placed in batches: the identifier-table slots of a whole batch are
-                // fetched before the first is probed, so their cache misses overlap.
-                var batch: [(id: UInt64, record: TemplateRecord, gallery: GalleryIndex, registry: RegistryIndex, hash: Int)] = []
-                batch.reserveCapacity(Self.loadBatch)
-                func place() {
-                    for entry in batch { entry.gallery.prefetchIdentifier(hash: entry.hash) }
-                    for (id, record, gallery, registry, hash) in batch {
-                        placements[placed] = Placement(
-                            id: id, registry: position[registry.id]!, row: registry.count, checksum: record.payloadChecksum)
-                        gallery.add(to: registry, templateId: id, identifier: record.identifier, hash: hash, mask: 0, encodes: false) {
-                            _ in
-                        }
-                        placed += 1
-                        // In steps: every store would pull the line from the core following it.
-                        if placed & 63 == 0 { progress.publish(placed) }
-                    }
-                    batch.removeAll(keepingCapacity: true)
-                }
-                do {
-                    try txn.forEach(self.store.templates) { key, value in
-                        let id = try Store.templateId(key)
-                        let record = try TemplateRecord(decoding: value, id: id)
-                        guard placed + batch.count < total else { throw StoreCorruption("more template records than the database counts") }
-                        guard let (gallery, registry) = registries[record.registryId], gallery.id == record.galleryId else {
-                            throw StoreCorruption("template \(id) belongs to registry \(record.registryId), which no gallery has")
-                        }
-                        batch.append((id, record, gallery, registry, OrdinalTable.hash(record.identifier)))
-                        if batch.count == Self.loadBatch { place() }
-                        return .continue
-                    }
-                    place()
-                    progress.finish(placed)
-                    if mapped == nil { loader.helpFaultIn() }
-                } catch {
-                    progress.fail()
-                    throw error
-                }
-            }
             if let mapped {
+                let decoded = DecodedRecords(placements: placements)
+                runAlongside({
+                    decoded.fill(from: reader)
+                    if decoded.error == nil { mapped.check(placements: decoded.placements, progress: progress) }
+                }) {
+                    var next = 0
+                    while true {
+                        let available = decoded.wait(beyond: next)
+                        guard available > next else { break }
+                        while next < available {
+                            let (identifier, hash) = decoded.take(next)
+                            placer.add(placements[next], identifier: identifier, hash: hash)
+                            next += 1
+                        }
+                    }
+                    placer.flush()
+                    if decoded.error == nil { progress.finish(placer.placed) } else { progress.fail() }
+                }
+                if let error = decoded.error { throw error }
                 if mapped.failure == nil && mapped.matchesPlacedRows() {
                     mapped.adopt()
                     adopted = true
@@ -123,6 +104,22 @@ extension Engine {
                 mapped.discard()
                 // The record pass is done: the payload pass runs alone, on this thread.
                 loader.run()
+            } else {
+                try runAlongside({ loader.run() }) {
+                    do {
+                        try txn.forEach(self.store.templates) { key, value in
+                            let (placement, identifier, hash) = try reader.decode(key: key, value: value, index: placer.received)
+                            placer.add(placement, identifier: identifier, hash: hash)
+                            return .continue
+                        }
+                        placer.flush()
+                        progress.finish(placer.placed)
+                        loader.helpFaultIn()
+                    } catch {
+                        progress.fail()
+                        throw error
+                    }
+                }
             }
             if let error = loader.error { throw error }
             for (registry, row, mask) in loader.masks { list[registry].setMask(mask, row: row) }
@@ -134,6 +131,152 @@ extension Engine {
 extension Engine {
     /// Template records the load's record pass places at a time (see its batch).
     static let loadBatch = 32
+}
+
+/// Reads the template records for the load: each record decoded and checked (checksum, registry
+/// and gallery), with its identifier's hash for interning. Used by whichever thread walks the records.
+struct RecordReader: @unchecked Sendable {
+    let store: Store
+    let registries: [RegistryIndex]
+    /// The gallery of each registry, by position in the load's list.
+    let galleries: [GalleryIndex]
+    /// The template count the database records: no more records are taken.
+    let total: Int
+    private let position: [UInt32: Int]
+
+    init(store: Store, registries: [RegistryIndex], galleries: [GalleryIndex], total: Int) {
+        self.store = store
+        self.registries = registries
+        self.galleries = galleries
+        self.total = total
+        self.position = Dictionary(uniqueKeysWithValues: registries.enumerated().map { ($1.id, $0) })
+    }
+
+    /// The placement (without its row) of the `index`th record, its identifier and the identifier's
+    /// ``OrdinalTable/hash(_:)``.
+    func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, index: Int) throws -> (Placement, String, Int) {
+        let id = try Store.templateId(key)
+        let record = try TemplateRecord(decoding: value, id: id)
+        guard index < self.total else { throw StoreCorruption("more template records than the database counts") }
+        guard let registry = self.position[record.registryId], self.galleries[registry].id == record.galleryId else {
+            throw StoreCorruption("template \(id) belongs to registry \(record.registryId), which no gallery has")
+        }
+        let placement = Placement(id: id, registry: registry, row: 0, checksum: record.payloadChecksum)
+        return (placement, record.identifier, OrdinalTable.hash(record.identifier))
+    }
+}
+
+/// Places decoded records in order: each template's row in its registry, its identifier interned.
+/// Records are placed in batches: the identifier-table slots of a whole batch are fetched before the
+/// first is probed, so their cache misses overlap.
+final class RecordPlacer {
+    private let registries: [RegistryIndex]
+    private let galleries: [GalleryIndex]
+    private let placements: UnsafeMutableBufferPointer<Placement>
+    private let progress: LoadProgress
+    private var batch: [(placement: Placement, identifier: String, hash: Int)] = []
+    /// Records placed so far.
+    private(set) var placed = 0
+
+    init(registries: [RegistryIndex], galleries: [GalleryIndex], placements: UnsafeMutableBufferPointer<Placement>, progress: LoadProgress) {
+        self.registries = registries
+        self.galleries = galleries
+        self.placements = placements
+        self.progress = progress
+        self.batch.reserveCapacity(Engine.loadBatch)
+    }
+
+    /// Records taken so far, placed or waiting in the batch.
+    var received: Int { self.placed + self.batch.count }
+
+    func add(_ placement: Placement, identifier: String, hash: Int) {
+        self.batch.append((placement, identifier, hash))
+        if self.batch.count == Engine.loadBatch { self.flush() }
+    }
+
+    /// Places the records waiting in the batch.
+    func flush() {
+        for entry in self.batch { self.galleries[entry.placement.registry].prefetchIdentifier(hash: entry.hash) }
+        for (placement, identifier, hash) in self.batch {
+            let registry = self.registries[placement.registry]
+            var placement = placement
+            placement.row = registry.count
+            self.placements[self.placed] = placement
+            self.galleries[placement.registry].add(
+                to: registry, templateId: placement.id, identifier: identifier, hash: hash, mask: 0, encodes: false
+            ) { _ in }
+            self.placed += 1
+            // In steps: every store would pull the line from the core following it.
+            if self.placed & 63 == 0 { self.progress.publish(self.placed) }
+        }
+        self.batch.removeAll(keepingCapacity: true)
+    }
+}
+
+/// The records decoded ahead of the placing thread (snapshot loads): the decoding thread writes each
+/// record's placement (without its row) straight into the load's placements and its identifier here;
+/// the placing thread takes them in order. Room for every record (24 bytes each), so the decoding
+/// thread never waits for the placing one, whatever order the two threads start in.
+final class DecodedRecords: @unchecked Sendable {
+    let placements: UnsafeMutableBufferPointer<Placement>
+    private let identifiers: UnsafeMutablePointer<(String, Int)>
+    private let produced = Atomic<Int>(0)
+    private let finished = Atomic<Bool>(false)
+    /// Identifiers the placing thread has taken (moved out), from the start.
+    private var taken = 0
+    /// Why decoding stopped early; read only once ``wait(beyond:)`` saw it finish.
+    private(set) var error: (any Error)?
+
+    init(placements: UnsafeMutableBufferPointer<Placement>) {
+        self.placements = placements
+        self.identifiers = .allocate(capacity: max(1, placements.count))
+    }
+
+    deinit {
+        (self.identifiers + self.taken).deinitialize(count: self.produced.load(ordering: .acquiring) - self.taken)
+        self.identifiers.deallocate()
+    }
+
+    /// Decodes every template record, in its own read transaction (no writer exists yet: it sees the
+    /// same store as the placing thread's).
+    func fill(from reader: RecordReader) {
+        var count = 0
+        do {
+            try reader.store.environment.read { txn in
+                try txn.forEach(reader.store.templates) { key, value in
+                    let (placement, identifier, hash) = try reader.decode(key: key, value: value, index: count)
+                    self.placements[count] = placement
+                    (self.identifiers + count).initialize(to: (identifier, hash))
+                    count += 1
+                    if count & 63 == 0 { self.produced.store(count, ordering: .releasing) }
+                    return .continue
+                }
+            }
+        } catch {
+            self.error = error
+        }
+        self.produced.store(count, ordering: .releasing)
+        self.finished.store(true, ordering: .releasing)
+    }
+
+    /// Waits until a record past `next` is decoded or decoding has finished; returns how many are
+    /// decoded (`next` itself when there will be no more).
+    func wait(beyond next: Int) -> Int {
+        var waits = 0
+        while true {
+            let finished = self.finished.load(ordering: .acquiring)
+            let count = self.produced.load(ordering: .acquiring)
+            if count > next || finished { return count }
+            waits += 1
+            if waits < 64 { sched_yield() } else { usleep(50) }
+        }
+    }
+
+    /// The identifier and hash of record `index` (taken in order, once each).
+    func take(_ index: Int) -> (String, Int) {
+        self.taken = index + 1
+        return (self.identifiers + index).move()
+    }
 }
 
 /// Where a template's row goes: its registry (by position in the load's list) and row.

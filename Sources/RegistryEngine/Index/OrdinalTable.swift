@@ -1,4 +1,4 @@
-import CScanKernels
+import CPrefetch
 import RegistryModel
 
 /// Identifier → ordinal for a gallery's interned identifiers: open addressing whose slots hold only
