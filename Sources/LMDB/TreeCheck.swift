@@ -2,6 +2,7 @@ import CLMDB
 import CPrefetch
 import Glibc
 import Locks
+import Synchronization
 
 /// The structural check of `data.mdb`'s B+trees, made before LMDB maps the file (from
 /// ``DataFile/check(directory:)``): liblmdb follows page numbers and node offsets from the file without
@@ -100,12 +101,16 @@ enum TreeCheck {
         }
     }
 
-    /// A tree with at least this many leaf pages is walked on two threads: its root's children split
-    /// in two halves (in page order), the second half walked by a second walker. Reading the pages is
+    /// A tree with at least this many leaf pages is walked on two threads: its subtrees (see
+    /// ``sharedSubtrees``) are handed out in runs to two walkers, whichever asks first. Reading the pages is
     /// most of an open's time for a large store (a million 512-float templates: about 540,000 leaf
     /// pages, 0.85 s on one thread: 1.6 µs a page). From about 64 pages, some 100 µs of walking, the
     /// work to share is well above the cost of starting a thread.
     static let parallelLeafPages: UInt64 = 64
+
+    /// A split tree is shared out from the first level below its root with at least this many pages
+    /// (or its leaves' parents): enough runs that the two walkers finish close together.
+    static let sharedSubtrees = 32
 
     /// Where a key lies in the file.
     struct Key {
@@ -134,36 +139,58 @@ enum TreeCheck {
     /// The `md_flags` LMDB keeps in a record (`PERSISTENT_FLAGS` of what `mdb_dbi_open` takes).
     static let knownDatabaseFlags = UInt16(MDB_REVERSEKEY | MDB_DUPSORT | MDB_INTEGERKEY | MDB_DUPFIXED | MDB_INTEGERDUP | MDB_REVERSEDUP)
 
-    /// The second half of a split tree's children and the walker that checks them, on its own
-    /// thread; read by the first only after that thread has ended.
-    final class SecondHalf: @unchecked Sendable {
-        var walker: Walker
-        let children: [(pgno: UInt64, lower: Key?, upper: Key?)]
+    /// A page to walk below a split: its number, the key range its parent gives it, and that parent.
+    typealias Child = (pgno: UInt64, lower: Key?, upper: Key?, parent: Int)
+
+    /// The subtrees of a split tree, handed out a run at a time to whichever walker asks first: halves
+    /// fixed in advance finished up to 60 % apart (a root of three children splits one against two).
+    final class SharedWork: @unchecked Sendable {
+        let items: [Child]
         let level: Int
+        private let next = Atomic<Int>(0)
+        private let stopped = Atomic<Bool>(false)
+        private let run: Int
+
+        init(items: [Child], level: Int) {
+            self.items = items
+            self.level = level
+            // Runs of consecutive pages keep a walker's reads in page order and its prefetches useful.
+            self.run = max(1, items.count / 64)
+        }
+
+        /// The next run of items to walk, nil when none is left or a walker has stopped on an error.
+        func take() -> Range<Int>? {
+            guard !self.stopped.load(ordering: .relaxed) else { return nil }
+            let start = self.next.wrappingAdd(self.run, ordering: .relaxed).oldValue
+            return start < self.items.count ? start..<min(self.items.count, start + self.run) : nil
+        }
+
+        func stop() { self.stopped.store(true, ordering: .relaxed) }
+    }
+
+    /// The second walker of a split tree, on its own thread, taking items of the shared work as the
+    /// first does; read by the first only after that thread has ended.
+    final class SecondWalker: @unchecked Sendable {
+        var walker: Walker
+        let work: SharedWork
         let tree: Tree
-        let parent: Int
         var counts = Counts()
         var error: LMDBError?
 
-        init(walker: Walker, children: ArraySlice<(pgno: UInt64, lower: Key?, upper: Key?)>, level: Int, tree: Tree, parent: Int) {
+        init(walker: Walker, work: SharedWork, tree: Tree) {
             self.walker = walker
             self.walker.freeLists = []
             self.walker.named = []
-            self.children = Array(children)
-            self.level = level
+            self.work = work
             self.tree = tree
-            self.parent = parent
         }
 
         func run() {
             do throws(LMDBError) {
-                for (index, child) in self.children.enumerated() {
-                    self.walker.prefetchAhead(self.children, after: index, leaves: self.level == self.tree.record.depth)
-                    try self.walker.visit(
-                        child.pgno, level: self.level, lower: child.lower, upper: child.upper, self.tree, &self.counts, parent: self.parent)
-                }
+                try self.walker.walk(self.work, self.tree, &self.counts)
             } catch {
                 self.error = error
+                self.work.stop()
             }
         }
     }
@@ -379,66 +406,46 @@ enum TreeCheck {
 
         /// Checks page `pgno` at depth `level` of `tree` and, below it, its children; its keys must lie
         /// in `lower ..< upper`.
-        /// With `split`, the second half of its children is walked on another thread (see
+        /// With `split`, the subtrees below it are shared with a walker on another thread (see
         /// ``TreeCheck/parallelLeafPages``).
         mutating func visit(
             _ pgno: UInt64, level: Int, lower: Key?, upper: Key?, _ tree: Tree, _ counts: inout Counts, parent: Int?, split: Bool = false
         ) throws(LMDBError) {
-            let offset = try self.claim(pgno, count: 1, tree, from: parent)
-            func what() -> String { "page \(pgno) of \(tree.name)" }
-            let flags = self.load(offset + 10, UInt16.self) & ~TreeCheck.transientFlags
-            let isLeaf = level == tree.record.depth
-            let expected = isLeaf ? tree.leafFlags : TreeCheck.pBranch
-            guard flags == expected else {
-                let kind = isLeaf ? "a leaf page (depth \(level) of \(tree.record.depth))" : "a branch page (depth \(level) of \(tree.record.depth))"
-                throw self.damaged("\(what()) has flags 0x\(String(flags, radix: 16)) where \(kind) is expected")
-            }
-            let (count, upperOffset) = try self.entries(offset, room: self.pageSize, what())
-            if isLeaf {
-                counts.leafPages += 1
-                try self.leaf(offset, count: count, upper: upperOffset, room: self.pageSize, lower: lower, bound: upper, tree, &counts, what: what())
-                return
-            }
-            counts.branchPages += 1
-            var children: [(pgno: UInt64, lower: Key?, upper: Key?)] = []
-            children.reserveCapacity(count)
-            var previous: Key?
-            for index in 0..<count {
-                let node = try self.node(offset, index, room: self.pageSize, upper: upperOffset, what())
-                let child =
-                    UInt64(self.load(node, UInt16.self)) | UInt64(self.load(node + 2, UInt16.self)) << 16
-                    | UInt64(self.load(node + 4, UInt16.self)) << 32
-                let key = Key(offset: node + TreeCheck.nodeSize, count: Int(self.load(node + 6, UInt16.self)))
-                // The first key of a branch page is not used (LMDB leaves it empty, or stale).
-                if index > 0 {
-                    try self.checkKey(key, index: index, previous: previous, lower: lower, upper: upper, tree.order, what())
-                    children[index - 1].upper = key
-                    previous = key
-                }
-                children.append((child, index > 0 ? key : lower, upper))
-            }
-            // In page order: a compacted file is then read front to back. (Asking the disk for a branch's
-            // leaves ahead, MADV_WILLNEED, made a scattered store slower, not faster: the kernel's own
-            // read-around on faults does better.)
-            children.sort { $0.pgno < $1.pgno }
+            let children = try self.check(pgno, level: level, lower: lower, upper: upper, tree, &counts, parent: parent)
             guard split && children.count >= 2 else {
-                for (index, child) in children.enumerated() {
-                    self.prefetchAhead(children, after: index, leaves: level + 1 == tree.record.depth)
-                    try self.visit(child.pgno, level: level + 1, lower: child.lower, upper: child.upper, tree, &counts, parent: Int(pgno))
+                for index in children.indices {
+                    self.prefetchAhead(children, after: index, until: children.count, leaves: level + 1 == tree.record.depth)
+                    let child = children[index]
+                    try self.visit(child.pgno, level: level + 1, lower: child.lower, upper: child.upper, tree, &counts, parent: child.parent)
                 }
                 return
             }
-            // The second half goes to a walker that knows every page claimed so far; a page both
-            // halves claim is found when their claims are merged.
+            // Enough subtrees to share evenly: a level down while there are few (those branch pages
+            // checked here, on this thread).
+            var items = children
+            var itemLevel = level + 1
+            while items.count < TreeCheck.sharedSubtrees && itemLevel < tree.record.depth {
+                var below: [Child] = []
+                for item in items {
+                    below += try self.check(item.pgno, level: itemLevel, lower: item.lower, upper: item.upper, tree, &counts, parent: item.parent)
+                }
+                items = below
+                itemLevel += 1
+            }
+            // The second walker knows every page claimed so far; a page both walkers claim is found
+            // when their claims are merged.
             let before = self.seen
-            let second = SecondHalf(walker: self, children: children[(children.count / 2)...], level: level + 1, tree: tree, parent: Int(pgno))
+            let work = SharedWork(items: items, level: itemLevel)
+            let second = SecondWalker(walker: self, work: work, tree: tree)
             try runAlongside({ second.run() }) { () throws(LMDBError) in
-                for (index, child) in children[..<(children.count / 2)].enumerated() {
-                    self.prefetchAhead(children, after: index, leaves: level + 1 == tree.record.depth)
-                    try self.visit(child.pgno, level: level + 1, lower: child.lower, upper: child.upper, tree, &counts, parent: Int(pgno))
+                do throws(LMDBError) {
+                    try self.walk(work, tree, &counts)
+                } catch {
+                    work.stop()
+                    throw error
                 }
             }
-            // A page both halves claimed comes before the second half's own error: one walk would have
+            // A page both walkers claimed comes before the second one's own error: one walk would have
             // stopped at that claim.
             for word in self.seen.indices {
                 let both = self.seen[word] & second.walker.seen[word] & ~before[word]
@@ -454,18 +461,75 @@ enum TreeCheck {
             counts += second.counts
         }
 
-        /// Before leaf `children[index]` is checked, while a branch's leaves are walked: asks for the node
-        /// headers of the next leaf (its offsets, on its first line, were asked for one leaf earlier)
+        /// Walks the runs of `work` this walker takes, until none is left.
+        mutating func walk(_ work: SharedWork, _ tree: Tree, _ counts: inout Counts) throws(LMDBError) {
+            let leaves = work.level == tree.record.depth
+            while let run = work.take() {
+                for index in run {
+                    self.prefetchAhead(work.items, after: index, until: run.upperBound, leaves: leaves)
+                    let item = work.items[index]
+                    try self.visit(item.pgno, level: work.level, lower: item.lower, upper: item.upper, tree, &counts, parent: item.parent)
+                }
+            }
+        }
+
+        /// Claims and checks page `pgno` at depth `level` of `tree`: a leaf whole, a branch's own keys
+        /// (in `lower ..< upper`). Returns a branch's children in page order, none for a leaf.
+        mutating func check(
+            _ pgno: UInt64, level: Int, lower: Key?, upper: Key?, _ tree: Tree, _ counts: inout Counts, parent: Int?
+        ) throws(LMDBError) -> [Child] {
+            let offset = try self.claim(pgno, count: 1, tree, from: parent)
+            func what() -> String { "page \(pgno) of \(tree.name)" }
+            let flags = self.load(offset + 10, UInt16.self) & ~TreeCheck.transientFlags
+            let isLeaf = level == tree.record.depth
+            let expected = isLeaf ? tree.leafFlags : TreeCheck.pBranch
+            guard flags == expected else {
+                let kind = isLeaf ? "a leaf page (depth \(level) of \(tree.record.depth))" : "a branch page (depth \(level) of \(tree.record.depth))"
+                throw self.damaged("\(what()) has flags 0x\(String(flags, radix: 16)) where \(kind) is expected")
+            }
+            let (count, upperOffset) = try self.entries(offset, room: self.pageSize, what())
+            if isLeaf {
+                counts.leafPages += 1
+                try self.leaf(offset, count: count, upper: upperOffset, room: self.pageSize, lower: lower, bound: upper, tree, &counts, what: what())
+                return []
+            }
+            counts.branchPages += 1
+            var children: [Child] = []
+            children.reserveCapacity(count)
+            var previous: Key?
+            for index in 0..<count {
+                let node = try self.node(offset, index, room: self.pageSize, upper: upperOffset, what())
+                let child =
+                    UInt64(self.load(node, UInt16.self)) | UInt64(self.load(node + 2, UInt16.self)) << 16
+                    | UInt64(self.load(node + 4, UInt16.self)) << 32
+                let key = Key(offset: node + TreeCheck.nodeSize, count: Int(self.load(node + 6, UInt16.self)))
+                // The first key of a branch page is not used (LMDB leaves it empty, or stale).
+                if index > 0 {
+                    try self.checkKey(key, index: index, previous: previous, lower: lower, upper: upper, tree.order, what())
+                    children[index - 1].upper = key
+                    previous = key
+                }
+                children.append((child, index > 0 ? key : lower, upper, Int(pgno)))
+            }
+            // In page order: a compacted file is then read front to back. (Asking the disk for a branch's
+            // leaves ahead, MADV_WILLNEED, made a scattered store slower, not faster: the kernel's own
+            // read-around on faults does better.)
+            children.sort { $0.pgno < $1.pgno }
+            return children
+        }
+
+        /// Before leaf `children[index]` is checked, while leaves are walked (up to `end`): asks for the
+        /// node headers of the next leaf (its offsets, on its first line, were asked for one leaf earlier)
         /// and for the first line of the one after. ``leaf(_:count:upper:room:lower:bound:_:_:what:)``'s
         /// own prefetch, for the page it is on, leaves the wait for that page's first line and headers
         /// on the path; this takes both off it. At 1M x 512: the check on two threads from 229–272 to
         /// 175–242 ms, start-up from 511–566 to 457–565 ms (median about 535 to 480), alternating.
         /// Offsets are only prefetched here, never read beyond the page's first line: the checks stay
         /// in `visit`, `claim` and `leaf`.
-        func prefetchAhead(_ children: [(pgno: UInt64, lower: Key?, upper: Key?)], after index: Int, leaves: Bool) {
+        func prefetchAhead(_ children: [Child], after index: Int, until end: Int, leaves: Bool) {
             guard leaves else { return }
             func offset(_ position: Int) -> Int? {
-                guard position < children.count, children[position].pgno <= UInt64(self.lastPage) else { return nil }
+                guard position < end, children[position].pgno <= UInt64(self.lastPage) else { return nil }
                 let offset = Int(children[position].pgno) * self.pageSize
                 return offset + self.pageSize <= self.size ? offset : nil
             }

@@ -217,8 +217,9 @@ import Testing
 
     @Test func aPageBothHalvesOfASplitWalkReachIsRefused() throws {
         try Self.expectRefused("reached twice") { file in
-            // The root's children in page order; the first of the second half (walked on the other
-            // thread) pointed at the last of the first.
+            // The root's children in page order; the middle one pointed at the one before it. The two
+            // walkers take subtrees as they go, so either one meets the page twice itself or each
+            // meets it once and merging their claims finds it: refused both ways.
             let root = Int(file.record("records").root)
             let children = file.nodes(of: root).map { node in
                 (node: node, pgno: Int(file.u16(node)) | Int(file.u16(node + 2)) << 16 | Int(file.u16(node + 4)) << 32)
