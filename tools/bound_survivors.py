@@ -8,7 +8,7 @@ ones (Cauchy-Schwarz on each quantisation residual, as the int8 prefilter's): th
 h = clamp(round(c / 18), -7, 7) of the int8 codes c, with r = c - 18 h, so that
 b.c <= 18 (b.h) + |b| |r| for the query's int8 codes b, and the int8 bound follows from that.
 
-Usage: tools/bound_survivors.py VECTORS.f32 QUERIES.f32 [--dimension 512] [--k 10] [--queries 20]
+Usage: tools/bound_survivors.py VECTORS.f32 QUERIES.f32 [--dimension 512] [--k 10] [--queries-used 20]
 (with numpy: .bench/venv/bin/python after tools/bench has made it).
 """
 import argparse

@@ -524,8 +524,8 @@ enum TreeCheck {
         /// own prefetch, for the page it is on, leaves the wait for that page's first line and headers
         /// on the path; this takes both off it. At 1M x 512: the check on two threads from 229–272 to
         /// 175–242 ms, start-up from 511–566 to 457–565 ms (median about 535 to 480), alternating.
-        /// Offsets are only prefetched here, never read beyond the page's first line: the checks stay
-        /// in `visit`, `claim` and `leaf`.
+        /// Only the next leaf's header and offsets are read for that, inside the file; the checks stay
+        /// in `check`, `claim` and `leaf`.
         func prefetchAhead(_ children: [Child], after index: Int, until end: Int, leaves: Bool) {
             guard leaves else { return }
             func offset(_ position: Int) -> Int? {
@@ -536,10 +536,17 @@ enum TreeCheck {
             if let far = offset(index + 2) { rk_prefetch(self.base + far) }
             if let near = offset(index + 1) {
                 let lower = Int(self.load(near + 12, UInt16.self))
-                let count = min(max(lower - TreeCheck.headerSize, 0) >> 1, (self.pageSize - TreeCheck.headerSize) >> 1)
-                for node in 0..<count {
-                    rk_prefetch(self.base + near + Int(self.load(near + TreeCheck.headerSize + 2 * node, UInt16.self)))
-                }
+                self.prefetchNodes(near, count: min(max(lower - TreeCheck.headerSize, 0) >> 1, (self.pageSize - TreeCheck.headerSize) >> 1))
+            }
+        }
+
+        /// Asks for the node headers of the page at `offset` (the first `count`, whose offsets must lie in
+        /// the page): each is on its own cache line in a payload leaf, and asked for together their
+        /// misses overlap instead of coming one after the other. A node offset is not checked here (a
+        /// prefetch never faults); whatever reads the node checks it first.
+        func prefetchNodes(_ offset: Int, count: Int) {
+            for node in 0..<count {
+                rk_prefetch(self.base + offset + Int(self.load(offset + TreeCheck.headerSize + 2 * node, UInt16.self)))
             }
         }
 
@@ -564,15 +571,11 @@ enum TreeCheck {
                 counts.entries += UInt64(count)
                 return
             }
-            // Each node's header is on its own cache line (a payload leaf holds a dozen nodes spread
-            // over the page): ask for all of them before the first is read, so that their misses
-            // overlap instead of coming one after the other. Prefetches never fault, and the offsets
-            // are checked below before anything is read there. At 1M x 512 (540,000 payload leaves)
-            // this took the check from 414-418 to 285-290 ms on two threads; prefetching whole pages
-            // two ahead instead reached only 348-358 (and together with this, 300).
-            for index in 0..<count {
-                rk_prefetch(self.base + offset + Int(self.load(offset + TreeCheck.headerSize + 2 * index, UInt16.self)))
-            }
+            // All of the page's node headers before the first is read (``prefetchAhead`` has usually
+            // asked already; not for the first leaf of a run, a root leaf or a sub-page). At 1M x 512
+            // (540,000 payload leaves) this took the check from 414-418 to 285-290 ms on two threads;
+            // prefetching whole pages two ahead instead reached only 348-358 (and together with this, 300).
+            self.prefetchNodes(offset, count: count)
             var previous: Key?
             for index in 0..<count {
                 let node = try self.node(offset, index, room: room, upper: upper, what())

@@ -64,7 +64,7 @@ extension Engine {
             let placements = UnsafeMutableBufferPointer<Placement>.allocate(capacity: total)
             defer { placements.deallocate() }
             let progress = LoadProgress()
-            let reader = RecordReader(store: self.store, registries: list, galleries: list.map { registries[$0.id]!.0 }, total: total)
+            let reader = RecordReader(store: self.store, registries: list.map { ($0.id, registries[$0.id]!.0) }, total: total)
             let placer = RecordPlacer(registries: list, galleries: reader.galleries, placements: placements, progress: progress)
             let loader = PayloadLoader(store: self.store, registries: list, placements: placements, progress: progress)
             let mapped: SnapshotLoad? = snapshot.flatMap { snapshot in
@@ -82,14 +82,10 @@ extension Engine {
                     if decoded.error == nil { mapped.check(placements: decoded.placements, progress: progress) }
                 }) {
                     var next = 0
-                    while true {
-                        let available = decoded.wait(beyond: next)
-                        guard available > next else { break }
-                        while next < available {
-                            let (identifier, hash) = decoded.take(next)
-                            placer.add(placements[next], identifier: identifier, hash: hash)
-                            next += 1
-                        }
+                    while decoded.progress.wait(for: next) {
+                        let (identifier, hash) = decoded.take(next)
+                        placer.add(placements[next], identifier: identifier, hash: hash)
+                        next += 1
                     }
                     placer.flush()
                     if decoded.error == nil { progress.finish(placer.placed) } else { progress.fail() }
@@ -137,17 +133,17 @@ extension Engine {
 /// and gallery), with its identifier's hash for interning. Used by whichever thread walks the records.
 struct RecordReader: @unchecked Sendable {
     let store: Store
-    let registries: [RegistryIndex]
     /// The gallery of each registry, by position in the load's list.
     let galleries: [GalleryIndex]
     /// The template count the database records: no more records are taken.
     let total: Int
+    /// A registry's position in the load's list, by id.
     private let position: [UInt32: Int]
 
-    init(store: Store, registries: [RegistryIndex], galleries: [GalleryIndex], total: Int) {
+    /// - Parameter registries: the load's list of registries (their ids), each with its gallery.
+    init(store: Store, registries: [(id: UInt32, gallery: GalleryIndex)], total: Int) {
         self.store = store
-        self.registries = registries
-        self.galleries = galleries
+        self.galleries = registries.map(\.gallery)
         self.total = total
         self.position = Dictionary(uniqueKeysWithValues: registries.enumerated().map { ($1.id, $0) })
     }
@@ -219,12 +215,15 @@ final class RecordPlacer {
 /// thread never waits for the placing one, whatever order the two threads start in.
 final class DecodedRecords: @unchecked Sendable {
     let placements: UnsafeMutableBufferPointer<Placement>
+    /// How far decoding has got, for the placing thread (which drains what was decoded before a
+    /// failure too, so that every identifier here is taken).
+    let progress = LoadProgress()
     private let identifiers: UnsafeMutablePointer<(String, Int)>
-    private let produced = Atomic<Int>(0)
-    private let finished = Atomic<Bool>(false)
+    /// Identifiers decoded (written by the decoding thread, read once it has ended).
+    private var decoded = 0
     /// Identifiers the placing thread has taken (moved out), from the start.
     private var taken = 0
-    /// Why decoding stopped early; read only once ``wait(beyond:)`` saw it finish.
+    /// Why decoding stopped early; read only once ``progress`` says it has ended.
     private(set) var error: (any Error)?
 
     init(placements: UnsafeMutableBufferPointer<Placement>) {
@@ -233,42 +232,32 @@ final class DecodedRecords: @unchecked Sendable {
     }
 
     deinit {
-        (self.identifiers + self.taken).deinitialize(count: self.produced.load(ordering: .acquiring) - self.taken)
+        (self.identifiers + self.taken).deinitialize(count: self.decoded - self.taken)
         self.identifiers.deallocate()
     }
 
     /// Decodes every template record, in its own read transaction (no writer exists yet: it sees the
     /// same store as the placing thread's).
     func fill(from reader: RecordReader) {
-        var count = 0
         do {
             try reader.store.environment.read { txn in
                 try txn.forEach(reader.store.templates) { key, value in
-                    let (placement, identifier, hash) = try reader.decode(key: key, value: value, index: count)
-                    self.placements[count] = placement
-                    (self.identifiers + count).initialize(to: (identifier, hash))
-                    count += 1
-                    if count & 63 == 0 { self.produced.store(count, ordering: .releasing) }
+                    let (placement, identifier, hash) = try reader.decode(key: key, value: value, index: self.decoded)
+                    self.placements[self.decoded] = placement
+                    (self.identifiers + self.decoded).initialize(to: (identifier, hash))
+                    self.decoded += 1
+                    if self.decoded & 63 == 0 { self.progress.publish(self.decoded) }
                     return .continue
                 }
             }
         } catch {
             self.error = error
         }
-        self.produced.store(count, ordering: .releasing)
-        self.finished.store(true, ordering: .releasing)
-    }
-
-    /// Waits until a record past `next` is decoded or decoding has finished; returns how many are
-    /// decoded (`next` itself when there will be no more).
-    func wait(beyond next: Int) -> Int {
-        var waits = 0
-        while true {
-            let finished = self.finished.load(ordering: .acquiring)
-            let count = self.produced.load(ordering: .acquiring)
-            if count > next || finished { return count }
-            waits += 1
-            if waits < 64 { sched_yield() } else { usleep(50) }
+        if self.error == nil {
+            self.progress.finish(self.decoded)
+        } else {
+            self.progress.publish(self.decoded)
+            self.progress.fail()
         }
     }
 
@@ -288,7 +277,8 @@ struct Placement {
     var checksum: UInt32
 }
 
-/// How far the record pass has placed templates, for the payload pass following it.
+/// How far one pass of the load has got (the record pass's placements, for the payload pass or the
+/// snapshot check following it; the decoded records, for the placing thread).
 final class LoadProgress: @unchecked Sendable {
     private let placed = Atomic<Int>(0)
     /// −1 while the record pass runs; then the final count, or −2 when it failed.
@@ -301,8 +291,8 @@ final class LoadProgress: @unchecked Sendable {
     }
     func fail() { self.final.store(-2, ordering: .releasing) }
 
-    /// Waits until template `index` is placed. Returns false when there will be no such template.
-    /// Yields at first (the record pass publishes every 64 templates), then sleeps in steps of
+    /// Waits until item `index` (a template placed, a record decoded) is published. Returns false when
+    /// there will be no such item. Yields at first (the passes publish every 64), then sleeps in steps of
     /// 50 µs: a follower that is faster than the record pass (the snapshot check, which reads only
     /// ids and row checksums, always is) would otherwise keep a core busy yielding for the whole load.
     func wait(for index: Int) -> Bool {
