@@ -38,7 +38,17 @@ enum DataFile {
         /// A store that has committed; `marked` tells whether its ``createdMark`` is there yet (stores
         /// written before the mark existed, and creations cut between their first commit and the
         /// mark, lack it).
-        case existing(marked: Bool)
+        case existing(marked: Bool, trees: Trees)
+    }
+
+    /// What the structural check of an existing file needs (``TreeCheck``), which ``Environment`` makes
+    /// once LMDB has mapped the file and before any transaction reads a tree.
+    struct Trees: Equatable {
+        var path: String
+        var file: FileIdentity
+        /// The file's length when its meta pages were read (before a short tail was made up).
+        var size: Int
+        var meta: Meta
     }
 
     /// Checks `directory`'s `data.mdb` before it is opened. A directory without a store must be empty
@@ -80,8 +90,7 @@ enum DataFile {
         }
         let meta = try self.newestMeta(fd: fd, size: size, path: path)
         try self.settleLength(path: path, size: size, meta: meta)
-        try TreeCheck.check(fd: fd, size: size, meta: meta, path: path)
-        return .existing(marked: marked)
+        return .existing(marked: marked, trees: Trees(path: path, file: FileIdentity(info), size: size, meta: meta))
     }
 
     /// Makes a file that ends a few pages before its last committed page whole (see below); refuses

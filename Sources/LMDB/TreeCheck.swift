@@ -4,12 +4,13 @@ import Glibc
 import Locks
 import Synchronization
 
-/// The structural check of `data.mdb`'s B+trees, made before LMDB maps the file (from
-/// ``DataFile/check(directory:)``): liblmdb follows page numbers and node offsets from the file without
+/// The structural check of `data.mdb`'s B+trees, made before LMDB reads any of them (from
+/// ``Environment/init(path:options:)``): liblmdb follows page numbers and node offsets from the file without
 /// bounds checks, so a damaged branch or leaf page makes it read a wild address — a fault, or garbage
 /// taken for a record. This walks, from the newest meta page, the free-page database, the main one and
 /// every named database recorded in it (with their `MDB_DUPSORT` sub-pages and sub-databases, should a
-/// database use them), through a private read-only map of its own, and refuses what LMDB could
+/// database use them), through LMDB's map of the file (or a private read-only map of its own when
+/// that is not found), and refuses what LMDB could
 /// misread:
 ///
 /// - a page number outside the committed pages or the file, a page whose header names another page,
@@ -34,21 +35,34 @@ import Synchronization
 /// `md_flags` (2), `md_depth` (2), then branch, leaf and overflow page counts, entries and root (8 each).
 enum TreeCheck {
     /// Checks the trees of the file open as `fd` (`size` bytes), whose newest valid meta page is
-    /// `meta`. A file so much shorter than its meta says that ``DataFile`` reports it as truncated is
-    /// left to it; a few missing pages at the end (which DataFile makes up with zeros) are fine as long
-    /// as no tree reaches them.
+    /// `meta`, through a private read-only map of its own. A file so much shorter than its meta says
+    /// that ``DataFile`` reports it as truncated is left to it; a few missing pages at the end (which
+    /// DataFile makes up with zeros) are fine as long as no tree reaches them.
     /// - Throws: ``LMDBError`` `MDB_CORRUPTED`, saying which page of which database is wrong and how.
     static func check(fd: Int32, size: Int, meta: DataFile.Meta, path: String) throws(LMDBError) {
-        let pageSize = meta.pageSize
-        let slack = DataFile.maximumUnwrittenTailPages
-        guard let lastPage = Int(exactly: meta.lastPage), lastPage >= 1, lastPage <= size / pageSize + slack else { return }
+        guard self.worthChecking(size: size, meta: meta) else { return }
         guard let map = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), map != MAP_FAILED else {
             throw LMDBError(code: errno, operation: "mmap(\(path))")
         }
         defer { munmap(map, size) }
-        var walker = Walker(
-            base: UnsafeRawPointer(map), size: size, pageSize: pageSize, lastPage: lastPage, txnid: meta.txnid, path: path)
+        try self.check(map: UnsafeRawPointer(map), size: size, meta: meta, path: path)
+    }
+
+    /// Checks the trees through `map`, a read-only mapping of the file's first `size` bytes made by
+    /// someone else: LMDB's own, after `mdb_env_open` and before any transaction has read a tree (see
+    /// ``Environment/init(path:options:)``). The pages the check faults in then stay mapped for the
+    /// start-up load that reads the records next, and no map of the whole file is torn down.
+    static func check(map: UnsafeRawPointer, size: Int, meta: DataFile.Meta, path: String) throws(LMDBError) {
+        guard self.worthChecking(size: size, meta: meta), let lastPage = Int(exactly: meta.lastPage) else { return }
+        var walker = Walker(base: map, size: size, pageSize: meta.pageSize, lastPage: lastPage, txnid: meta.txnid, path: path)
         try walker.run()
+    }
+
+    /// Whether the trees are this check's to walk: not when the meta's last page lies so far past the
+    /// file's end that ``DataFile`` refuses the file as truncated.
+    private static func worthChecking(size: Int, meta: DataFile.Meta) -> Bool {
+        guard let lastPage = Int(exactly: meta.lastPage) else { return false }
+        return lastPage >= 1 && lastPage <= size / meta.pageSize + DataFile.maximumUnwrittenTailPages
     }
 
     /// How a database orders its keys (mdb.c's `mdb_cmp_memn`, `mdb_cmp_memnr`, `mdb_cmp_cint`).
