@@ -22,4 +22,19 @@ import Testing
             #expect(found.matches.first?.identifier == "alice")
         }
     }
+
+    /// Each thread says what it is where an operator looks (`top -H`, `perf`, /proc/PID/task/TID/comm),
+    /// rather than carrying the name of whichever thread created it.
+    @Test func theEnginesThreadsAreNamed() async throws {
+        try await withEngine { engine in
+            let reader = try await engine.reads.run { Self.threadName() }
+            let writer = try await engine.write { _, _ in Self.threadName() }
+            #expect(reader == "registryd-read")
+            #expect(writer == "registryd-write")
+        }
+    }
+
+    static func threadName() -> String {
+        String(decoding: (readFileBytes("/proc/thread-self/comm") ?? []).filter { $0 != 10 }, as: UTF8.self)
+    }
 }

@@ -171,8 +171,9 @@ void *rk_remap(void *old, size_t old_size, size_t new_size);
 
 /// Marks the calling thread as one of the engine's own (its writer, read pool and scan helpers): the
 /// threads allowed to scan and to fault on the store's pages. Thread-local, so asking costs a load;
-/// here because Swift has no thread-local storage of its own.
-void rk_mark_engine_thread(void);
+/// here because Swift has no thread-local storage of its own. `name` (at most 15 bytes) is the name
+/// `top -H`, `perf` and /proc/PID/task/TID/comm show for it; otherwise it would keep its creator's.
+void rk_mark_engine_thread(const char *name);
 
 /// Whether the calling thread was marked by rk_mark_engine_thread.
 int rk_is_engine_thread(void);

@@ -85,7 +85,7 @@ final class ReadPool: @unchecked Sendable {
             &thread, nil,
             { context in
                 let pool = Unmanaged<ReadPool>.fromOpaque(context!).takeRetainedValue()
-                rk_mark_engine_thread()
+                rk_mark_engine_thread("registryd-read")
                 pool.serve()
                 return nil
             }, context)

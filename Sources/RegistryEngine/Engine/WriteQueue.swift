@@ -98,7 +98,7 @@ final class WriteQueue: @unchecked Sendable {
             &self.thread, nil,
             { context in
                 let queue = Unmanaged<WriteQueue>.fromOpaque(context!).takeRetainedValue()
-                rk_mark_engine_thread()
+                rk_mark_engine_thread("registryd-write")
                 queue.run()
                 return nil
             }, context)

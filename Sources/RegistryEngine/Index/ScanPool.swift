@@ -64,7 +64,7 @@ final class ScanPool: @unchecked Sendable {
                 &thread, nil,
                 { context in
                     let pool = Unmanaged<ScanPool>.fromOpaque(context!).takeRetainedValue()
-                    rk_mark_engine_thread()
+                    rk_mark_engine_thread("registryd-scan")
                     pool.serve()
                     return nil
                 }, context)
