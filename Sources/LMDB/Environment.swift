@@ -218,9 +218,9 @@ public final class Environment: @unchecked Sendable {
 
     /// The structural check of an existing `data.mdb` (``TreeCheck``), through LMDB's own map of it
     /// when that is found: the pages it faults in stay mapped for the start-up load that reads the
-    /// records next, and no second map of the whole file is made and torn down (at 1M × 512 floats
-    /// that teardown alone took about 55 ms). Through a private map of its own otherwise, for
-    /// instance when the file was replaced since ``DataFile`` read it (then checked as it is now).
+    /// records next, and no second map of the whole file is made and torn down (docs/storage.md has
+    /// the figures). Through a private map of its own otherwise: when LMDB's is not found as one map
+    /// from the file's start covering its committed pages.
     private static func checkTrees(_ trees: DataFile.Trees) throws(LMDBError) {
         let mappings = FileMappings.of(trees.file)
         // LMDB maps the file once, from its start, at least up to the end of its last committed page
