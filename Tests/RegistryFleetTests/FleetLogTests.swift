@@ -67,9 +67,12 @@ import Testing
         defer { server.remove() }
         try await Self.withLog(server, node: "door-1") { door in
             _ = try await door.append([("staff", 1, [1])])
-            // Another session holds the appends' order lock for 8 s: the next append waits inside
-            // its transaction, where a cancellation does not stop it.
-            let holder = Task.detached { server.psql("SELECT pg_advisory_lock(\(FleetLog.orderLockKey)); SELECT pg_sleep(8)") }
+            // Another session holds the appends' order lock until it is ended below (at most a
+            // minute): the next append waits inside its transaction, where a cancellation does not
+            // stop it. (A fixed 8 s once ran out under a loaded machine before the append even
+            // started, as the psql that saw the lock took seconds to start; the append then took
+            // the lock and committed within its deadline.)
+            let holder = Task.detached { server.psql("SELECT pg_advisory_lock(\(FleetLog.orderLockKey)); SELECT pg_sleep(60)") }
             // Held once pg_locks shows it. psql starts slowly on a busy machine (more than the 5 s this
             // once waited, under tools/test's load): wait for as long as it takes, up to a minute, and
             // say so if it never came, rather than go on without the lock and fail on something else.
@@ -83,6 +86,8 @@ import Testing
             try #require(held, "the order lock was never seen held")
             let progress = await Self.appendGivenUp(door)
             #expect(progress.giveUp(), "the append was given up before its COMMIT")
+            // The lock goes: the append, still waiting in its transaction, gets it and goes on.
+            _ = server.psql("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted")
             _ = await holder.value
             try await Task.sleep(for: .seconds(2))
             #expect(try await door.entries(after: 0).map(\.entry) == [[1]], "the append given up was committed after all")
