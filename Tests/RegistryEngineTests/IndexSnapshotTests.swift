@@ -135,6 +135,86 @@ import Testing
         }
     }
 
+    static func inode(_ path: String) -> UInt64? {
+        var info = stat()
+        return stat(path, &info) == 0 ? UInt64(info.st_ino) : nil
+    }
+
+    /// A daemon that only identified (or authenticated) stops without writing the same snapshot
+    /// again: the file it loaded, kept under its in-use name while it ran, gets its name back and its
+    /// token is committed again; the next open maps that very file.
+    @Test func aStopWithTheIndexUnchangedKeepsTheSnapshotItLoaded() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let (vectors, expected) = try await Self.closedStore(directory)
+        let path = IndexSnapshot.path(in: directory.path)
+        let written = try #require(Self.inode(path))
+        for _ in 0..<2 {
+            let engine = try Engine(path: directory.path, configuration: Self.configuration())
+            #expect(engine.indexLoad.fromSnapshot, "\(engine.indexLoad)")
+            #expect(!Self.snapshotExists(directory) && Self.inode(path + IndexSnapshot.inUseSuffix) == written)
+            #expect(try !Self.hasToken(engine))
+            #expect(try await Self.answers(engine, vectors) == expected)
+            engine.close()
+            #expect(engine.snapshotReport == "index snapshot kept: 2969 rows, unchanged since it was loaded", "\(engine.snapshotReport ?? "nil")")
+            #expect(Self.inode(path) == written)
+            #expect(Self.inode(path + IndexSnapshot.inUseSuffix) == nil)
+        }
+        let engine = try Engine(path: directory.path, configuration: Self.configuration())
+        defer { engine.close() }
+        #expect(engine.indexLoad.fromSnapshot)
+        #expect(try await Self.answers(engine, vectors) == expected)
+    }
+
+    /// The index's first change makes the loaded snapshot worthless: its file is unlinked at once
+    /// (its disk space comes back as the rows move off it), and the stop writes a new one.
+    @Test func theIndexsFirstChangeUnlinksTheSnapshotInUse() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let (vectors, _) = try await Self.closedStore(directory)
+        let path = IndexSnapshot.path(in: directory.path)
+        let written = try #require(Self.inode(path))
+        let engine = try Engine(path: directory.path, configuration: Self.configuration())
+        #expect(engine.indexLoad.fromSnapshot)
+        #expect(Self.inode(path + IndexSnapshot.inUseSuffix) == written)
+        // A refused registration changes nothing: the file stays.
+        let refused = await expectRegistryError(.similarFaceRegistered) {
+            _ = try await engine.register(
+                gallery: Self.gallery, identifier: "someone else",
+                face: Face(FaceTemplate(algorithm: Algorithm.arcface.version, vector: vectors[0])))
+        }
+        #expect(refused != nil)
+        #expect(Self.inode(path + IndexSnapshot.inUseSuffix) == written)
+        var random = SeededGenerator(seed: 17)
+        _ = try await engine.register(
+            gallery: Self.gallery, identifier: "newcomer",
+            face: Face(FaceTemplate(algorithm: Algorithm.arcface.version, vector: Self.randomVector(&random))))
+        #expect(Self.inode(path + IndexSnapshot.inUseSuffix) == nil)
+        let changed = try await Self.answers(engine, vectors)
+        engine.close()
+        #expect(engine.snapshotReport?.hasPrefix("index snapshot written: 2970 rows") == true, "\(engine.snapshotReport ?? "nil")")
+        let reopened = try Engine(path: directory.path, configuration: Self.configuration())
+        defer { reopened.close() }
+        #expect(reopened.indexLoad.fromSnapshot)
+        #expect(try await Self.answers(reopened, vectors) == changed)
+    }
+
+    /// A snapshot left under its in-use name (its open was killed: the token it had is gone) is
+    /// removed by the next open, which loads in full.
+    @Test func aSnapshotLeftInUseByAKilledOpenIsRemoved() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let (vectors, expected) = try await Self.closedStore(directory)
+        let path = IndexSnapshot.path(in: directory.path)
+        #expect(rename(path, path + IndexSnapshot.inUseSuffix) == 0)
+        try Engine.removeSnapshotToken(directory.path)
+        let engine = try Engine(path: directory.path, configuration: Self.configuration())
+        defer { engine.close() }
+        #expect(!engine.indexLoad.fromSnapshot)
+        #expect(Self.inode(path + IndexSnapshot.inUseSuffix) == nil)
+        #expect(try await Self.answers(engine, vectors) == expected)
+    }
+
     /// Rows mapped from a snapshot and then outgrown move into anonymous memory whole. 4,096 rows of
     /// 128 floats are exactly 2 MiB, so the snapshot's rows section covers the whole row buffer: grown
     /// in place (mremap), the new rows would map the file beyond the section (its codes, then its end:

@@ -94,6 +94,10 @@ extension Engine {
                 if mapped.failure == nil && mapped.matchesPlacedRows() {
                     mapped.adopt()
                     adopted = true
+                    if let snapshot, let inUse = snapshot.inUse, mapped.matchesResidency() {
+                        snapshot.keep()
+                        self.keptSnapshot.withLock { $0 = KeptSnapshot(path: inUse, token: snapshot.header.token) }
+                    }
                     return
                 }
                 reason = mapped.failure ?? "its templates are not the ones the store holds"

@@ -47,6 +47,9 @@ public final class Engine: @unchecked Sendable {
     public var creationNote: String? { self.store.environment.creationNote }
     /// What ``close()`` did about the index snapshot (nil until it ran), for the daemon's log.
     public private(set) var snapshotReport: String?
+    /// The snapshot the index was loaded from, while the index is still what it holds (see
+    /// ``saveSnapshot()``); nil after a full load and from the index's first change on.
+    let keptSnapshot = Mutex<KeptSnapshot?>(nil)
     private let closed = Atomic<Bool>(false)
     /// Whether the store was opened read-only (``init(path:configuration:metrics:readOnly:)``).
     public let isReadOnly: Bool
@@ -174,6 +177,7 @@ public final class Engine: @unchecked Sendable {
             self.store.environment.releaseResidentPages()
             self.store.environment.adviseRandomReads()
         } catch {
+            self.forgetKeptSnapshot()
             self.store.close()
             throw RegistryError.opening(path, error)
         }

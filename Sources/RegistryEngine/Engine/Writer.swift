@@ -267,6 +267,8 @@ extension Engine {
 
     /// Applies committed changes to the index. Holding the index write lock.
     func apply(_ changes: [IndexChange]) {
+        // The index is no longer the snapshot it was loaded from: the file is worth nothing now.
+        if !changes.isEmpty { self.forgetKeptSnapshot() }
         for change in changes {
             switch change {
             case .add(let template):

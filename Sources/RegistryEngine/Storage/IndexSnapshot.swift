@@ -8,9 +8,11 @@ import RegistryModel
 /// these hold (else the open loads everything from LMDB, as without a snapshot):
 /// - it carries the random 16-byte token that the closing engine committed to `meta/snapshot_token`
 ///   *after* the file was complete and on disk (written, `fdatasync`ed, renamed, directory synced);
-/// - the open's first write transaction reads and deletes that token, and the file is unlinked as
-///   soon as it is opened, so any later write, crash or copy of `data.mdb` without the file makes it
-///   worthless: a stale file can never match a store that changed since;
+/// - the open's first write transaction reads and deletes that token, and the file leaves its name as
+///   soon as it is opened (renamed to ``inUseSuffix``'s name, which no open reads), so any later
+///   write, crash or copy of `data.mdb` without the file makes it worthless: a stale file can never
+///   match a store that changed since. A clean close whose index has not changed since it was
+///   loaded gives the file its name back and commits the same token again;
 /// - its header checksum, every section's checksum and its per-registry template ids equal what the
 ///   load read from LMDB's records (template ids are never reused and payloads never change, so equal
 ///   ids in equal order mean equal rows).
@@ -233,36 +235,57 @@ extension IndexSnapshot {
 
 extension IndexSnapshot {
     /// An opened snapshot file: its checked header and a descriptor to map its sections from. The
-    /// file's name is already gone (see the type's notes); the descriptor keeps it readable.
+    /// file lies under its in-use name (``inUseSuffix``), or has none; unless ``keep()`` is called,
+    /// that name is unlinked when this goes away.
     final class Opened: @unchecked Sendable {
         let header: IndexSnapshot
         let fd: Int32
         let size: Int
+        /// Where the file lies while this open uses it, nil when it could not be renamed there and
+        /// was unlinked instead.
+        let inUse: String?
+        private var kept = false
 
-        fileprivate init(header: IndexSnapshot, fd: Int32, size: Int) {
+        fileprivate init(header: IndexSnapshot, fd: Int32, size: Int, inUse: String?) {
             self.header = header
             self.fd = fd
             self.size = size
+            self.inUse = inUse
         }
 
-        deinit { close(self.fd) }
+        /// Leaves the file under its in-use name: the index now holds what it holds, and a clean
+        /// close may give it its name back (the engine unlinks it at the index's first change).
+        func keep() { self.kept = true }
+
+        deinit {
+            close(self.fd)
+            if !self.kept, let inUse { unlink(inUse) }
+        }
     }
 
-    /// A snapshot file taken out of the data directory: opened, then unlinked, before the open's
-    /// first write transaction, so that its disk space comes back whatever happens to the open (a
-    /// full disk failing that transaction included). ``open(token:)`` then decides whether it is used.
+    /// A snapshot file taken out of the data directory: opened, then renamed to its in-use name
+    /// (``inUseSuffix``), before the open's first write transaction. ``open(token:)`` then decides
+    /// whether it is used; one that is not (or not kept) is unlinked when it is let go, so that its
+    /// disk space comes back whatever happens to the open (a full disk failing that transaction
+    /// included).
     final class Taken {
         private var fd: Int32
         private let path: String
+        private let inUse: String?
         private let failure: String?
 
-        fileprivate init(fd: Int32, path: String, failure: String?) {
+        fileprivate init(fd: Int32, path: String, inUse: String?, failure: String?) {
             self.fd = fd
             self.path = path
+            self.inUse = inUse
             self.failure = failure
         }
 
-        deinit { if self.fd >= 0 { close(self.fd) } }
+        deinit {
+            guard self.fd >= 0 else { return }
+            close(self.fd)
+            if let inUse { unlink(inUse) }
+        }
 
         /// The snapshot, if it decodes and carries `token` (the token the store held; nil: none).
         func open(token: [UInt8]?) throws(Unusable) -> Opened {
@@ -278,19 +301,33 @@ extension IndexSnapshot {
                 .get()
             guard decoded.token == token else { throw Unusable("its token is not the store's (a snapshot of another state)") }
             defer { self.fd = -1 }
-            return Opened(header: decoded, fd: self.fd, size: size)
+            return Opened(header: decoded, fd: self.fd, size: size, inUse: self.inUse)
         }
     }
 
-    /// Opens and unlinks the snapshot in `directory` (and any half-written one). Nil when there is none.
+    /// What a snapshot file's name becomes while an open uses it. A clean close whose index is still
+    /// the one the file holds renames it back (``Engine/saveSnapshot()``) rather than writing the
+    /// same bytes again; the first change to the index unlinks it; the next open removes one that a
+    /// crash left (its token was taken by the open's first commit, so it matches nothing any more).
+    static let inUseSuffix = ".in-use"
+
+    /// Opens the snapshot in `directory` and takes it out of the way of later opens (renamed to its
+    /// in-use name; unlinked if that fails), and removes a half-written one and one an earlier open
+    /// left in use. Nil when there is none.
     static func take(from directory: String) -> Taken? {
         let path = Self.path(in: directory)
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        let failure = fd < 0 ? "cannot open \(path): \(String(cString: strerror(errno)))" : nil
+        unlink(path + Self.inUseSuffix)
         unlink(path + ".tmp")
-        if fd < 0 && errno == ENOENT { return nil }
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        let code = errno
+        if fd < 0 && code == ENOENT { return nil }
+        let failure = fd < 0 ? "cannot open \(path): \(String(cString: strerror(code)))" : nil
         // Whatever follows, the file is used at most by this open.
-        unlink(path)
-        return Taken(fd: fd, path: path, failure: failure)
+        let inUse = path + Self.inUseSuffix
+        guard fd >= 0, rename(path, inUse) == 0 else {
+            unlink(path)
+            return Taken(fd: fd, path: path, inUse: nil, failure: failure)
+        }
+        return Taken(fd: fd, path: path, inUse: inUse, failure: failure)
     }
 }
