@@ -99,7 +99,8 @@ extension Engine {
     }
 
     /// Unlinks the snapshot the index was loaded from, if still kept: called at the index's first
-    /// change (``Engine/apply(_:)``), whose commit made it worthless, and when an open fails.
+    /// change (in ``Engine/commitOnce(_:prechecked:nested:)``, before the commit that makes it
+    /// worthless), at a close that writes no snapshot, and when an open fails.
     func forgetKeptSnapshot() {
         guard let kept = self.keptSnapshot.withLock({ $0.take() }) else { return }
         unlink(kept.path)

@@ -218,6 +218,10 @@ extension Engine {
             // A batch that wrote nothing leaves no dirty page, and LMDB then skips the fsync.
             if nextId != firstId { try self.store.writeInteger(txn, Keys.nextTemplateId, nextId) }
             if position != firstPosition { try self.store.writeInteger(txn, Keys.fleetPosition, UInt64(position)) }
+            // The index will no longer be the snapshot it was loaded from. Let the file go before
+            // the commit, not after it: a kill between the two must not leave the index's old
+            // contents (a template this batch removes, say) in a file of the data directory.
+            if !changes.isEmpty { self.forgetKeptSnapshot() }
         }
         return (results, changes)
     }
@@ -267,8 +271,6 @@ extension Engine {
 
     /// Applies committed changes to the index. Holding the index write lock.
     func apply(_ changes: [IndexChange]) {
-        // The index is no longer the snapshot it was loaded from: the file is worth nothing now.
-        if !changes.isEmpty { self.forgetKeptSnapshot() }
         for change in changes {
             switch change {
             case .add(let template):
