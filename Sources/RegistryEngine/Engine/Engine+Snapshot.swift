@@ -32,8 +32,8 @@ extension Engine {
     ///
     /// When the index is still the snapshot it was loaded from (nothing was registered, removed or
     /// reconfigured since), that file is given its name back and its token committed again, instead
-    /// of the same bytes being written anew: at 1M × 512 floats, 528 MiB and about 2 s of CPU at
-    /// every stop of a daemon that only identified and authenticated.
+    /// of the same bytes being written anew: at 1M × 512 floats, 511 MiB and 1.5–2.1 s at every
+    /// stop of a daemon that only identified and authenticated.
     func saveSnapshot() -> String {
         let path = IndexSnapshot.path(in: self.path)
         let temporary = path + ".tmp"
