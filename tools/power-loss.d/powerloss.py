@@ -529,7 +529,8 @@ def unmount(state: str) -> None:
 # The op counts start when the phase is armed. The ops were read off a trace (POWER_LOSS_TRACE=1):
 # a commit writes data.mdb's pages (write), fdatasyncs them (fsync), then writes its meta page
 # through the O_DSYNC descriptor (dsync-write); a clean stop writes index.snapshot.tmp, fdatasyncs
-# it, renames it to index.snapshot, then commits the token to data.mdb. A load of at most a second
+# it, renames it to index.snapshot, then commits the token to data.mdb (one whose index is unchanged
+# since a start from the snapshot renames index.snapshot.in-use back instead). A load of at most a second
 # makes some ten commits through this file system (a few writes each), so n stays small enough to be
 # reached before the crash loop's timed cut.
 COMMIT_AIMS = [
@@ -542,6 +543,9 @@ SNAPSHOT_AIMS = [
     ("snapshot: before its fdatasync", "index.snapshot.tmp", "fsync", 1),
     ("snapshot: before its rename", "index.snapshot.tmp", "rename", 1),
     ("snapshot: before the token's meta-page write (without a snapshot: the stop's first)", "data.mdb", "dsync-write", 1),
+    # A stop whose index is still the snapshot it started from (the check after a clean stop reads
+    # only) renames that file back from its in-use name instead of writing one.
+    ("snapshot kept: before its rename back", "index.snapshot.in-use", "rename", 1),
 ]
 STOP_AIMS = [
     ("stop: among data-page writes", "data.mdb", "write", 4),
