@@ -181,6 +181,14 @@ public final class Environment: @unchecked Sendable {
             // flock above keeps writers of this registry out instead.
             if options.readOnly { flags |= UInt32(MDB_RDONLY | MDB_NOLOCK) }
             try check(mdb_env_open(env, canonical, flags, 0o600), "mdb_env_open(\(canonical))")
+            // LMDB opens data.mdb's main descriptor without close-on-exec (its other ones have it),
+            // leaving that to the program: without it, every child this process starts (a test's
+            // daemon, a shell) holds the store open, and its file system busy, for as long as it runs.
+            var descriptor: mdb_filehandle_t = -1
+            if mdb_env_get_fd(env, &descriptor) == 0, descriptor >= 0 {
+                let current = fcntl(descriptor, F_GETFD)
+                if current >= 0 { _ = fcntl(descriptor, F_SETFD, current | FD_CLOEXEC) }
+            }
             // LMDB has mapped the file and read only its meta pages: no transaction has followed a
             // tree yet, which is what the check must come before.
             if case .existing(_, let trees) = found { try Self.checkTrees(trees) }
