@@ -17,6 +17,12 @@ enum DataFile {
         var pageSize: Int
         var lastPage: UInt64
         var txnid: UInt64
+
+        /// Where the last committed page ends: the length a whole file has at least (nil when that
+        /// does not fit an `Int`).
+        var committedBytes: Int? {
+            Int(exactly: self.lastPage).flatMap { $0 < Int.max / self.pageSize - 1 ? ($0 + 1) * self.pageSize : nil }
+        }
     }
 
     /// The file written beside `data.mdb` once the environment's first commit is durable (see
@@ -96,7 +102,7 @@ enum DataFile {
     /// Makes a file that ends a few pages before its last committed page whole (see below); refuses
     /// one that ends further short.
     private static func settleLength(path: String, size: Int, meta: Meta) throws(LMDBError) {
-        let needed = (Int(exactly: meta.lastPage).flatMap { $0 < Int.max / meta.pageSize - 1 ? ($0 + 1) * meta.pageSize : nil }) ?? Int.max
+        let needed = meta.committedBytes ?? Int.max
         guard size < needed else { return }
         // LMDB does not write a page that a transaction allocated and freed again ("loose"): when that
         // page is the highest one, a healthy file ends before the last page its meta counts (seen:

@@ -166,6 +166,7 @@ public final class Environment: @unchecked Sendable {
         }
 
         var env: OpaquePointer?
+        var dataFile: FileIdentity?
         do {
             try check(mdb_env_create(&env), "mdb_env_create")
             // liblmdb asserts on pages that are not what it expects (a damaged file), then aborts: say
@@ -184,10 +185,13 @@ public final class Environment: @unchecked Sendable {
             // LMDB opens data.mdb's main descriptor without close-on-exec (its other ones have it),
             // leaving that to the program: without it, every child this process starts (a test's
             // daemon, a shell) holds the store open, and its file system busy, for as long as it runs.
+            // The descriptor also says which file LMDB mapped (to find the map: ``mapRanges()``).
             var descriptor: mdb_filehandle_t = -1
             if mdb_env_get_fd(env, &descriptor) == 0, descriptor >= 0 {
                 let current = fcntl(descriptor, F_GETFD)
                 if current >= 0 { _ = fcntl(descriptor, F_SETFD, current | FD_CLOEXEC) }
+                var info = stat()
+                if fstat(descriptor, &info) == 0 { dataFile = FileIdentity(info) }
             }
             // LMDB has mapped the file and read only its meta pages: no transaction has followed a
             // tree yet, which is what the check must come before.
@@ -206,7 +210,7 @@ public final class Environment: @unchecked Sendable {
         self.handle = env!
         self.path = canonical
         self.options = options
-        self.dataFile = FileIdentity(path: canonical + "/data.mdb")
+        self.dataFile = dataFile
         switch found {
         case .new(let note):
             self.creationNote = note
@@ -234,8 +238,7 @@ public final class Environment: @unchecked Sendable {
         // LMDB maps the file once, from its start, at least up to the end of its last committed page
         // (`mdb_env_open2` raises the map size to that), which is as far as the check reads; a longer
         // file's tail holds no committed page.
-        let committed = Int(exactly: trees.meta.lastPage).flatMap { $0 < Int.max / trees.meta.pageSize - 1 ? ($0 + 1) * trees.meta.pageSize : nil }
-        if mappings.count == 1, let map = mappings.first, map.offset == 0, let committed,
+        if mappings.count == 1, let map = mappings.first, map.offset == 0, let committed = trees.meta.committedBytes,
             map.length >= min(trees.size, committed), let base = UnsafeRawPointer(bitPattern: map.start)
         {
             try TreeCheck.check(map: base, size: min(trees.size, map.length), meta: trees.meta, path: trees.path)

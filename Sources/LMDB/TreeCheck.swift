@@ -40,7 +40,7 @@ enum TreeCheck {
     /// DataFile makes up with zeros) are fine as long as no tree reaches them.
     /// - Throws: ``LMDBError`` `MDB_CORRUPTED`, saying which page of which database is wrong and how.
     static func check(fd: Int32, size: Int, meta: DataFile.Meta, path: String) throws(LMDBError) {
-        guard self.worthChecking(size: size, meta: meta) else { return }
+        guard self.lastPageToWalk(size: size, meta: meta) != nil else { return }
         guard let map = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), map != MAP_FAILED else {
             throw LMDBError(code: errno, operation: "mmap(\(path))")
         }
@@ -53,16 +53,17 @@ enum TreeCheck {
     /// ``Environment/init(path:options:)``). The pages the check faults in then stay mapped for the
     /// start-up load that reads the records next, and no map of the whole file is torn down.
     static func check(map: UnsafeRawPointer, size: Int, meta: DataFile.Meta, path: String) throws(LMDBError) {
-        guard self.worthChecking(size: size, meta: meta), let lastPage = Int(exactly: meta.lastPage) else { return }
+        guard let lastPage = self.lastPageToWalk(size: size, meta: meta) else { return }
         var walker = Walker(base: map, size: size, pageSize: meta.pageSize, lastPage: lastPage, txnid: meta.txnid, path: path)
         try walker.run()
     }
 
-    /// Whether the trees are this check's to walk: not when the meta's last page lies so far past the
+    /// The meta's last page, when the trees are this check's to walk: nil when it lies so far past the
     /// file's end that ``DataFile`` refuses the file as truncated.
-    private static func worthChecking(size: Int, meta: DataFile.Meta) -> Bool {
-        guard let lastPage = Int(exactly: meta.lastPage) else { return false }
-        return lastPage >= 1 && lastPage <= size / meta.pageSize + DataFile.maximumUnwrittenTailPages
+    private static func lastPageToWalk(size: Int, meta: DataFile.Meta) -> Int? {
+        guard let lastPage = Int(exactly: meta.lastPage), lastPage >= 1, lastPage <= size / meta.pageSize + DataFile.maximumUnwrittenTailPages
+        else { return nil }
+        return lastPage
     }
 
     /// How a database orders its keys (mdb.c's `mdb_cmp_memn`, `mdb_cmp_memnr`, `mdb_cmp_cint`).

@@ -76,6 +76,22 @@ import Testing
         return (vectors, try await Self.answers(engine, vectors))
     }
 
+    /// Registers one random face as `identifier`: a change of the index.
+    static func registerNewcomer(_ engine: Engine, _ identifier: String, seed: UInt64) async throws -> Registration {
+        var random = SeededGenerator(seed: seed)
+        return try await engine.register(
+            gallery: Self.gallery, identifier: identifier,
+            face: Face(FaceTemplate(algorithm: Algorithm.arcface.version, vector: Self.randomVector(&random))))
+    }
+
+    /// Opens the store, which must map its snapshot, and expects `answers`.
+    static func expectSnapshotLoad(_ directory: TemporaryDirectory, vectors: [[Float]], answers: [[IdentifyMatch]]) async throws {
+        let engine = try Engine(path: directory.path, configuration: Self.configuration())
+        defer { engine.close() }
+        #expect(engine.indexLoad.fromSnapshot, "\(engine.indexLoad)")
+        #expect(try await Self.answers(engine, vectors) == answers)
+    }
+
     static func snapshotExists(_ directory: TemporaryDirectory) -> Bool {
         access(IndexSnapshot.path(in: directory.path), F_OK) == 0
     }
@@ -113,10 +129,7 @@ import Testing
             #expect(try await StoreSnapshot(engine) == stored)
             #expect(try await engine.verify().problems.isEmpty)
             // The mapped rows take writes (appends, and removals moving the last row into a hole).
-            var random = SeededGenerator(seed: 5)
-            let added = try await engine.register(
-                gallery: Self.gallery, identifier: "newcomer",
-                face: Face(FaceTemplate(algorithm: Algorithm.arcface.version, vector: Self.randomVector(&random))))
+            let added = try await Self.registerNewcomer(engine, "newcomer", seed: 5)
             #expect(added.stored.count == 1)
             let first = try #require(try await engine.templates(gallery: Self.gallery, identifier: "p1", includeData: false).first)
             #expect(try await engine.deleteTemplate(gallery: Self.gallery, id: first.id))
@@ -160,10 +173,7 @@ import Testing
             #expect(Self.inode(path) == written)
             #expect(Self.inode(path + IndexSnapshot.inUseSuffix) == nil)
         }
-        let engine = try Engine(path: directory.path, configuration: Self.configuration())
-        defer { engine.close() }
-        #expect(engine.indexLoad.fromSnapshot)
-        #expect(try await Self.answers(engine, vectors) == expected)
+        try await Self.expectSnapshotLoad(directory, vectors: vectors, answers: expected)
     }
 
     /// The index's first change makes the loaded snapshot worthless: its file is unlinked at once
@@ -185,18 +195,12 @@ import Testing
         }
         #expect(refused != nil)
         #expect(Self.inode(path + IndexSnapshot.inUseSuffix) == written)
-        var random = SeededGenerator(seed: 17)
-        _ = try await engine.register(
-            gallery: Self.gallery, identifier: "newcomer",
-            face: Face(FaceTemplate(algorithm: Algorithm.arcface.version, vector: Self.randomVector(&random))))
+        _ = try await Self.registerNewcomer(engine, "newcomer", seed: 17)
         #expect(Self.inode(path + IndexSnapshot.inUseSuffix) == nil)
         let changed = try await Self.answers(engine, vectors)
         engine.close()
         #expect(engine.snapshotReport?.hasPrefix("index snapshot written: 2970 rows") == true, "\(engine.snapshotReport ?? "nil")")
-        let reopened = try Engine(path: directory.path, configuration: Self.configuration())
-        defer { reopened.close() }
-        #expect(reopened.indexLoad.fromSnapshot)
-        #expect(try await Self.answers(reopened, vectors) == changed)
+        try await Self.expectSnapshotLoad(directory, vectors: vectors, answers: changed)
     }
 
     /// A snapshot left under its in-use name (its open was killed: the token it had is gone) is
@@ -276,10 +280,7 @@ import Testing
         do {
             let engine = try Engine(path: directory.path, configuration: Self.configuration())
             #expect(engine.indexLoad.fromSnapshot)
-            var random = SeededGenerator(seed: 9)
-            _ = try await engine.register(
-                gallery: Self.gallery, identifier: "later",
-                face: Face(FaceTemplate(algorithm: Algorithm.arcface.version, vector: Self.randomVector(&random))))
+            _ = try await Self.registerNewcomer(engine, "later", seed: 9)
             expected = try await Self.answers(engine, vectors)
             engine.close()
         }
