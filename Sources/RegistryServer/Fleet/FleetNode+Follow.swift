@@ -251,16 +251,22 @@ extension FleetNode: Service {
             guard (try? await Task.sleep(for: limit)) != nil else { return }
             self.wakeFollower()
         }
-        await withCheckedContinuation { continuation in
-            let now = self.state.withLock { state -> Bool in
-                if state.woken {
-                    state.woken = false
-                    return true
+        // Cancellation (the daemon's stop) ends the wait too: it would otherwise hold the stop for
+        // up to `limit`, which the drain deadline counts.
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let now = self.state.withLock { state -> Bool in
+                    if state.woken {
+                        state.woken = false
+                        return true
+                    }
+                    state.wake = continuation
+                    return false
                 }
-                state.wake = continuation
-                return false
+                if now { continuation.resume() }
             }
-            if now { continuation.resume() }
+        } onCancel: {
+            self.wakeFollower()
         }
         self.state.withLock { $0.woken = false }
         timer.cancel()
