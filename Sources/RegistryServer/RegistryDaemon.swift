@@ -97,19 +97,23 @@ public struct RegistryDaemon: Sendable {
             })
         let reloader = ReloadService(
             configurationPath: self.configurationPath, engine: engine, dispatcher: dispatcher, fleet: fleet, logger: self.logger)
+        // The group stops its services one at a time, the last listed first, each once the one
+        // before has returned: the order says what still runs while the server drains.
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
-        // First, so that it stops last: the writes the server drains are applied through it.
+        if let interval = Systemd.watchdogInterval() {
+            // First, so that it stops last: keep-alives go on through the drain. (Listed last, it
+            // held the drain back until its next keep-alive, up to half of WatchdogSec.)
+            let watchdog = WatchdogService(
+                interval: interval, engine: engine, eventLoops: MultiThreadedEventLoopGroup.singleton, logger: self.logger)
+            services.append(.init(service: watchdog, successTerminationBehavior: .gracefullyShutdownGroup))
+        }
+        // Before the server, so that it stops after it: the writes the server drains are applied through it.
         if let fleet { services.append(.init(service: fleet)) }
         services += [
             .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup),
             .init(service: reloader, successTerminationBehavior: .gracefullyShutdownGroup),
             .init(service: PeriodicReportService(engine: engine, dispatcher: dispatcher, period: .seconds(60))),
         ]
-        if let interval = Systemd.watchdogInterval() {
-            let watchdog = WatchdogService(
-                interval: interval, engine: engine, eventLoops: MultiThreadedEventLoopGroup.singleton, logger: self.logger)
-            services.append(.init(service: watchdog, successTerminationBehavior: .gracefullyShutdownGroup))
-        }
         var groupConfiguration = ServiceGroupConfiguration(
             services: services,
             gracefulShutdownSignals: [.sigterm, .sigint],

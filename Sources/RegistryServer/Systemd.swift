@@ -45,7 +45,8 @@ struct WatchdogService: Service {
     func run() async throws {
         var missed = 0
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            try? await Task.sleep(for: self.interval / 2)
+            // Ends at the stop, not at the next keep-alive: the group waits for this service to return.
+            guard (try? await cancelWhenGracefulShutdown({ try await Task.sleep(for: self.interval / 2) })) != nil else { break }
             if await self.healthy() {
                 Systemd.notify("WATCHDOG=1")
                 missed = 0

@@ -99,4 +99,22 @@ import Testing
         #expect(daemon.stop(signal: SIGTERM) == 0)
         #expect(notify.until("STOPPING=1") != nil, "no STOPPING=1 on SIGTERM")
     }
+
+    /// With the packaged unit's WatchdogSec (30 s: a keep-alive every 15 s), SIGTERM starts the
+    /// drain at once (STOPPING=1, the listener closed), instead of the daemon going on serving until
+    /// its next keep-alive (it did, for up to 15 s, while the watchdog's wait held the stop back).
+    @Test func aStopUnderTheUnitsWatchdogBeginsAtOnce() async throws {
+        let directory = TemporaryDirectory("registryd-it").path
+        defer { _ = system("rm -rf '\(directory)'") }
+        let notify = try NotifySocket(directory: directory)
+        let daemon = try Daemon(environment: ["NOTIFY_SOCKET=\(notify.path)", "WATCHDOG_USEC=30000000"])
+        #expect(notify.until("READY=1") != nil, "no READY=1")
+        let client = try await daemon.client()
+        _ = try await client.register(identifier: "alice", face: Face(FaceTemplate(algorithm: 24, vector: axis(0))))
+        await client.close()
+        kill(daemon.pid, SIGTERM)
+        // `until` gives up after 5 s of silence; the next keep-alive would be 15 s away.
+        #expect(notify.until("STOPPING=1") != nil, "no STOPPING=1 within 5 s of SIGTERM")
+        #expect(daemon.stop(signal: SIGTERM) == 0)
+    }
 }
