@@ -117,4 +117,35 @@ import Testing
         #expect(notify.until("STOPPING=1") != nil, "no STOPPING=1 within 5 s of SIGTERM")
         #expect(daemon.stop(signal: SIGTERM) == 0)
     }
+
+    /// Keep-alives go on while the daemon drains: a drain that lasts (here a client that never reads
+    /// its replies holds it until the 3 s deadline) is not taken for a hang. They stopped at SIGTERM
+    /// before, when the watchdog was the first service stopped.
+    @Test func keepAlivesGoOnWhileTheDaemonDrains() async throws {
+        let directory = TemporaryDirectory("registryd-it").path
+        defer { _ = system("rm -rf '\(directory)'") }
+        let notify = try NotifySocket(directory: directory)
+        let daemon = try Daemon(arguments: ["--drain-deadline", "3"], environment: ["NOTIFY_SOCKET=\(notify.path)", "WATCHDOG_USEC=200000"])
+        #expect(notify.until("READY=1") != nil, "no READY=1")
+        // Frames the daemon refuses, a reply each, sent until neither the socket nor the daemon takes
+        // more: its replies are then unwritten, and its reads held back.
+        let client = try RawConnection(daemon.socketPath)
+        let frames = Array(repeating: RawConnection.frame([0xff, 0xff, 0xff]), count: 100).flatMap { $0 }
+        for _ in 0..<3 {
+            while (frames.withUnsafeBytes { Glibc.send(client.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }) > 0 {}
+            usleep(300_000)
+        }
+        kill(daemon.pid, SIGTERM)
+        #expect(notify.until("STOPPING=1") != nil, "no STOPPING=1 on SIGTERM")
+        // Every notification until the daemon has exited (then the socket is silent for 5 s).
+        var keepAlives = 0
+        while let message = notify.next() {
+            if message == "WATCHDOG=1" { keepAlives += 1 }
+        }
+        #expect(daemon.stop(signal: SIGTERM) == 0)
+        print("watchdog: \(keepAlives) keep-alives during a 3 s drain")
+        // One every 100 ms for the 3 s drain: 28 were seen here, none before the change.
+        #expect(keepAlives >= 10, "\(keepAlives) keep-alives during a 3 s drain")
+        client.disconnect()
+    }
 }
