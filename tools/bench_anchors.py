@@ -627,6 +627,16 @@ class Raw:
         return [data.get(field) for data in self.get(workload, side)]
 
 
+def ratio_text(ratio, target):
+    """The ratio to two decimals, or more when two would print the target itself: a ratio of 0.2504
+    against <= 0.25 shows as 0.2504 beside its FAIL, not as 0.25."""
+    for digits in (2, 3, 4):
+        text = f"{ratio:.{digits}f}"
+        if text != f"{target:.{digits}f}":
+            return text
+    return f"{ratio:.6f}"
+
+
 def cmd_table(a):
     raw = Raw(a.raw)
     selected = a.workloads.split(",")
@@ -655,7 +665,7 @@ def cmd_table(a):
             ratio = ours / anchor if ours is not None and anchor else None
             passed = None if ratio is None else (ratio <= target if kind == "at-most" else ratio >= target)
             target_text = f"{'<=' if kind == 'at-most' else '>='} {target:g}x"
-        rows.append([name, fmt(ours), fmt(anchor), "-" if ratio is None else f"{ratio:.2f}",
+        rows.append([name, fmt(ours), fmt(anchor), "-" if ratio is None else ratio_text(ratio, target),
                      target_text, "-" if passed is None else ("pass" if passed else "FAIL")])
         details[name] = {"ours_median": ours, "anchor_median": anchor, "ratio": ratio, "target": target,
                          "kind": kind, "pass": passed, **(extra or {})}
