@@ -51,7 +51,6 @@ enum DataFile {
     /// once LMDB has mapped the file and before any transaction reads a tree.
     struct Trees: Equatable {
         var path: String
-        var file: FileIdentity
         /// The file's length when its meta pages were read (before a short tail was made up).
         var size: Int
         var meta: Meta
@@ -96,7 +95,7 @@ enum DataFile {
         }
         let meta = try self.newestMeta(fd: fd, size: size, path: path)
         try self.settleLength(path: path, size: size, meta: meta)
-        return .existing(marked: marked, trees: Trees(path: path, file: FileIdentity(info), size: size, meta: meta))
+        return .existing(marked: marked, trees: Trees(path: path, size: size, meta: meta))
     }
 
     /// Makes a file that ends a few pages before its last committed page whole (see below); refuses

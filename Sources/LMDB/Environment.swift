@@ -185,7 +185,7 @@ public final class Environment: @unchecked Sendable {
             // LMDB opens data.mdb's main descriptor without close-on-exec (its other ones have it),
             // leaving that to the program: without it, every child this process starts (a test's
             // daemon, a shell) holds the store open, and its file system busy, for as long as it runs.
-            // The descriptor also says which file LMDB mapped (to find the map: ``mapRanges()``).
+            // The descriptor also says which file LMDB mapped, to find its map (the tree check below, ``mapRanges()``).
             var descriptor: mdb_filehandle_t = -1
             if mdb_env_get_fd(env, &descriptor) == 0, descriptor >= 0 {
                 let current = fcntl(descriptor, F_GETFD)
@@ -195,7 +195,7 @@ public final class Environment: @unchecked Sendable {
             }
             // LMDB has mapped the file and read only its meta pages: no transaction has followed a
             // tree yet, which is what the check must come before.
-            if case .existing(_, let trees) = found { try Self.checkTrees(trees) }
+            if case .existing(_, let trees) = found { try Self.checkTrees(trees, mappedAs: dataFile) }
         } catch {
             // Free the half-made handle and release the path, as GRDB does for a failed open.
             if let env {
@@ -232,9 +232,10 @@ public final class Environment: @unchecked Sendable {
     /// when that is found: the pages it faults in stay mapped for the start-up load that reads the
     /// records next, and no second map of the whole file is made and torn down (docs/storage.md has
     /// the figures). Through a private map of its own otherwise: when LMDB's is not found as one map
-    /// from the file's start covering its committed pages.
-    private static func checkTrees(_ trees: DataFile.Trees) throws(LMDBError) {
-        let mappings = FileMappings.of(trees.file)
+    /// from the file's start covering its committed pages, or the file LMDB opened (`mapped`, its
+    /// descriptor's identity) is not known.
+    private static func checkTrees(_ trees: DataFile.Trees, mappedAs mapped: FileIdentity?) throws(LMDBError) {
+        let mappings = mapped.map(FileMappings.of) ?? []
         // LMDB maps the file once, from its start, at least up to the end of its last committed page
         // (`mdb_env_open2` raises the map size to that), which is as far as the check reads; a longer
         // file's tail holds no committed page.

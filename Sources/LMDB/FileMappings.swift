@@ -11,13 +11,6 @@ struct FileIdentity: Equatable, Sendable {
         self.inode = UInt64(info.st_ino)
     }
 
-    /// The file at `path` (following symbolic links, as `open` does), or nil when it cannot be read.
-    init?(path: String) {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        self.init(info)
-    }
-
     /// `major:minor` as `/proc/self/maps` prints the device (glibc's `gnu_dev_major`/`gnu_dev_minor`
     /// split of `dev_t`, each in hexadecimal).
     var mapsDevice: (major: UInt64, minor: UInt64) {

@@ -4,6 +4,15 @@ import Testing
 
 @testable import LMDB
 
+extension FileIdentity {
+    /// The file at `path` (following symbolic links, as `open` does), or nil when it cannot be read.
+    init?(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        self.init(info)
+    }
+}
+
 /// Finding LMDB's map of `data.mdb` in `/proc/self/maps` (``FileMappings``), which the tree check at
 /// open reads through and the releases of the map's pages advise.
 @Suite struct FileMappingsTests {
