@@ -193,7 +193,12 @@ public final class TestPostgres: Sendable {
         let status = system("(\(command)) >'\(log)' 2>&1")
         guard status == 0 else {
             let said = readFileText(log).split(separator: "\n").suffix(5).joined(separator: "; ")
-            throw Refused(description: "starting a test PostgreSQL failed (status \(status >> 8)) at: \(command): \(said)")
+            // pg_ctl only says to look at the server's log, which goes with the directory: its end
+            // is the reason (a standby that found no consistent state, a port in use, ...).
+            let server = readFileText(base + "/server.log").split(separator: "\n").suffix(8).joined(separator: "; ")
+            throw Refused(
+                description: "starting a test PostgreSQL failed (status \(status >> 8)) at: \(command): \(said)"
+                    + (server.isEmpty ? "" : "; the server's log ends: \(server)"))
         }
     }
 }
